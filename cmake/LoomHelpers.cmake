@@ -1,0 +1,30 @@
+# The project's only custom CMake functions.
+include(GoogleTest)
+
+# loom_library(NAME SRCS a.cc b.cc DEPS PUBLIC x PRIVATE y)
+function(loom_library name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SRCS})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_BINARY_DIR}/src)
+  if(ARG_DEPS)
+    target_link_libraries(${name} ${ARG_DEPS})
+  endif()
+endfunction()
+
+# loom_test(NAME DEPS lib... LABELS unit|integration|slow [TIMEOUT s] [SRCS files])
+# The test source defaults to NAME.cc beside the calling CMakeLists.txt.
+function(loom_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "DEPS;LABELS;SRCS" ${ARGN})
+  if(NOT ARG_SRCS)
+    set(ARG_SRCS ${name}.cc)
+  endif()
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  gtest_discover_tests(${name}
+    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "LOOM_BINARY=$<TARGET_FILE:loom>;LOOM_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    DISCOVERY_TIMEOUT 30)
+endfunction()

@@ -1,0 +1,142 @@
+#include "core/config/config.h"
+
+#include "core/config/key_registry.h"
+#include "core/testing.h"
+
+namespace loom::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kTonyXml[] = R"(<?xml version="1.0"?>
+<configuration>
+  <property><name>tony.worker.instances</name><value>2</value></property>
+  <property><name>tony.worker.memory</name><value>4g</value></property>
+  <property><name>tony.application.framework</name><value>pytorch</value></property>
+</configuration>)";
+
+TEST(Config, TonyKeysAreStoredUnderLoomNames) {
+  Config c;
+  ASSERT_OK(c.MergeXmlString(kTonyXml, "tony.xml"));
+  EXPECT_EQ(c.Get("loom.worker.instances"), "2");
+  EXPECT_EQ(c.Get("tony.worker.instances"), "2");  // either name reads the same entry
+  EXPECT_EQ(c.Entry("loom.worker.memory")->original_key, "tony.worker.memory");
+  EXPECT_EQ(c.Entry("loom.worker.memory")->source, "tony.xml");
+}
+
+TEST(Config, LayersOverrideInOrder) {
+  Config c;
+  ASSERT_OK(c.MergeXmlString(kTonyXml, "file"));
+  c.Set("loom.worker.instances", "3", "--conf");  // loom name overrides the tony alias
+  EXPECT_EQ(c.Get("tony.worker.instances"), "3");
+  EXPECT_EQ(GetString(c, "loom.worker.vcores"), "1");  // default when unset
+  EXPECT_EQ(GetMemoryMib(c, "loom.worker.memory"), 4096);
+  EXPECT_EQ(GetMemoryMib(c, "loom.ps.memory"), 2048);  // per-type default, as tony-default.xml
+}
+
+TEST(Config, MalformedXmlNamesTheSource) {
+  Config c;
+  EXPECT_STATUS(c.MergeXmlString("<configuration><property>", "bad.xml"), kInvalidArgument,
+                HasSubstr("bad.xml: malformed XML"));
+  EXPECT_STATUS(c.MergeXmlString("<conf/>", "x.xml"), kInvalidArgument, HasSubstr("no <configuration>"));
+  EXPECT_STATUS(c.MergeXmlFile("/nonexistent/tony.xml"), kInvalidArgument, HasSubstr("does not exist"));
+}
+
+TEST(Config, RoundTripsThroughXml) {
+  Config c;
+  c.Set("loom.worker.instances", "2", "--conf");
+  c.Set("loom.execution.envs", "A=1,B=<x&y>", "--shell_env");
+  Config back;
+  ASSERT_OK(back.MergeXmlString(c.ToXml(), "final"));
+  EXPECT_EQ(back.Get("loom.execution.envs"), "A=1,B=<x&y>");
+  EXPECT_EQ(back.Get("loom.worker.instances"), "2");
+}
+
+TEST(Validate, UnknownKeyGetsSuggestion) {
+  Config c;
+  c.Set("tony.worker.instnaces", "2", "--conf");
+  EXPECT_STATUS(Validate(c), kInvalidArgument,
+                HasSubstr("unknown key tony.worker.instnaces (from --conf); did you mean tony.worker.instances?"));
+  Config d;
+  d.Set("loom.application.timout", "10", "f.xml");
+  EXPECT_STATUS(Validate(d), kInvalidArgument, HasSubstr("did you mean loom.application.timeout?"));
+}
+
+TEST(Validate, BadValuesNameKeyValueAndExpectation) {
+  Config c;
+  c.Set("loom.worker.memory", "4x", "--conf");
+  EXPECT_STATUS(Validate(c), kInvalidArgument, HasSubstr("loom.worker.memory='4x': expected a memory size"));
+  Config d;
+  d.Set("loom.worker.instances", "-1", "--conf");
+  EXPECT_STATUS(Validate(d), kInvalidArgument, HasSubstr("loom.worker.instances='-1': expected an integer >= 0"));
+  Config e;
+  e.Set("loom.application.framework", "caffe", "--conf");
+  EXPECT_STATUS(Validate(e), kInvalidArgument, HasSubstr("expected one of tensorflow, pytorch"));
+  Config f;
+  f.Set("loom.task.port-range", "30000-20000", "--conf");
+  EXPECT_STATUS(Validate(f), kInvalidArgument, HasSubstr("LOW-HIGH"));
+}
+
+TEST(Validate, ReportsEveryProblemAtOnce) {
+  Config c;
+  c.Set("loom.worker.memory", "4x", "--conf");
+  c.Set("loom.worker.vcores", "0", "--conf");
+  Status s = Validate(c);
+  EXPECT_THAT(s.message(), HasSubstr("memory"));
+  EXPECT_THAT(s.message(), HasSubstr("vcores"));
+}
+
+TEST(Validate, AcceptsEveryTonyDefaultKey) {
+  // The 65 keys of TonY's tony-default.xml (tony-core @7ceaaca), spelled as TonY spells them.
+  const char* keys[] = {
+      "tony.yarn.queue", "tony.application.name", "tony.application.type", "tony.application.tags",
+      "tony.application.node-label", "tony.application.enable-preprocess", "tony.application.timeout",
+      "tony.application.framework", "tony.application.num-client-rm-connect-retries",
+      "tony.application.distributed-mode", "tony.application.untracked.jobtypes",
+      "tony.application.sidecar.jobtypes", "tony.application.stop-on-failure-jobtypes",
+      "tony.application.fail-on-worker-failure-enabled", "tony.application.security.enabled",
+      "tony.application.hdfs-conf-path", "tony.application.yarn-conf-path", "tony.application.mapred-conf-path",
+      "tony.other.namenodes", "tony.am.startup-timeout", "tony.am.retry-count", "tony.am.memory",
+      "tony.am.vcores", "tony.am.gpus", "tony.am.wait-client-signal-stop-timeout-sec",
+      "tony.task.max-total-instances", "tony.task.max-total-gpus", "tony.task.am.jvm.opts",
+      "tony.task.executor.jvm.opts", "tony.task.heartbeat-interval-ms", "tony.task.max-missed-heartbeats",
+      "tony.task.metrics-interval-ms", "tony.task.gpu-metrics.enabled", "tony.task.executor.execution-timeout-ms",
+      "tony.task.executor.registry-timeout-sec", "tony.task.executor.execution.error-message-max-depth",
+      "tony.container.allocation.timeout", "tony.container.registration.timeout", "tony.ps.memory",
+      "tony.ps.vcores", "tony.worker.memory", "tony.worker.vcores", "tony.worker.gpus", "tony.docker.enabled",
+      "tony.history.location", "tony.history.intermediate", "tony.history.finished",
+      "tony.history.mover-interval-ms", "tony.history.retention-sec", "tony.history.purger-interval-ms",
+      "tony.history.finished-dir-timezone", "tony.portal.url", "tony.portal.cache.max-entries",
+      "tony.keytab.user", "tony.keytab.location", "tony.https.port", "tony.https.keystore.path",
+      "tony.https.keystore.type", "tony.https.keystore.password", "tony.https.keystore.algorithm",
+      "tony.http.port", "tony.secret.key", "tony.horovod.mode.test", "tony.horovod.mode.test.fast.fail",
+      "tony.horovod.driver.mode.debug",
+      // Keys in TonyConfigurationKeys but not in the XML.
+      "tony.evaluator.instances", "tony.worker.command", "tony.worker.resources", "tony.worker.node-label",
+      "tony.worker.max-instances", "tony.worker.placement-spec", "tony.worker.allocation-tags",
+      "tony.docker.worker.image", "tony.containers.command", "tony.containers.resources", "tony.containers.envs",
+      "tony.execution.envs", "tony.containers.placement-spec", "tony.containers.allocation-tags",
+      "tony.docker.containers.image", "tony.docker.containers.mount", "tony.application.prepare-stage",
+      "tony.application.training-stage", "tony.application.group.A",
+      "tony.application.dependency.evaluator.timeout.after.A",
+      "tony.application.dependency.evaluator.timeout.after.A.ignored", "tony.application.placement-spec",
+      "tony.am.node-label", "tony.application.tensorboard-log-dir", "tony.application.hadoop.location",
+      "tony.application.hadoop.classpath", "tony.task.default.jvm.opts", "tony.gpu-exec-path",
+      "tony.python-exec-path", "tony.version-info.version", "tony.task.max-total-memory"};
+  for (const char* k : keys) {
+    EXPECT_NE(FindKey(CanonicalKey(k)), nullptr) << k;
+  }
+}
+
+TEST(WithDefaults, FillsGlobalAndPerTypeDefaults) {
+  Config c;
+  c.Set("tony.worker.instances", "2", "--conf");
+  Config full = WithDefaults(c);
+  EXPECT_EQ(full.Get("loom.worker.memory"), "2g");
+  EXPECT_EQ(full.Entry("loom.worker.memory")->source, "default");
+  EXPECT_EQ(full.Get("loom.application.untracked.jobtypes"), "ps");
+  EXPECT_EQ(full.Entry("loom.worker.instances")->source, "--conf");
+}
+
+}  // namespace
+}  // namespace loom::config

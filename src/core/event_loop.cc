@@ -1,0 +1,63 @@
+#include "core/event_loop.h"
+
+namespace loom {
+
+void EventLoop::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+}
+
+EventLoop::TimerId EventLoop::PostAfter(std::chrono::milliseconds delay, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TimerId id = next_id_++;
+  timers_.emplace(Clock::now() + delay, std::make_pair(id, std::move(fn)));
+  cv_.notify_one();
+  return id;
+}
+
+void EventLoop::Cancel(TimerId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = timers_.begin(); it != timers_.end(); ++it) {
+    if (it->second.first == id) {
+      timers_.erase(it);
+      return;
+    }
+  }
+}
+
+void EventLoop::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopped_) {
+    auto now = Clock::now();
+    std::function<void()> fn;
+    if (!timers_.empty() && timers_.begin()->first <= now) {
+      fn = std::move(timers_.begin()->second.second);
+      timers_.erase(timers_.begin());
+    } else if (!queue_.empty()) {
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    } else if (!timers_.empty()) {
+      cv_.wait_until(lock, timers_.begin()->first);
+      continue;
+    } else {
+      cv_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    fn();
+    lock.lock();
+  }
+}
+
+void EventLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace loom

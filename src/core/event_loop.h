@@ -1,0 +1,37 @@
+#pragma once
+// EventLoop: one thread runs every posted closure and timer in order, so the state it guards
+// (the AM's job) is touched by one thread only, as in Mesos' actors. Post() and friends are
+// thread-safe; the closures themselves run on the loop thread.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+
+namespace loom {
+
+class EventLoop {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using TimerId = uint64_t;
+
+  void Post(std::function<void()> fn);
+  TimerId PostAfter(std::chrono::milliseconds delay, std::function<void()> fn);
+  void Cancel(TimerId id);
+  // Runs until Stop(); returns after the closure that called Stop() finishes.
+  void Run();
+  void Stop();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  std::multimap<Clock::time_point, std::pair<TimerId, std::function<void()>>> timers_;
+  TimerId next_id_ = 1;
+  bool stopped_ = false;
+};
+
+}  // namespace loom

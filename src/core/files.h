@@ -1,0 +1,26 @@
+#pragma once
+// File-system helpers returning Status instead of throwing.
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace loom {
+
+Result<std::string> ReadFile(const std::string& path);
+// Writes via a temporary file and rename(2), so readers never see a half-written file.
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
+Status MakeDirs(const std::string& path, int mode = 0755);
+// Recursive copy of a directory tree (or a single file) to `dst`.
+Status CopyTree(const std::string& src, const std::string& dst);
+Status RemoveTree(const std::string& path);
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+// The last `max_lines` lines of a file (fewer if the file is shorter).
+std::vector<std::string> TailLines(const std::string& path, size_t max_lines);
+// Absolute path of the running executable.
+std::string SelfExecutable();
+std::string AbsolutePath(const std::string& path);
+
+}  // namespace loom

@@ -1,0 +1,278 @@
+#include "core/job_spec.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/config/key_registry.h"
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace loom {
+
+using config::Config;
+using config::GetBool;
+using config::GetInt;
+using config::GetList;
+using config::GetMemoryMib;
+using config::GetString;
+
+std::string FrameworkName(Framework f) {
+  switch (f) {
+    case Framework::kTensorFlow: return "tensorflow";
+    case Framework::kPyTorch: return "pytorch";
+    case Framework::kMXNet: return "mxnet";
+    case Framework::kHorovod: return "horovod";
+    case Framework::kStandalone: return "standalone";
+  }
+  return "?";
+}
+
+Result<TaskId> ParseTaskId(const std::string& s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument("'" + s + "' is not a task id (expected TYPE:INDEX, e.g. worker:0)");
+  }
+  auto index = ParseInt(s.substr(colon + 1));
+  if (!index.ok() || *index < 0) {
+    return Status::InvalidArgument("'" + s + "' is not a task id (expected TYPE:INDEX, e.g. worker:0)");
+  }
+  return TaskId{s.substr(0, colon), static_cast<int>(*index)};
+}
+
+std::string Resources::ToString() const {
+  std::string s = FormatMib(memory_mib) + " memory, " + std::to_string(vcores) + " vcores";
+  if (gpus) s += ", " + std::to_string(gpus) + " GPUs";
+  return s;
+}
+
+const TaskTypeSpec* JobSpec::FindType(const std::string& n) const {
+  for (const auto& t : types) {
+    if (t.name == n) return &t;
+  }
+  return nullptr;
+}
+
+int JobSpec::TotalTasks() const {
+  int n = 0;
+  for (const auto& t : types) n += t.instances;
+  return n;
+}
+
+int JobSpec::TrackedTasks() const {
+  int n = 0;
+  for (const auto& t : types) {
+    if (t.role == TaskRole::kTracked) n += t.instances;
+  }
+  return n;
+}
+
+std::vector<TaskId> JobSpec::AllTasks() const {
+  std::vector<TaskId> out;
+  for (const auto& t : types) {
+    for (int i = 0; i < t.instances; ++i) out.push_back({t.name, i});
+  }
+  return out;
+}
+
+std::optional<TaskId> JobSpec::Chief() const {
+  if (FindType("chief")) return TaskId{"chief", 0};
+  if (FindType("worker")) return TaskId{"worker", 0};
+  return std::nullopt;
+}
+
+Resources JobSpec::TotalResources() const {
+  Resources r;
+  for (const auto& t : types) {
+    r.memory_mib += t.resources.memory_mib * t.instances;
+    r.vcores += t.resources.vcores * t.instances;
+    r.gpus += t.resources.gpus * t.instances;
+  }
+  return r;
+}
+
+namespace {
+
+int RankOrder(const std::string& type) {
+  if (type == "chief") return 0;
+  if (type == "master") return 1;
+  if (type == "worker") return 2;
+  return 3;
+}
+
+Result<std::map<std::string, std::string>> ParseEnvList(const Config& conf, const std::string& key) {
+  std::map<std::string, std::string> env;
+  for (const std::string& kv : GetList(conf, key)) {
+    LOOM_ASSIGN_OR_RETURN(auto pair, ParseKeyValue(kv));
+    env[pair.first] = pair.second;
+  }
+  return env;
+}
+
+// The command a type runs when it has no loom.<type>.command of its own.
+Result<std::string> EntryPointCommand(const Config& conf, const std::string& src_dir,
+                                      const std::string& venv, bool check_files) {
+  std::string executes = Trim(GetString(conf, "loom.application.executes"));
+  if (executes.empty()) return std::string();
+  // TonY's README passes the script with its src dir in front; the task runs inside the src dir.
+  if (!src_dir.empty()) {
+    std::string rel_src = GetString(conf, "loom.application.src-dir");
+    for (const std::string& prefix : {AbsolutePath(src_dir) + "/", rel_src + "/"}) {
+      if (prefix.size() > 1 && StartsWith(executes, prefix)) executes = executes.substr(prefix.size());
+    }
+    while (StartsWith(executes, "./")) executes = executes.substr(2);
+  }
+  std::string script = Split(executes, ' ').front();
+  bool is_python = EndsWith(script, ".py");
+  std::string script_path = src_dir.empty() ? AbsolutePath(script) : src_dir + "/" + script;
+  if (check_files && !PathExists(script_path)) {
+    return Status::InvalidArgument("--executes: " + script + " does not exist" +
+                                   (src_dir.empty() ? std::string() : " in --src_dir " + src_dir));
+  }
+  if (src_dir.empty()) script = AbsolutePath(script);
+  std::string cmd;
+  if (is_python) {
+    std::string python = GetString(conf, "loom.application.python-binary-path");
+    // A relative interpreter path lives inside the unzipped venv, as in TonY.
+    if (!venv.empty() && !python.empty() && python[0] != '/' && python.find('/') != std::string::npos) {
+      python = "venv/" + python;
+    }
+    cmd = ShellQuote(python) + " " + ShellQuote(script) + executes.substr(Split(executes, ' ').front().size());
+  } else {
+    cmd = executes.find('/') == std::string::npos && !src_dir.empty() ? "./" + executes : executes;
+  }
+  std::string params = Trim(GetString(conf, "loom.application.task-params"));
+  if (!params.empty()) cmd += " " + params;
+  return cmd;
+}
+
+}  // namespace
+
+Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bool check_files) {
+  LOOM_RETURN_IF_ERROR(config::Validate(conf));
+  std::vector<std::string> problems;
+  JobSpec spec;
+  spec.name = GetString(conf, "loom.application.name");
+  std::string fw = ToLower(GetString(conf, "loom.application.framework"));
+  spec.framework = fw == "pytorch"      ? Framework::kPyTorch
+                   : fw == "mxnet"      ? Framework::kMXNet
+                   : fw == "horovod"    ? Framework::kHorovod
+                   : fw == "standalone" ? Framework::kStandalone
+                                        : Framework::kTensorFlow;
+  spec.gang = ToLower(GetString(conf, "loom.application.distributed-mode")) == "gang";
+  spec.success_policy = GetString(conf, "loom.application.success-policy") == "any" ? SuccessPolicy::kAny
+                                                                                    : SuccessPolicy::kAll;
+  if (GetBool(conf, "loom.application.enable-preprocess")) {
+    problems.push_back("loom.application.enable-preprocess=true: TonY's preprocess mode is not supported");
+  }
+
+  auto resolve = [&](const std::string& p) {
+    if (p.empty()) return p;
+    return AbsolutePath(p[0] == '/' ? p : base_dir + "/" + p);
+  };
+  spec.src_dir = resolve(GetString(conf, "loom.application.src-dir"));
+  if (check_files && !spec.src_dir.empty() && !IsDirectory(spec.src_dir)) {
+    problems.push_back("--src_dir " + GetString(conf, "loom.application.src-dir") + " is not a directory");
+  }
+  spec.python_venv = resolve(GetString(conf, "loom.application.python-venv"));
+  if (check_files && !spec.python_venv.empty() && !PathExists(spec.python_venv)) {
+    problems.push_back("--python_venv " + GetString(conf, "loom.application.python-venv") + " does not exist");
+  }
+
+  auto exec_env = ParseEnvList(conf, "loom.execution.envs");
+  auto cont_env = ParseEnvList(conf, "loom.containers.envs");
+  if (exec_env.ok()) spec.execution_env = *exec_env;
+  if (cont_env.ok()) spec.container_env = *cont_env;
+
+  spec.heartbeat_interval_ms = static_cast<int>(GetInt(conf, "loom.task.heartbeat-interval-ms"));
+  spec.max_missed_heartbeats = static_cast<int>(GetInt(conf, "loom.task.max-missed-heartbeats"));
+  spec.application_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.application.timeout"));
+  spec.execution_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.task.executor.execution-timeout-ms"));
+  spec.stderr_tail_lines = static_cast<int>(GetInt(conf, "loom.task.executor.execution.error-message-max-depth"));
+  spec.stop_grace_ms = static_cast<int>(GetInt(conf, "loom.task.stop-grace-ms"));
+  auto range = Split(GetString(conf, "loom.task.port-range"), '-');
+  spec.port_low = static_cast<int>(*ParseInt(range[0]));
+  spec.port_high = static_cast<int>(*ParseInt(range[1]));
+  spec.am_resources = {GetMemoryMib(conf, "loom.am.memory"), static_cast<int>(GetInt(conf, "loom.am.vcores")),
+                       static_cast<int>(GetInt(conf, "loom.am.gpus"))};
+
+  std::vector<std::string> names = config::TaskTypeNames(conf);
+  if (names.empty()) {
+    problems.push_back("no task types: set loom.<type>.instances (e.g. --conf loom.worker.instances=2)");
+  }
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return std::make_pair(RankOrder(a), a) < std::make_pair(RankOrder(b), b);
+  });
+  std::set<std::string> untracked, sidecar, stop_on_failure;
+  for (auto& t : GetList(conf, "loom.application.untracked.jobtypes")) untracked.insert(t);
+  for (auto& t : GetList(conf, "loom.application.sidecar.jobtypes")) sidecar.insert(t);
+  for (auto& t : GetList(conf, "loom.application.stop-on-failure-jobtypes")) stop_on_failure.insert(t);
+
+  Result<std::string> entry = EntryPointCommand(conf, spec.src_dir, spec.python_venv, check_files);
+  if (!entry.ok()) problems.push_back(entry.status().message());
+  std::string containers_command = GetString(conf, "loom.containers.command");
+
+  for (const std::string& name : names) {
+    std::string k = "loom." + name + ".";
+    TaskTypeSpec t;
+    t.name = name;
+    t.instances = static_cast<int>(GetInt(conf, k + "instances"));
+    if (t.instances == 0) continue;  // a type switched off
+    t.resources = {GetMemoryMib(conf, k + "memory"), static_cast<int>(GetInt(conf, k + "vcores")),
+                   static_cast<int>(GetInt(conf, k + "gpus"))};
+    t.node_label = GetString(conf, k + "node-label");
+    t.extra_files = GetList(conf, k + "resources");
+    for (auto& f : GetList(conf, "loom.containers.resources")) t.extra_files.push_back(f);
+    int64_t max_instances = GetInt(conf, k + "max-instances");
+    if (max_instances >= 0 && t.instances > max_instances) {
+      problems.push_back(k + "instances=" + std::to_string(t.instances) + " exceeds " + k +
+                         "max-instances=" + std::to_string(max_instances));
+    }
+    t.command = GetString(conf, k + "command");
+    if (t.command.empty()) t.command = containers_command;
+    if (t.command.empty() && entry.ok()) t.command = *entry;
+    if (t.command.empty() && entry.ok()) {
+      problems.push_back("nothing to run for type '" + name + "': give --executes or " + k + "command");
+    }
+    t.role = sidecar.count(name) ? TaskRole::kSidecar
+             : untracked.count(name) ? TaskRole::kUntracked
+                                     : TaskRole::kTracked;
+    t.stop_on_failure = stop_on_failure.count(name) > 0;
+    spec.types.push_back(std::move(t));
+  }
+  if (!names.empty() && spec.types.empty()) {
+    problems.push_back("every task type has 0 instances: nothing to run");
+  }
+  if (!spec.types.empty() && spec.TrackedTasks() == 0) {
+    problems.push_back("no tracked task type: every type is untracked or a sidecar, so the job could never finish");
+  }
+
+  auto cap = [&](const char* key, int64_t total, const std::string& what) {
+    int64_t limit = GetInt(conf, key);
+    if (limit >= 0 && total > limit) {
+      problems.push_back(std::string(key) + "=" + std::to_string(limit) + " but the job asks for " +
+                         std::to_string(total) + " " + what);
+    }
+  };
+  Resources total = spec.TotalResources();
+  cap("loom.task.max-total-instances", spec.TotalTasks(), "tasks");
+  cap("loom.task.max-total-gpus", total.gpus, "GPUs");
+  cap("loom.task.max-total-vcores", total.vcores, "vcores");
+  cap("loom.task.max-total-memory", total.memory_mib, "MiB");
+
+  if (spec.framework == Framework::kStandalone && spec.TotalTasks() != 1) {
+    problems.push_back("loom.application.framework=standalone runs exactly 1 task, but " +
+                       std::to_string(spec.TotalTasks()) + " are configured");
+  }
+  if (spec.framework == Framework::kMXNet) {
+    const TaskTypeSpec* sched = spec.FindType("scheduler");
+    if (!sched || sched->instances != 1) {
+      problems.push_back("loom.application.framework=mxnet needs loom.scheduler.instances=1 (DMLC_PS_ROOT_URI)");
+    }
+  }
+  if (!problems.empty()) {
+    return Status::InvalidArgument("invalid job:\n  " + Join(problems, "\n  "));
+  }
+  return spec;
+}
+
+}  // namespace loom

@@ -1,0 +1,98 @@
+#pragma once
+// JobSpec: the validated, typed view of a job's configuration that the client, the AM and the
+// executors all share. Built only through BuildJobSpec, which checks everything a job needs
+// before anything starts.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/status.h"
+
+namespace loom {
+
+enum class Framework { kTensorFlow, kPyTorch, kMXNet, kHorovod, kStandalone };
+std::string FrameworkName(Framework f);
+
+// How a task type's outcome counts toward the job's.
+enum class TaskRole {
+  kTracked,    // the job waits for it; its failure fails the job (see SuccessPolicy)
+  kUntracked,  // not waited for; stopped when every tracked task is done (default: ps)
+  kSidecar,    // not waited for; failures ignored (default: tensorboard)
+};
+
+enum class SuccessPolicy {
+  kAll,  // every tracked task must succeed (Loom's default)
+  kAny,  // TonY's rule: fails only on chief / stop-on-failure failure, or when all tracked fail
+};
+
+struct TaskId {
+  std::string type;
+  int index = 0;
+  std::string ToString() const { return type + ":" + std::to_string(index); }
+  // Directory-safe name: "worker-1".
+  std::string DirName() const { return type + "-" + std::to_string(index); }
+  bool operator==(const TaskId&) const = default;
+  auto operator<=>(const TaskId&) const = default;
+};
+Result<TaskId> ParseTaskId(const std::string& s);  // "worker:1"
+
+struct Resources {
+  int64_t memory_mib = 0;
+  int vcores = 0;
+  int gpus = 0;
+  std::string ToString() const;
+};
+
+struct TaskTypeSpec {
+  std::string name;
+  int instances = 0;
+  Resources resources;
+  std::string command;  // the full user command line for this type
+  std::vector<std::string> extra_files;
+  std::string node_label;
+  TaskRole role = TaskRole::kTracked;
+  bool stop_on_failure = false;
+};
+
+struct JobSpec {
+  std::string name;
+  Framework framework = Framework::kTensorFlow;
+  bool gang = true;  // distributed-mode GANG (else FCFS)
+  // Types in rank order: chief, master, worker, then the rest by name.
+  std::vector<TaskTypeSpec> types;
+  SuccessPolicy success_policy = SuccessPolicy::kAll;
+
+  std::string src_dir;      // absolute, may be empty
+  std::string python_venv;  // absolute zip path, may be empty
+  std::map<std::string, std::string> execution_env;  // user process (--shell_env)
+  std::map<std::string, std::string> container_env;  // container (--container_env)
+
+  int heartbeat_interval_ms = 1000;
+  int max_missed_heartbeats = 25;
+  int64_t application_timeout_ms = 0;
+  int64_t execution_timeout_ms = 0;
+  int stderr_tail_lines = 20;
+  int stop_grace_ms = 5000;
+  int port_low = 20000, port_high = 32000;
+  Resources am_resources;
+
+  const TaskTypeSpec* FindType(const std::string& name) const;
+  int TotalTasks() const;
+  int TrackedTasks() const;
+  std::vector<TaskId> AllTasks() const;  // in rank order
+  // chief:0 if there is a chief type, else worker:0 if there is a worker type.
+  std::optional<TaskId> Chief() const;
+  Resources TotalResources() const;
+};
+
+// Validates `conf` (keys, values and their combination) and builds the spec. `base_dir` resolves
+// a relative src dir / venv. `check_files` checks that the src dir, venv and entry point exist
+// (the client does; an AM on another host cannot). Errors are InvalidArgument and name the key
+// or flag at fault.
+Result<JobSpec> BuildJobSpec(const config::Config& conf, const std::string& base_dir,
+                             bool check_files = true);
+
+}  // namespace loom

@@ -1,0 +1,123 @@
+#include "core/job_spec.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/testing.h"
+
+namespace loom {
+namespace {
+
+using ::testing::HasSubstr;
+
+class JobSpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("loom_job_spec_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_ / "src");
+    std::ofstream(dir_ / "src" / "train.py") << "print('hi')\n";
+    conf_.Set("loom.application.src-dir", (dir_ / "src").string(), "--src_dir");
+    conf_.Set("loom.application.executes", "train.py", "--executes");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  config::Config conf_;
+};
+
+TEST_F(JobSpecTest, TypesInRankOrderWithRoles) {
+  conf_.Set("tony.ps.instances", "1", "f");
+  conf_.Set("tony.worker.instances", "2", "f");
+  conf_.Set("tony.evaluator.instances", "1", "f");
+  conf_.Set("tony.chief.instances", "1", "f");
+  conf_.Set("tony.tensorboard.instances", "1", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  std::vector<std::string> names;
+  for (const auto& t : spec->types) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"chief", "worker", "evaluator", "ps", "tensorboard"}));
+  EXPECT_EQ(spec->FindType("ps")->role, TaskRole::kUntracked);
+  EXPECT_TRUE(spec->FindType("ps")->stop_on_failure);
+  EXPECT_EQ(spec->FindType("tensorboard")->role, TaskRole::kSidecar);
+  EXPECT_EQ(spec->TrackedTasks(), 4);
+  EXPECT_EQ(spec->TotalTasks(), 6);
+  EXPECT_EQ(spec->Chief()->ToString(), "chief:0");
+}
+
+TEST_F(JobSpecTest, CommandUsesPythonBinaryAndParams) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.application.python-binary-path", "/usr/bin/python3", "f");
+  conf_.Set("loom.application.task-params", "--epochs 3", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("worker")->command, "/usr/bin/python3 train.py --epochs 3");
+}
+
+TEST_F(JobSpecTest, ExecutesMayStartWithTheSrcDir) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.application.src-dir", "src", "--src_dir");
+  conf_.Set("loom.application.executes", "src/train.py", "--executes");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("worker")->command, "python3 train.py");
+}
+
+TEST_F(JobSpecTest, PerTypeCommandWins) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.ps.instances", "1", "f");
+  conf_.Set("loom.ps.command", "sleep 100", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("ps")->command, "sleep 100");
+}
+
+TEST_F(JobSpecTest, MissingScriptIsAnError) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.application.executes", "nope.py", "--executes");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("--executes: nope.py does not exist in --src_dir"));
+}
+
+TEST_F(JobSpecTest, NoTypesIsAnError) {
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("no task types"));
+}
+
+TEST_F(JobSpecTest, CapsAreEnforced) {
+  conf_.Set("loom.worker.instances", "3", "f");
+  conf_.Set("loom.worker.max-instances", "2", "f");
+  conf_.Set("loom.task.max-total-gpus", "1", "f");
+  conf_.Set("loom.worker.gpus", "1", "f");
+  Status s = BuildJobSpec(conf_, dir_.string()).status();
+  EXPECT_THAT(s.message(), HasSubstr("exceeds loom.worker.max-instances=2"));
+  EXPECT_THAT(s.message(), HasSubstr("loom.task.max-total-gpus=1 but the job asks for 3 GPUs"));
+}
+
+TEST_F(JobSpecTest, FrameworkConstraints) {
+  conf_.Set("loom.worker.instances", "2", "f");
+  conf_.Set("loom.application.framework", "standalone", "f");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("exactly 1 task"));
+  conf_.Set("loom.application.framework", "mxnet", "f");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("loom.scheduler.instances=1"));
+}
+
+TEST_F(JobSpecTest, OnlyUntrackedTypesCanNeverFinish) {
+  conf_.Set("loom.ps.instances", "1", "f");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("no tracked task type"));
+}
+
+TEST_F(JobSpecTest, EnvListsAreParsed) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.execution.envs", "A=1,B=two", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->execution_env.at("B"), "two");
+}
+
+TEST(TaskId, Parse) {
+  EXPECT_EQ(ParseTaskId("worker:3")->ToString(), "worker:3");
+  EXPECT_FALSE(ParseTaskId("worker").ok());
+  EXPECT_FALSE(ParseTaskId("worker:-1").ok());
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,269 @@
+#include "core/subprocess.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/strings.h"
+
+extern char** environ;
+
+namespace loom {
+
+ExitInfo ExitInfo::FromWaitStatus(int wstatus) {
+  ExitInfo info;
+  if (WIFEXITED(wstatus)) info.exit_code = WEXITSTATUS(wstatus);
+  else if (WIFSIGNALED(wstatus)) info.signal = WTERMSIG(wstatus);
+  return info;
+}
+
+std::string ExitInfo::Describe() const {
+  if (signal) return "killed by signal " + std::to_string(signal) + " (" + SignalName(signal) + ")";
+  return "exit code " + std::to_string(exit_code);
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+Result<std::string> FindProgram(const std::string& name, const std::string& path_env) {
+  if (name.find('/') != std::string::npos) return name;
+  for (const std::string& dir : Split(path_env.empty() ? "/usr/bin:/bin" : path_env, ':')) {
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return Status::NotFound("program '" + name + "' not found in PATH");
+}
+
+Result<Subprocess> Subprocess::Spawn(const SpawnOptions& o) {
+  if (o.argv.empty()) return Status::InvalidArgument("spawn: empty argv");
+  auto path_it = o.env.find("PATH");
+  LOOM_ASSIGN_OR_RETURN(std::string program,
+                        FindProgram(o.argv[0], path_it == o.env.end() ? "" : path_it->second));
+
+  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : o.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    return Status::FromErrno("fork", err);
+  }
+  if (pid == 0) {
+    auto fail = [&](int step) {
+      int payload[2] = {step, errno};
+      (void)!::write(err_pipe[1], payload, sizeof(payload));
+      ::_exit(127);
+    };
+    if (o.new_session && ::setsid() < 0) fail(1);
+    if (o.parent_death_signal) {
+      ::prctl(PR_SET_PDEATHSIG, o.parent_death_signal);
+      if (::getppid() == 1) ::_exit(1);  // the parent is already gone
+    }
+    if (!o.cgroup_procs_path.empty()) {
+      int fd = ::open(o.cgroup_procs_path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) fail(2);
+      ::close(fd);
+    }
+    if (o.stdin_devnull) {
+      int fd = ::open("/dev/null", O_RDONLY);
+      if (fd >= 0) { ::dup2(fd, 0); if (fd != 0) ::close(fd); }
+    }
+    if (!o.stdout_path.empty()) {
+      int fd = ::open(o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd < 0) fail(3);
+      ::dup2(fd, 1);
+      if (fd != 1) ::close(fd);
+    }
+    if (!o.stderr_path.empty()) {
+      int fd = ::open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd < 0) fail(4);
+      ::dup2(fd, 2);
+      if (fd != 2) ::close(fd);
+    }
+    for (int fd : o.inherit_fds) {
+      int flags = ::fcntl(fd, F_GETFD);
+      if (flags >= 0) ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+    }
+    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) fail(5);
+    // Signal dispositions and masks survive exec: give the child a clean slate.
+    sigset_t all;
+    sigemptyset(&all);
+    ::sigprocmask(SIG_SETMASK, &all, nullptr);
+    for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    fail(6);
+  }
+  ::close(err_pipe[1]);
+  int payload[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = ::read(err_pipe[0], payload, sizeof(payload));
+  } while (n < 0 && errno == EINTR);
+  ::close(err_pipe[0]);
+  if (n == sizeof(payload)) {
+    int wstatus;
+    ::waitpid(pid, &wstatus, 0);
+    std::string what;
+    switch (payload[0]) {
+      case 1: what = "setsid"; break;
+      case 2: what = "join cgroup " + o.cgroup_procs_path; break;
+      case 3: what = "open " + o.stdout_path; break;
+      case 4: what = "open " + o.stderr_path; break;
+      case 5: what = "chdir to " + o.cwd; break;
+      default: what = "exec " + program; break;
+    }
+    return Status::FromErrno("starting " + o.argv[0] + ": " + what, payload[1]);
+  }
+  Subprocess child;
+  child.pid_ = pid;
+  child.pgid_ = o.new_session ? pid : ::getpgid(0);
+  return child;
+}
+
+Subprocess::Subprocess(Subprocess&& other) noexcept { *this = std::move(other); }
+
+Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
+  if (this != &other) {
+    KillAndReap();
+    pid_ = other.pid_;
+    pgid_ = other.pgid_;
+    reaped_ = other.reaped_;
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+Subprocess::~Subprocess() { KillAndReap(); }
+
+void Subprocess::KillAndReap() {
+  if (pid_ <= 0) return;
+  if (!reaped_) {
+    if (pgid_ == pid_) ::kill(-pgid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    int wstatus;
+    while (::waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+  } else if (pgid_ == pid_) {
+    ::kill(-pgid_, SIGKILL);  // descendants left in the group
+  }
+  pid_ = -1;
+}
+
+Result<ExitInfo> Subprocess::Wait() {
+  if (pid_ <= 0) return Status::FailedPrecondition("no child to wait for");
+  int wstatus = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &wstatus, 0);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return Status::FromErrno("waitpid", errno);
+  reaped_ = true;
+  return ExitInfo::FromWaitStatus(wstatus);
+}
+
+pid_t Subprocess::Release() {
+  pid_t p = pid_;
+  pid_ = -1;
+  return p;
+}
+
+namespace {
+// Parses /proc/<pid>/stat: state and process group. False if the process is gone.
+bool ReadProcStat(const std::string& pid_dir, char* state, pid_t* pgrp) {
+  int fd = ::open((pid_dir + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* rp = std::strrchr(buf, ')');  // the command name may contain spaces and parens
+  if (!rp) return false;
+  int ppid = 0, pg = 0;
+  if (std::sscanf(rp + 1, " %c %d %d", state, &ppid, &pg) != 3) return false;
+  *pgrp = pg;
+  return true;
+}
+}  // namespace
+
+bool ProcessAlive(pid_t pid) {
+  char state;
+  pid_t pgrp;
+  if (pid <= 0 || !ReadProcStat("/proc/" + std::to_string(pid), &state, &pgrp)) return false;
+  return state != 'Z' && state != 'X';
+}
+
+bool ProcessGroupAlive(pid_t pgid) {
+  if (pgid <= 0 || ::kill(-pgid, 0) != 0) return false;
+  // kill(2) also succeeds for zombies nobody reaped yet; they are dead for our purpose.
+  for (const auto& entry : ListPids()) {
+    char state;
+    pid_t pgrp;
+    if (ReadProcStat("/proc/" + std::to_string(entry), &state, &pgrp) && pgrp == pgid && state != 'Z' &&
+        state != 'X') {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<pid_t> ListPids() {
+  std::vector<pid_t> pids;
+  DIR* d = ::opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = ::readdir(d)) {
+    char* end;
+    long v = std::strtol(e->d_name, &end, 10);
+    if (*end == 0 && v > 0) pids.push_back(static_cast<pid_t>(v));
+  }
+  ::closedir(d);
+  return pids;
+}
+
+void TerminateProcessGroup(pid_t pgid, std::chrono::milliseconds grace) {
+  if (pgid <= 1) return;
+  if (::kill(-pgid, SIGTERM) != 0) return;
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!ProcessGroupAlive(pgid)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(-pgid, SIGKILL);
+}
+
+std::map<std::string, std::string> CurrentEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+  }
+  return env;
+}
+
+int OpenPidFd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+}  // namespace loom
