@@ -230,6 +230,38 @@ bool ProcessGroupAlive(pid_t pgid) {
   return false;
 }
 
+std::vector<pid_t> FindProcessesWithEnv(const std::string& entry) {
+  std::vector<pid_t> found;
+  pid_t self = ::getpid();
+  for (pid_t pid : ListPids()) {
+    if (pid == self || !ProcessAlive(pid)) continue;
+    int fd = ::open(("/proc/" + std::to_string(pid) + "/environ").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string env;
+    char buf[8192];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0) env.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    size_t pos = 0;
+    while (pos < env.size()) {
+      size_t end = env.find('\0', pos);
+      if (end == std::string::npos) end = env.size();
+      if (env.compare(pos, end - pos, entry) == 0) {
+        found.push_back(pid);
+        break;
+      }
+      pos = end + 1;
+    }
+  }
+  return found;
+}
+
+int KillProcessesWithEnv(const std::string& entry) {
+  int n = 0;
+  for (pid_t pid : FindProcessesWithEnv(entry)) n += ::kill(pid, SIGKILL) == 0;
+  return n;
+}
+
 std::vector<pid_t> ListPids() {
   std::vector<pid_t> pids;
   DIR* d = ::opendir("/proc");

@@ -80,6 +80,12 @@ bool ProcessGroupAlive(pid_t pgid);
 bool ProcessAlive(pid_t pid);
 // Every pid in /proc.
 std::vector<pid_t> ListPids();
+// Pids of live processes whose environment holds exactly `entry` ("LOOM_CONTAINER_ID=c1"),
+// excluding the caller. Every process Loom starts carries such a marker, and children inherit
+// it, which finds a task's processes even after they left its process group.
+std::vector<pid_t> FindProcessesWithEnv(const std::string& entry);
+// SIGKILLs those processes; returns how many were signalled.
+int KillProcessesWithEnv(const std::string& entry);
 
 std::string SignalName(int sig);
 

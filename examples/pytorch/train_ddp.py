@@ -1,0 +1,187 @@
+"""Distributed data-parallel training of a small MLP on sklearn's digits set.
+
+Run it with Loom (two workers, see tony.xml next to this file):
+
+    loom submit --src_dir examples/pytorch --executes train_ddp.py \
+        --python_binary_path /usr/bin/python3 \
+        --conf_file examples/pytorch/tony.xml
+
+Loom gives every task MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, so the
+process group is created with init_method="env://" and the gloo backend (CPU).
+The data set ships with scikit-learn, so nothing is downloaded.
+
+Rank 0 writes <checkpoint-dir>/checkpoint.pt after every epoch. When Loom
+restarts the job (LOOM_RESTART_COUNT > 0) and that file exists, training
+resumes from the next epoch. Each task runs in its own working directory, so
+point --checkpoint-dir (or LOOM_CHECKPOINT_DIR) at a shared location if the
+restarted rank 0 may land elsewhere.
+
+To run it by hand without Loom, start one process per rank:
+
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 RANK=0 python3 train_ddp.py &
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 RANK=1 python3 train_ddp.py
+"""
+import argparse
+import os
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--batch-size", type=int, default=32, help="per rank")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint-dir",
+                   default=os.environ.get("LOOM_CHECKPOINT_DIR", "."))
+    p.add_argument("--fail-at-epoch", type=int, default=None,
+                   help="simulate a crash at the start of this epoch")
+    p.add_argument("--fail-rank", type=int, default=0,
+                   help="rank that crashes with --fail-at-epoch")
+    p.add_argument("--fail-code", type=int, default=3,
+                   help="exit code of the simulated crash")
+    return p.parse_args()
+
+
+def restart_count():
+    for name in ("LOOM_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT"):
+        value = os.environ.get(name, "")
+        if value.strip():
+            return int(value)
+    return 0
+
+
+def load_data(seed):
+    x, y = load_digits(return_X_y=True)
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, y, test_size=0.2, random_state=seed, stratify=y)
+    scaler = StandardScaler().fit(x_train)
+
+    def to_dataset(features, labels):
+        return TensorDataset(
+            torch.tensor(scaler.transform(features), dtype=torch.float32),
+            torch.tensor(labels, dtype=torch.long))
+
+    return to_dataset(x_train, y_train), to_dataset(x_test, y_test)
+
+
+def accuracy(model, dataset):
+    model.eval()
+    x, y = dataset.tensors
+    with torch.no_grad():
+        return (model(x).argmax(dim=1) == y).float().mean().item()
+
+
+def save_checkpoint(path, model, optimizer, epoch):
+    tmp = path + ".tmp"
+    torch.save({"model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "epoch": epoch}, tmp)
+    os.replace(tmp, path)
+
+
+def parameters_agree(model, rank, world_size):
+    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+    high, low = flat.clone(), flat.clone()
+    dist.all_reduce(high, op=dist.ReduceOp.MAX)
+    dist.all_reduce(low, op=dist.ReduceOp.MIN)
+    spread = (high - low).abs().max().item()
+    print(f"[rank {rank}] max parameter spread across {world_size} ranks: "
+          f"{spread:.3g}", flush=True)
+    return spread <= 1e-6
+
+
+def main():
+    args = parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+
+    dist.init_process_group(backend="gloo", init_method="env://")
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    print(f"[rank {rank}] joined group of {world_size} "
+          f"(MASTER={os.environ.get('MASTER_ADDR')}:"
+          f"{os.environ.get('MASTER_PORT')})", flush=True)
+
+    train_set, test_set = load_data(args.seed)
+    sampler = DistributedSampler(train_set, num_replicas=world_size,
+                                 rank=rank, shuffle=True, seed=args.seed)
+    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+
+    model = DDP(nn.Sequential(nn.Linear(64, 128), nn.ReLU(),
+                              nn.Linear(128, 64), nn.ReLU(),
+                              nn.Linear(64, 10)))
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+
+    os.makedirs(args.checkpoint_dir, exist_ok=True)
+    ckpt_path = os.path.join(args.checkpoint_dir, "checkpoint.pt")
+    # Rank 0 reads the checkpoint and sends it to everybody: tasks have
+    # private working directories, and the optimizer state must match too.
+    state = None
+    if rank == 0 and restart_count() > 0 and os.path.exists(ckpt_path):
+        state = torch.load(ckpt_path, map_location="cpu")
+    box = [state]
+    dist.broadcast_object_list(box, src=0)
+    state, start_epoch = box[0], 0
+    if state is not None:
+        model.module.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_epoch = state["epoch"] + 1
+        print(f"[rank {rank}] resumed from epoch {state['epoch']}", flush=True)
+
+    for epoch in range(start_epoch, args.epochs):
+        if args.fail_at_epoch == epoch and args.fail_rank == rank:
+            print(f"[rank {rank}] simulated failure at epoch {epoch}, "
+                  f"exit code {args.fail_code}", file=sys.stderr, flush=True)
+            os._exit(args.fail_code)  # a crash: no cleanup, no goodbye
+        model.train()
+        sampler.set_epoch(epoch)
+        total, count = 0.0, 0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(y)
+            count += len(y)
+        print(f"[rank {rank}] epoch {epoch} loss {total / count:.4f}",
+              flush=True)
+        if rank == 0:
+            save_checkpoint(ckpt_path, model.module, optimizer, epoch)
+
+    acc = accuracy(model.module, test_set)
+    print(f"test accuracy: {acc:.4f}", flush=True)
+    agree = parameters_agree(model.module, rank, world_size)
+    if agree:
+        print(f"parameters agree across {world_size} ranks", flush=True)
+    else:
+        print(f"[rank {rank}] parameters DISAGREE across ranks",
+              file=sys.stderr, flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    except Exception:  # e.g. a peer died: gloo raises "Connection closed"
+        traceback.print_exc()
+        code = 1
+    # Leave with os._exit: in PyTorch 1.13 the DDP reducer and the gloo
+    # process group can be torn down during interpreter shutdown while a gloo
+    # worker thread waits for the GIL, which hangs the process forever.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

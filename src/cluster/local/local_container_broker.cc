@@ -1,0 +1,306 @@
+#include "cluster/local/local_container_broker.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace loom::cluster::local {
+
+using Clock = std::chrono::steady_clock;
+
+LocalContainerBroker::LocalContainerBroker(HostInventory inventory, history::JobDir job_dir)
+    : inventory_(std::move(inventory)),
+      job_dir_(std::move(job_dir)),
+      job_id_(job_dir_.job_id()),
+      use_cgroups_(TaskCgroup::WritableSelfCgroup().has_value()),
+      free_memory_mib_(inventory_.memory_mib),
+      free_gpus_(inventory_.gpus) {}
+
+LocalContainerBroker::~LocalContainerBroker() {
+  Shutdown(std::chrono::milliseconds(0));
+  if (reaper_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reaper_stop_ = true;
+    }
+    Wake();
+    reaper_.join();
+  }
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+std::string LocalContainerBroker::Describe() const {
+  return "local backend (" + inventory_.ToString() + (use_cgroups_ ? ", cgroup v2 per task" : ", process groups") + ")";
+}
+
+Status LocalContainerBroker::Start(ContainerEvents* events) {
+  events_ = events;
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status::FromErrno("epoll/eventfd", errno);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  reaper_ = std::thread([this] { ReaperLoop(); });
+  return Status::Ok();
+}
+
+void LocalContainerBroker::Wake() {
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+}
+
+Status LocalContainerBroker::Request(const ContainerRequest& request) {
+  const Resources& r = request.resources;
+  if (r.memory_mib > inventory_.memory_mib || r.gpus > static_cast<int>(inventory_.gpus.size()) ||
+      r.vcores > inventory_.vcores) {
+    return Status::ResourceExhausted("task " + request.task.ToString() + " asks for " + r.ToString() +
+                                     " but this host has " + inventory_.ToString());
+  }
+  std::vector<Container> granted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return Status::Cancelled("broker is shutting down");
+    pending_.push_back(request);
+    granted = AllocateLocked();
+  }
+  for (const auto& c : granted) events_->OnAllocated(c);
+  return Status::Ok();
+}
+
+std::vector<Container> LocalContainerBroker::AllocateLocked() {
+  std::vector<Container> granted;
+  // First come, first served: a request that does not fit holds back the ones behind it, so a
+  // big task is not starved by a stream of small ones.
+  while (!pending_.empty()) {
+    const ContainerRequest& req = pending_.front();
+    if (req.resources.memory_mib > free_memory_mib_ || req.resources.gpus > static_cast<int>(free_gpus_.size())) break;
+    Slot slot;
+    slot.container.id = "container_" + job_id_ + "_" + std::to_string(next_container_++);
+    slot.container.task = req.task;
+    slot.container.host = "127.0.0.1";
+    slot.resources = req.resources;
+    free_memory_mib_ -= req.resources.memory_mib;
+    for (int i = 0; i < req.resources.gpus; ++i) {
+      slot.gpus.push_back(free_gpus_.front());
+      free_gpus_.erase(free_gpus_.begin());
+    }
+    if (!inventory_.gpus.empty()) {
+      std::vector<std::string> ids;
+      for (int g : slot.gpus) ids.push_back(std::to_string(g));
+      // Set even when empty: a task that asked for no GPU must not see any.
+      slot.container.env["CUDA_VISIBLE_DEVICES"] = Join(ids, ",");
+    }
+    slot.container.env["LOOM_HOST"] = slot.container.host;
+    slot.container.env["LOOM_CONTAINER_ID"] = slot.container.id;
+    granted.push_back(slot.container);
+    slots_.emplace(slot.container.id, std::move(slot));
+    pending_.pop_front();
+  }
+  return granted;
+}
+
+void LocalContainerBroker::ReleaseLocked(Slot& slot) {
+  free_memory_mib_ += slot.resources.memory_mib;
+  for (int g : slot.gpus) free_gpus_.push_back(g);
+  std::sort(free_gpus_.begin(), free_gpus_.end());
+  slot.gpus.clear();
+  slot.resources = {};
+}
+
+Status LocalContainerBroker::Localize(const LaunchSpec& spec, const std::string& work_dir) {
+  LOOM_RETURN_IF_ERROR(MakeDirs(work_dir));
+  for (const LocalResource& r : spec.resources) {
+    std::string dest = r.name == "." ? work_dir : work_dir + "/" + r.name;
+    if (r.archive) {
+      LOOM_RETURN_IF_ERROR(MakeDirs(dest));
+      SpawnOptions o;
+      o.argv = {"unzip", "-q", "-o", r.source, "-d", dest};
+      o.env = {{"PATH", "/usr/bin:/bin"}};
+      o.stdout_path = "/dev/null";
+      LOOM_ASSIGN_OR_RETURN(Subprocess unzip, Subprocess::Spawn(o));
+      LOOM_ASSIGN_OR_RETURN(ExitInfo info, unzip.Wait());
+      if (!info.success()) return Status::Internal("unzip " + r.source + ": " + info.Describe());
+    } else {
+      LOOM_RETURN_IF_ERROR(CopyTree(r.source, dest));
+    }
+  }
+  return Status::Ok();
+}
+
+Status LocalContainerBroker::Launch(const Container& container, const LaunchSpec& spec) {
+  std::string task_dir = job_dir_.task_dir(container.task);
+  std::string work_dir = job_dir_.task_work(container.task);
+  Status localized = Localize(spec, work_dir);
+  if (!localized.ok()) return localized.WithContext("localizing " + container.task.ToString());
+
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(container.id);
+  if (it == slots_.end()) return Status::NotFound("unknown container " + container.id);
+  Slot& slot = it->second;
+  if (slot.stopping || shutting_down_) return Status::Cancelled("container " + container.id + " is being stopped");
+
+  SpawnOptions o;
+  o.argv = spec.argv;
+  o.env = spec.env;
+  for (const auto& [k, v] : container.env) o.env[k] = v;
+  o.env["LOOM_LOG_DIR"] = task_dir;
+  o.cwd = work_dir;
+  o.stdout_path = task_dir + "/executor.log";
+  o.stderr_path = task_dir + "/executor.log";
+  o.parent_death_signal = SIGTERM;  // the AM gone: the executor stops its task and exits
+  if (use_cgroups_) {
+    auto cg = TaskCgroup::Create("loom/" + job_id_ + "/" + container.task.DirName(),
+                                 slot.resources.memory_mib * 1024 * 1024);
+    if (cg.ok()) {
+      o.cgroup_procs_path = cg->procs_path();
+      o.env["LOOM_MEMORY_ENFORCED_BY"] = cg->memory_enforced() ? "cgroup" : "watchdog";
+      slot.cgroup = *cg;
+    } else {
+      spdlog::warn("no cgroup for {}: {}", container.task.ToString(), cg.status().ToString());
+    }
+  }
+  if (!slot.cgroup) o.env["LOOM_MEMORY_ENFORCED_BY"] = "watchdog";
+  LOOM_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(o));
+  slot.pidfd = OpenPidFd(child.pid());
+  if (slot.pidfd < 0) return Status::FromErrno("pidfd_open", errno);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = slot.pidfd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, slot.pidfd, &ev);
+  spdlog::info("launched {} in {} (executor pid {})", container.task.ToString(), container.id, child.pid());
+  slot.executor = std::move(child);
+  return Status::Ok();
+}
+
+Status LocalContainerBroker::Stop(const std::string& container_id, std::chrono::milliseconds grace) {
+  std::optional<ContainerExit> released;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = slots_.find(container_id);
+    if (it == slots_.end()) return Status::Ok();  // already gone
+    Slot& slot = it->second;
+    if (!slot.executor) {
+      // Allocated but never launched: give the resources back at once.
+      released = ContainerExit{container_id, slot.container.task, 137, "stopped before launch"};
+      ReleaseLocked(slot);
+      if (slot.cgroup) (void)slot.cgroup->Remove();
+      slots_.erase(it);
+      drained_.notify_all();
+    } else if (!slot.stopping) {
+      slot.stopping = true;
+      ::kill(slot.executor->pid(), SIGTERM);
+      // The executor needs `grace` to stop its user process; give it a moment more to report.
+      slot.kill_at = Clock::now() + grace + std::chrono::milliseconds(1000);
+    }
+  }
+  Wake();
+  if (released) events_->OnCompleted(*released);
+  return Status::Ok();
+}
+
+void LocalContainerBroker::ForceKill(Slot& slot) {
+  if (slot.cgroup) slot.cgroup->KillAll();
+  if (slot.executor) ::kill(-slot.executor->pgid(), SIGKILL);
+  KillProcessesWithEnv(MarkerFor(slot.container.id));
+}
+
+void LocalContainerBroker::Shutdown(std::chrono::milliseconds grace) {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+    pending_.clear();
+    for (auto& [id, slot] : slots_) ids.push_back(id);
+  }
+  for (const auto& id : ids) (void)Stop(id, grace);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!reaper_.joinable()) return;
+  if (!drained_.wait_for(lock, grace + std::chrono::seconds(3), [&] { return slots_.empty(); })) {
+    for (auto& [id, slot] : slots_) ForceKill(slot);
+    drained_.wait_for(lock, std::chrono::seconds(5), [&] { return slots_.empty(); });
+  }
+  lock.unlock();
+  RemoveEmptyCgroupTree("loom/" + job_id_);
+}
+
+void LocalContainerBroker::ReaperLoop() {
+  while (true) {
+    int timeout_ms = -1;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (reaper_stop_) return;
+      auto now = Clock::now();
+      for (auto& [id, slot] : slots_) {
+        if (!slot.kill_at) continue;
+        if (*slot.kill_at <= now) {
+          spdlog::warn("{} did not stop in time: SIGKILL", slot.container.task.ToString());
+          ForceKill(slot);
+          slot.kill_at.reset();
+          continue;
+        }
+        int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(*slot.kill_at - now).count()) + 1;
+        timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
+      }
+    }
+    epoll_event evs[16];
+    int n = ::epoll_wait(epoll_fd_, evs, 16, timeout_ms);
+    std::vector<ContainerExit> exits;
+    std::vector<Container> granted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int i = 0; i < n; ++i) {
+        int fd = evs[i].data.fd;
+        if (fd == wake_fd_) {
+          uint64_t v;
+          (void)!::read(wake_fd_, &v, sizeof(v));
+          continue;
+        }
+        for (auto it = slots_.begin(); it != slots_.end(); ++it) {
+          Slot& slot = it->second;
+          if (slot.pidfd != fd) continue;
+          int wstatus = 0;
+          if (::waitpid(slot.executor->pid(), &wstatus, WNOHANG) <= 0) break;
+          slot.executor->MarkReaped();
+          ExitInfo info = ExitInfo::FromWaitStatus(wstatus);
+          ContainerExit exit{slot.container.id, slot.container.task, info.ShellCode(), ""};
+          if (info.signal) exit.diagnostics = "executor " + info.Describe();
+          // Whatever the task left behind (daemons, escaped children) goes with it.
+          if (slot.cgroup) {
+            int64_t peak = slot.cgroup->PeakMemoryBytes();
+            if (slot.cgroup->memory_enforced() && peak >= slot.resources.memory_mib * 1024 * 1024) {
+              exit.diagnostics += (exit.diagnostics.empty() ? "" : "; ") + std::string("container reached its memory limit of ") +
+                                  FormatMib(slot.resources.memory_mib);
+            }
+            slot.cgroup->KillAll();
+            (void)slot.cgroup->Remove();
+          }
+          KillProcessesWithEnv(MarkerFor(slot.container.id));
+          ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+          ::close(fd);
+          ReleaseLocked(slot);
+          exits.push_back(exit);
+          slots_.erase(it);
+          break;
+        }
+      }
+      if (!exits.empty()) {
+        if (!shutting_down_) granted = AllocateLocked();
+        drained_.notify_all();
+      }
+    }
+    for (const auto& e : exits) events_->OnCompleted(e);
+    for (const auto& c : granted) events_->OnAllocated(c);
+  }
+}
+
+}  // namespace loom::cluster::local

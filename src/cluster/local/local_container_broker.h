@@ -1,0 +1,84 @@
+#pragma once
+// LocalContainerBroker: containers on this machine. A "container" is a per-task working
+// directory (src dir copied in, venv unzipped, as a YARN NodeManager localizes them), a cgroup
+// where available, and the executor started as a child in its own session. Memory and GPUs are
+// reserved from the HostInventory; GPUs are pinned with CUDA_VISIBLE_DEVICES.
+//
+// Thread-safe. A reaper thread notices each executor's exit the moment it happens (pidfd +
+// epoll, no polling), cleans up everything the task left behind and reports the completion.
+// Launch() must be called from a thread that outlives the containers (the AM's event loop),
+// because PR_SET_PDEATHSIG fires when the launching thread exits.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "cluster/container_broker.h"
+#include "cluster/local/cgroup.h"
+#include "cluster/local/host_inventory.h"
+#include "core/subprocess.h"
+#include "history/job_dir.h"
+
+namespace loom::cluster::local {
+
+class LocalContainerBroker : public ContainerBroker {
+ public:
+  LocalContainerBroker(HostInventory inventory, history::JobDir job_dir);
+  ~LocalContainerBroker() override;
+
+  Status Start(ContainerEvents* events) override;
+  Status Request(const ContainerRequest& request) override;
+  Status Launch(const Container& container, const LaunchSpec& spec) override;
+  Status Stop(const std::string& container_id, std::chrono::milliseconds grace) override;
+  void Shutdown(std::chrono::milliseconds grace) override;
+  std::string Describe() const override;
+
+  // The environment marker every process of a container carries.
+  static std::string MarkerFor(const std::string& container_id) { return "LOOM_CONTAINER_ID=" + container_id; }
+
+ private:
+  struct Slot {
+    Container container;
+    Resources resources;
+    std::vector<int> gpus;
+    std::optional<Subprocess> executor;
+    int pidfd = -1;
+    std::optional<TaskCgroup> cgroup;
+    std::optional<std::chrono::steady_clock::time_point> kill_at;
+    bool stopping = false;
+  };
+
+  // Grants queued requests that fit now. Returns the grants; call OnAllocated outside the lock.
+  std::vector<Container> AllocateLocked();
+  void ReleaseLocked(Slot& slot);
+  void ForceKill(Slot& slot);
+  void ReaperLoop();
+  void Wake();
+  Status Localize(const LaunchSpec& spec, const std::string& work_dir);
+
+  const HostInventory inventory_;
+  const history::JobDir job_dir_;
+  const std::string job_id_;
+  const bool use_cgroups_;
+  ContainerEvents* events_ = nullptr;
+
+  std::mutex mu_;
+  std::condition_variable drained_;
+  std::deque<ContainerRequest> pending_;
+  std::map<std::string, Slot> slots_;
+  int64_t free_memory_mib_;
+  std::vector<int> free_gpus_;
+  int next_container_ = 1;
+  bool shutting_down_ = false;
+
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::thread reaper_;
+  bool reaper_stop_ = false;
+};
+
+}  // namespace loom::cluster::local

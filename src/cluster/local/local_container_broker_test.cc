@@ -1,0 +1,107 @@
+#include "cluster/local/local_container_broker.h"
+
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "core/files.h"
+#include "core/testing.h"
+
+namespace loom::cluster::local {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Records broker callbacks for the test to wait on.
+class RecordingEvents : public ContainerEvents {
+ public:
+  void OnAllocated(const Container& c) override {
+    std::lock_guard<std::mutex> l(mu_);
+    allocated.push_back(c);
+    cv_.notify_all();
+  }
+  void OnCompleted(const ContainerExit& e) override {
+    std::lock_guard<std::mutex> l(mu_);
+    completed.push_back(e);
+    cv_.notify_all();
+  }
+  void OnContainerError(const TaskId&, const Status& s) override {}
+  bool WaitFor(std::function<bool()> pred, std::chrono::milliseconds t = 10s) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, t, pred);
+  }
+  std::vector<Container> allocated;
+  std::vector<ContainerExit> completed;
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+class LocalBrokerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("loom_lb_" + std::to_string(::getpid())) / "job_lbtest";
+    std::filesystem::create_directories(root_);
+    inv_.vcores = 2;
+    inv_.memory_mib = 3000;
+    inv_.gpus = {0, 1};
+  }
+  void TearDown() override { std::filesystem::remove_all(root_.parent_path()); }
+
+  LaunchSpec Sh(const std::string& script) {
+    LaunchSpec s;
+    s.argv = {"/bin/sh", "-c", script};
+    s.env = {{"PATH", "/usr/bin:/bin"}};
+    return s;
+  }
+
+  std::filesystem::path root_;
+  HostInventory inv_;
+};
+
+TEST_F(LocalBrokerTest, GrantsWhatFitsAndPinsGpus) {
+  RecordingEvents ev;
+  LocalContainerBroker broker(inv_, history::JobDir(root_.string()));
+  ASSERT_OK(broker.Start(&ev));
+  ASSERT_OK(broker.Request({{"worker", 0}, {2000, 1, 1}, ""}));
+  ASSERT_OK(broker.Request({{"worker", 1}, {2000, 1, 1}, ""}));  // memory: must wait for worker:0
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.allocated.size() == 1; }));
+  EXPECT_EQ(ev.allocated[0].env.at("CUDA_VISIBLE_DEVICES"), "0");
+  ASSERT_OK(broker.Launch(ev.allocated[0], Sh("echo $CUDA_VISIBLE_DEVICES > gpus; exit 3")));
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.completed.size() == 1 && ev.allocated.size() == 2; }));
+  EXPECT_EQ(ev.completed[0].exit_code, 3);
+  EXPECT_EQ(*ReadFile(root_.string() + "/tasks/worker-0/work/gpus"), "0\n");
+  // The freed GPU 0 went to worker:1.
+  EXPECT_EQ(ev.allocated[1].task.ToString(), "worker:1");
+  EXPECT_EQ(ev.allocated[1].env.at("CUDA_VISIBLE_DEVICES"), "0");
+  broker.Shutdown(1s);
+}
+
+TEST_F(LocalBrokerTest, RequestThatCanNeverFitIsRefused) {
+  RecordingEvents ev;
+  LocalContainerBroker broker(inv_, history::JobDir(root_.string()));
+  ASSERT_OK(broker.Start(&ev));
+  EXPECT_STATUS(broker.Request({{"worker", 0}, {100, 1, 3}, ""}), kResourceExhausted, ::testing::HasSubstr("3 GPUs"));
+}
+
+TEST_F(LocalBrokerTest, StopEscalatesAndLeavesNoProcess) {
+  RecordingEvents ev;
+  LocalContainerBroker broker(inv_, history::JobDir(root_.string()));
+  ASSERT_OK(broker.Start(&ev));
+  ASSERT_OK(broker.Request({{"ps", 0}, {100, 1, 0}, ""}));
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.allocated.size() == 1; }));
+  // Ignores SIGTERM and leaves a grandchild that escapes into its own session.
+  ASSERT_OK(broker.Launch(ev.allocated[0], Sh("trap '' TERM; setsid sleep 300 & sleep 300")));
+  std::this_thread::sleep_for(200ms);
+  std::string marker = LocalContainerBroker::MarkerFor(ev.allocated[0].id);
+  EXPECT_EQ(FindProcessesWithEnv(marker).size(), 3u);  // sh and two sleeps
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_OK(broker.Stop(ev.allocated[0].id, 200ms));
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.completed.size() == 1; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_EQ(ev.completed[0].exit_code, 137);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(FindProcessesWithEnv(marker).empty());
+}
+
+}  // namespace
+}  // namespace loom::cluster::local

@@ -1,0 +1,50 @@
+#include "history/event_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+namespace loom::history {
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status EventLog::Append(const std::string& type, nlohmann::json fields) {
+  nlohmann::ordered_json line;
+  line["ts"] = NowMillis();
+  line["event"] = type;
+  for (auto& [k, v] : fields.items()) line[k] = v;
+  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("open " + path_, errno);
+  ssize_t n = ::write(fd, text.data(), text.size());
+  int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return Status::FromErrno("append to " + path_, err);
+  return Status::Ok();
+}
+
+std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  int bad = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      out.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception&) {
+      ++bad;
+    }
+  }
+  if (skipped) *skipped = bad;
+  return out;
+}
+
+}  // namespace loom::history

@@ -1,0 +1,33 @@
+#pragma once
+// EventLog: events.jsonl, the append-only record of a job's transitions. Each event is one JSON
+// object on one line, written with a single write(2) on an O_APPEND descriptor, so concurrent
+// writers (client, AM) never interleave and a reader never sees half a line. Thread-safe.
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace loom::history {
+
+int64_t NowMillis();
+
+class EventLog {
+ public:
+  explicit EventLog(std::string path) : path_(std::move(path)) {}
+  // Appends {"ts": <ms>, "event": <type>, ...fields}.
+  Status Append(const std::string& type, nlohmann::json fields = nlohmann::json::object());
+
+ private:
+  std::mutex mu_;
+  std::string path_;
+};
+
+// Reads every complete event; malformed lines are skipped (and counted in `skipped`).
+std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped = nullptr);
+
+}  // namespace loom::history

@@ -1,0 +1,125 @@
+#include "history/job_view.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "core/files.h"
+#include "history/event_log.h"
+
+namespace loom::history {
+
+using nlohmann::json;
+
+TaskView* JobView::FindTask(const std::string& task_id) {
+  for (auto& t : tasks) {
+    if (t.id == task_id) return &t;
+  }
+  tasks.push_back(TaskView{task_id});
+  return &tasks.back();
+}
+
+void JobView::Apply(const json& e) {
+  std::string type = e.value("event", "");
+  int64_t ts = e.value("ts", int64_t{0});
+  if (type == "JOB_SUBMITTED") {
+    id = e.value("job_id", id);
+    name = e.value("name", name);
+    backend = e.value("backend", backend);
+    submitted_ms = ts;
+    if (e.contains("tasks")) {
+      for (const auto& t : e["tasks"]) FindTask(t.get<std::string>());
+    }
+  } else if (type == "AM_STARTED") {
+    if (!final) state = "RUNNING";
+  } else if (type == "TASK_STATE") {
+    TaskView* t = FindTask(e.value("task", "?"));
+    t->state = e.value("state", t->state);
+    if (e.contains("address")) t->address = e.value("address", "");
+    if (e.contains("exit_code")) t->exit_code = e.value("exit_code", 0);
+    if (e.contains("diagnostics")) t->diagnostics = e.value("diagnostics", "");
+    if (e.contains("peak_rss_bytes")) t->peak_rss_bytes = e.value("peak_rss_bytes", int64_t{0});
+    if (t->state == "RUNNING") t->started_ms = ts;
+    if (t->state == "SUCCEEDED" || t->state == "FAILED" || t->state == "KILLED" || t->state == "LOST") {
+      t->finished_ms = ts;
+    }
+  } else if (type == "JOB_FINISHED") {
+    state = e.value("state", state);
+    diagnostics = e.value("diagnostics", diagnostics);
+    finished_ms = ts;
+  }
+}
+
+Result<JobView> LoadJobView(const JobDir& dir) {
+  if (!IsDirectory(dir.root())) return Status::NotFound("no job directory " + dir.root());
+  JobView view;
+  view.id = dir.job_id();
+  if (auto text = ReadFile(dir.job_json()); text.ok()) {
+    try {
+      json j = json::parse(*text);
+      view.name = j.value("name", "");
+      view.backend = j.value("backend", "");
+      view.submitted_ms = j.value("submitted_ms", int64_t{0});
+    } catch (const json::exception&) {
+    }
+  }
+  for (const json& e : ReadEvents(dir.events())) view.Apply(e);
+  if (auto text = ReadFile(dir.status()); text.ok()) {
+    try {
+      json s = json::parse(*text);
+      view.state = s.value("state", view.state);
+      view.diagnostics = s.value("diagnostics", view.diagnostics);
+      view.finished_ms = s.value("finished_ms", view.finished_ms);
+      view.final = true;
+    } catch (const json::exception&) {
+    }
+  }
+  return view;
+}
+
+Status WriteFinalStatus(const JobDir& dir, const json& status) {
+  std::string tmp = dir.status() + ".tmp." + std::to_string(::getpid());
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(tmp, status.dump(2) + "\n"));
+  // link(2) fails if status.json exists: an atomic first-writer-wins across processes.
+  int rc = ::link(tmp.c_str(), dir.status().c_str());
+  int err = errno;
+  ::unlink(tmp.c_str());
+  if (rc != 0) {
+    if (err == EEXIST) return Status::AlreadyExists("final status already written");
+    return Status::FromErrno("link " + dir.status(), err);
+  }
+  return Status::Ok();
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms <= 0) return "-";
+  char buf[32];
+  if (ms < 60000) std::snprintf(buf, sizeof(buf), "%.1fs", ms / 1000.0);
+  else if (ms < 3600000) std::snprintf(buf, sizeof(buf), "%lldm%02llds", (long long)ms / 60000, (long long)(ms / 1000) % 60);
+  else std::snprintf(buf, sizeof(buf), "%lldh%02lldm", (long long)ms / 3600000, (long long)(ms / 60000) % 60);
+  return buf;
+}
+
+std::string RenderTaskTable(const JobView& view) {
+  size_t w = 4;
+  for (const auto& t : view.tasks) w = std::max(w, t.id.size());
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, "TASK", "STATE", "ADDRESS",
+                "EXIT", "PEAK RSS", "TIME");
+  out += line;
+  for (const auto& t : view.tasks) {
+    bool done = t.finished_ms > 0;
+    std::string exit = done ? std::to_string(t.exit_code) : "";
+    std::string rss = t.peak_rss_bytes ? std::to_string(t.peak_rss_bytes >> 20) + "M" : "";
+    int64_t end = done ? t.finished_ms : NowMillis();
+    std::string time = t.started_ms ? FormatDuration(end - t.started_ms) : "";
+    std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, t.id.c_str(), t.state.c_str(),
+                  t.address.c_str(), exit.c_str(), rss.c_str(), time.c_str());
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace loom::history

@@ -1,0 +1,54 @@
+#include "history/job_view.h"
+
+#include <filesystem>
+
+#include "core/files.h"
+#include "core/testing.h"
+#include "history/event_log.h"
+
+namespace loom::history {
+namespace {
+
+class JobViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("loom_jv_" + std::to_string(::getpid()) + "/job_x");
+    std::filesystem::create_directories(root_);
+    dir_ = JobDir(root_.string());
+  }
+  void TearDown() override { std::filesystem::remove_all(root_.parent_path()); }
+  std::filesystem::path root_;
+  JobDir dir_;
+};
+
+TEST_F(JobViewTest, FoldsEventsInOrder) {
+  EventLog log(dir_.events());
+  ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_x"}, {"name", "n"}, {"tasks", {"worker:0", "worker:1"}}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}, {"address", "h:1"}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "FAILED"}, {"exit_code", 3}}));
+  // A torn line (a writer killed mid-write) is skipped, not fatal.
+  std::FILE* f = std::fopen(dir_.events().c_str(), "a");
+  std::fputs("{\"ts\": 1, \"event\": \"TASK_ST", f);
+  std::fclose(f);
+  auto view = LoadJobView(dir_);
+  ASSERT_OK(view);
+  ASSERT_EQ(view->tasks.size(), 2u);
+  EXPECT_EQ(view->tasks[0].state, "FAILED");
+  EXPECT_EQ(view->tasks[0].exit_code, 3);
+  EXPECT_EQ(view->tasks[0].address, "h:1");
+  EXPECT_EQ(view->tasks[1].state, "PENDING");
+  EXPECT_FALSE(view->final);
+}
+
+TEST_F(JobViewTest, FinalStatusFirstWriterWins) {
+  ASSERT_OK(WriteFinalStatus(dir_, {{"state", "FAILED"}, {"diagnostics", "first"}}));
+  EXPECT_STATUS(WriteFinalStatus(dir_, {{"state", "KILLED"}, {"diagnostics", "second"}}), kAlreadyExists,
+                ::testing::_);
+  auto view = LoadJobView(dir_);
+  EXPECT_TRUE(view->final);
+  EXPECT_EQ(view->state, "FAILED");
+  EXPECT_EQ(view->diagnostics, "first");
+}
+
+}  // namespace
+}  // namespace loom::history

@@ -1,0 +1,129 @@
+#include "runtime/framework_env.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/testing.h"
+
+namespace loom::runtime {
+namespace {
+
+using nlohmann::json;
+
+JobSpec Spec(Framework fw, std::vector<std::pair<std::string, int>> types) {
+  JobSpec spec;
+  spec.framework = fw;
+  for (auto& [name, n] : types) {
+    TaskTypeSpec t;
+    t.name = name;
+    t.instances = n;
+    if (name == "ps") t.role = TaskRole::kUntracked;
+    if (name == "tensorboard") t.role = TaskRole::kSidecar;
+    spec.types.push_back(t);
+  }
+  return spec;
+}
+
+ClusterSpec Cluster(const JobSpec& spec) {
+  ClusterSpec c;
+  int port = 20000;
+  for (const auto& t : spec.types) {
+    std::vector<std::string> addrs;
+    for (int i = 0; i < t.instances; ++i) addrs.push_back("h" + t.name + ":" + std::to_string(port++));
+    c.Add(t.name, addrs);
+  }
+  return c;
+}
+
+TEST(TfConfig, EvaluatorAndTensorboardKeptOutOfOthers) {
+  JobSpec spec = Spec(Framework::kTensorFlow, {{"chief", 1}, {"worker", 2}, {"evaluator", 1}, {"ps", 1}, {"tensorboard", 1}});
+  ClusterSpec c = Cluster(spec);
+  auto w = BuildFrameworkEnv(spec, c, {{"worker", 1}, "job1", 0});
+  json tf = json::parse(w.at("TF_CONFIG"));
+  EXPECT_EQ(tf["task"]["type"], "worker");
+  EXPECT_EQ(tf["task"]["index"], 1);
+  EXPECT_FALSE(tf["cluster"].contains("evaluator"));
+  EXPECT_FALSE(tf["cluster"].contains("tensorboard"));
+  EXPECT_EQ(tf["cluster"]["ps"].size(), 1u);
+  EXPECT_EQ(tf["cluster"]["worker"][1], "hworker:20002");
+  json cs = json::parse(w.at("CLUSTER_SPEC"));
+  EXPECT_TRUE(cs.contains("evaluator"));
+  EXPECT_TRUE(cs.contains("tensorboard"));
+  EXPECT_EQ(w.at("IS_CHIEF"), "false");
+  EXPECT_EQ(w.at("TASK_NUM"), "4");  // chief + 2 workers + evaluator: ps and tensorboard are not tracked
+
+  auto e = BuildFrameworkEnv(spec, c, {{"evaluator", 0}, "job1", 0});
+  json etf = json::parse(e.at("TF_CONFIG"));
+  EXPECT_TRUE(etf["cluster"].contains("evaluator"));
+  EXPECT_FALSE(etf["cluster"].contains("tensorboard"));
+
+  auto chief = BuildFrameworkEnv(spec, c, {{"chief", 0}, "job1", 0});
+  EXPECT_EQ(chief.at("IS_CHIEF"), "true");
+}
+
+TEST(TfConfig, Worker0IsChiefWithoutChiefType) {
+  JobSpec spec = Spec(Framework::kTensorFlow, {{"worker", 2}, {"ps", 1}});
+  ClusterSpec c = Cluster(spec);
+  EXPECT_EQ(BuildFrameworkEnv(spec, c, {{"worker", 0}, "j", 0}).at("IS_CHIEF"), "true");
+  EXPECT_EQ(BuildFrameworkEnv(spec, c, {{"worker", 1}, "j", 0}).at("IS_CHIEF"), "false");
+}
+
+TEST(TfConfig, FcfsHasNoClusterSpec) {
+  JobSpec spec = Spec(Framework::kTensorFlow, {{"worker", 2}});
+  spec.gang = false;
+  auto env = BuildFrameworkEnv(spec, Cluster(spec), {{"worker", 0}, "j", 0});
+  EXPECT_EQ(env.count("TF_CONFIG"), 0u);
+  EXPECT_EQ(env.at("DISTRIBUTED_MODE"), "FCFS");
+}
+
+TEST(TorchEnv, RanksAreGlobalAndUniqueAcrossTypes) {
+  JobSpec spec = Spec(Framework::kPyTorch, {{"chief", 1}, {"worker", 2}, {"evaluator", 1}, {"tensorboard", 1}});
+  ClusterSpec c = Cluster(spec);
+  std::set<int> ranks;
+  for (const TaskId& id : spec.AllTasks()) {
+    auto env = BuildFrameworkEnv(spec, c, {id, "j", 2});
+    if (id.type == "tensorboard") {
+      EXPECT_EQ(env.count("RANK"), 0u);
+      continue;
+    }
+    EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+    EXPECT_EQ(env.at("WORLD"), "4");
+    EXPECT_EQ(env.at("MASTER_ADDR"), "hchief");
+    EXPECT_EQ(env.at("MASTER_PORT"), "20000");
+    EXPECT_EQ(env.at("INIT_METHOD"), "tcp://hchief:20000");
+    EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+    EXPECT_EQ(env.at("TORCHELASTIC_RESTART_COUNT"), "2");
+    ranks.insert(std::stoi(env.at("RANK")));
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(GlobalRank(spec, {"worker", 1}), 2);
+  EXPECT_EQ(GlobalRank(spec, {"evaluator", 0}), 3);
+}
+
+TEST(MxnetEnv, DmlcVariables) {
+  JobSpec spec = Spec(Framework::kMXNet, {{"scheduler", 1}, {"server", 2}, {"worker", 3}});
+  ClusterSpec c;
+  c.Add("scheduler", {"127.0.0.1:20001"});
+  c.Add("server", {"127.0.0.1:20002", "127.0.0.1:20003"});
+  c.Add("worker", {"127.0.0.1:20004", "127.0.0.1:20005", "127.0.0.1:20006"});
+  auto env = BuildFrameworkEnv(spec, c, {{"server", 1}, "j", 0});
+  EXPECT_EQ(env.at("DMLC_ROLE"), "server");
+  EXPECT_EQ(env.at("DMLC_PS_ROOT_URI"), "127.0.0.1");
+  EXPECT_EQ(env.at("DMLC_PS_ROOT_PORT"), "20001");
+  EXPECT_EQ(env.at("DMLC_NUM_SERVER"), "2");
+  EXPECT_EQ(env.at("DMLC_NUM_WORKER"), "3");
+}
+
+TEST(ClusterSpec, JsonRoundTripKeepsOrder) {
+  ClusterSpec c;
+  c.Add("worker", {"a:1", "b:2"});
+  c.Add("ps", {"c:3"});
+  auto back = ClusterSpec::FromJson(c.ToJson(), {"worker", "ps"});
+  ASSERT_OK(back);
+  EXPECT_EQ(back->AddressOf({"worker", 1}), "b:2");
+  EXPECT_EQ(back->types()[1].first, "ps");
+  EXPECT_FALSE(ClusterSpec::FromJson("[1,2", {}).ok());
+}
+
+}  // namespace
+}  // namespace loom::runtime
