@@ -51,6 +51,7 @@ class [[nodiscard]] Status {
   static Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
   static Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+  static Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
   // errno-based failure of a system call, e.g. FromErrno("open /x").
   static Status FromErrno(std::string_view what, int err);
 

@@ -1,0 +1,407 @@
+#include "am/application_master.h"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "core/files.h"
+#include "core/strings.h"
+#include "core/subprocess.h"
+#include "history/job_view.h"
+
+namespace loom::am {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+TaskId FromRef(const control::TaskRef& ref) { return {ref.type(), ref.index()}; }
+}  // namespace
+
+ApplicationMaster::ApplicationMaster(AmOptions options, cluster::ContainerBroker& broker, history::EventLog& events)
+    : opts_(std::move(options)), broker_(broker), events_(events), tracker_(opts_.spec) {
+  for (const TaskId& id : opts_.spec.AllTasks()) slots_[id];
+}
+
+ApplicationMaster::~ApplicationMaster() {
+  if (server_) server_->Shutdown(std::chrono::system_clock::now());
+}
+
+Status ApplicationMaster::StartServer() {
+  service_ = std::make_unique<ControlServiceImpl>(opts_.secret, this);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(opts_.bind_address + ":0", grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) return Status::Unavailable("cannot start the control plane on " + opts_.bind_address);
+  return Status::Ok();
+}
+
+Result<JobState> ApplicationMaster::Run() {
+  LOOM_RETURN_IF_ERROR(StartServer().WithContext("starting the AM"));
+  std::string address = opts_.advertise_host + ":" + std::to_string(port_);
+  (void)WriteFileAtomic(opts_.job_dir.am_addr(), address + "\n");
+  (void)events_.Append("AM_STARTED", {{"pid", ::getpid()}, {"address", address}, {"backend", broker_.Describe()}});
+  spdlog::info("AM for {} listening on {} ({})", opts_.job_id, address, broker_.Describe());
+  LOOM_RETURN_IF_ERROR(broker_.Start(this));
+
+  loop_.Post([this] { RequestContainers(); });
+  if (opts_.spec.application_timeout_ms > 0) {
+    loop_.PostAfter(std::chrono::milliseconds(opts_.spec.application_timeout_ms), [this] {
+      Fail("application timeout: the job ran longer than loom.application.timeout=" +
+           std::to_string(opts_.spec.application_timeout_ms) + " ms");
+    });
+  }
+  loop_.PostAfter(std::chrono::milliseconds(opts_.spec.heartbeat_interval_ms), [this] { CheckHeartbeats(); });
+  loop_.Run();
+
+  // Stragglers (a task that ignored SIGTERM) are forced; this returns once nothing is left.
+  broker_.Shutdown(std::chrono::milliseconds(opts_.spec.stop_grace_ms));
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  return tracker_.state();
+}
+
+void ApplicationMaster::RequestContainers() {
+  for (const auto& type : opts_.spec.types) {
+    for (int i = 0; i < type.instances; ++i) {
+      TaskId id{type.name, i};
+      Status s = broker_.Request({id, type.resources, type.node_label});
+      if (!s.ok()) {
+        Fail("cannot get a container for " + id.ToString() + ": " + s.message());
+        return;
+      }
+      RecordTask(id);
+    }
+  }
+}
+
+ApplicationMaster::TaskSlot* ApplicationMaster::Slot(const TaskId& id) {
+  auto it = slots_.find(id);
+  return it == slots_.end() ? nullptr : &it->second;
+}
+
+void ApplicationMaster::RecordTask(const TaskId& id, json extra) {
+  const TaskRecord* r = tracker_.Find(id);
+  if (!r) return;
+  json e = {{"task", id.ToString()}, {"state", TaskStateName(r->state)}};
+  for (auto& [k, v] : extra.items()) e[k] = v;
+  (void)events_.Append("TASK_STATE", e);
+}
+
+// ---- Containers ----------------------------------------------------------------------------
+
+void ApplicationMaster::OnAllocated(const cluster::Container& container) {
+  loop_.Post([this, container] {
+    TaskSlot* slot = Slot(container.task);
+    const TaskRecord* rec = tracker_.Find(container.task);
+    if (!slot || !rec || IsTerminal(tracker_.state()) || rec->state != TaskState::kPending) {
+      (void)broker_.Stop(container.id, std::chrono::milliseconds(0));  // not needed (any more)
+      return;
+    }
+    slot->container = container;
+    cluster::LaunchSpec launch;
+    launch.argv = {opts_.executor_binary, "executor"};
+    launch.env = opts_.executor_env;
+    for (const auto& [k, v] : opts_.spec.container_env) launch.env[k] = v;
+    launch.env["LOOM_JOB_ID"] = opts_.job_id;
+    launch.env["LOOM_TASK_ID"] = container.task.ToString();
+    launch.env["LOOM_AM_ADDRESS"] = opts_.advertise_host + ":" + std::to_string(port_);
+    launch.env["LOOM_SECRET_FILE"] = opts_.secret_file;
+    launch.env["LOOM_PORT_RANGE"] = std::to_string(opts_.spec.port_low) + "-" + std::to_string(opts_.spec.port_high);
+    if (!opts_.spec.src_dir.empty()) launch.resources.push_back({opts_.spec.src_dir, ".", false});
+    if (!opts_.spec.python_venv.empty()) launch.resources.push_back({opts_.spec.python_venv, "venv", true});
+    if (const TaskTypeSpec* type = opts_.spec.FindType(container.task.type)) {
+      for (const std::string& f : type->extra_files) {
+        // TonY's syntax: src[::name][#archive]
+        std::string src = f;
+        bool archive = EndsWith(src, "#archive");
+        if (archive) src = src.substr(0, src.size() - 8);
+        std::string name = src.substr(src.find_last_of('/') + 1);
+        if (size_t sep = src.find("::"); sep != std::string::npos) {
+          name = src.substr(sep + 2);
+          src = src.substr(0, sep);
+        }
+        launch.resources.push_back({src, name, archive});
+      }
+    }
+    Status s = broker_.Launch(container, launch);
+    if (!s.ok()) {
+      (void)broker_.Stop(container.id, std::chrono::milliseconds(0));
+      auto stop = tracker_.OnTaskFinished(container.task, 1, false, "launch failed: " + s.message());
+      RecordTask(container.task, {{"exit_code", 1}, {"diagnostics", "launch failed: " + s.message()}});
+      StopTasks(stop);
+      AfterTransition();
+      return;
+    }
+    tracker_.OnLaunched(container.task);
+    slot->last_heartbeat = Clock::now();
+    RecordTask(container.task, {{"container", container.id}, {"host", container.host}});
+  });
+}
+
+void ApplicationMaster::OnContainerError(const TaskId& task, const Status& error) {
+  loop_.Post([this, task, error] { Fail("cannot get a container for " + task.ToString() + ": " + error.message()); });
+}
+
+std::string ApplicationMaster::DescribeExit(const TaskId& id, const cluster::ContainerExit& exit) const {
+  auto it = slots_.find(id);
+  const TaskSlot& slot = it->second;
+  std::string text;
+  if (slot.report) {
+    const control::ExitReport& r = *slot.report;
+    text = r.signal() ? "killed by signal " + std::to_string(r.signal()) + " (" + SignalName(r.signal()) + ")"
+                      : "exit code " + std::to_string(r.exit_code());
+    if (!r.reason().empty()) text += " (" + r.reason() + ")";
+    if (!exit.diagnostics.empty()) text += "; " + exit.diagnostics;
+    if (r.stderr_tail_size() > 0) {
+      text += "; last stderr lines:";
+      for (const auto& line : r.stderr_tail()) text += "\n    " + line;
+    }
+  } else {
+    text = "executor exited with code " + std::to_string(exit.exit_code) + " before reporting";
+    if (!exit.diagnostics.empty()) text += " (" + exit.diagnostics + ")";
+    text += "; see " + opts_.job_dir.task_dir(id) + "/executor.log";
+  }
+  return text;
+}
+
+void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
+  loop_.Post([this, exit] {
+    TaskSlot* slot = Slot(exit.task);
+    if (!slot || !slot->container || slot->container->id != exit.container_id) return;
+    int code = exit.exit_code;
+    if (slot->report) {
+      code = slot->report->signal() ? 128 + slot->report->signal() : slot->report->exit_code();
+    }
+    std::string diagnostics = code == 0 ? "" : DescribeExit(exit.task, exit);
+    if (slot->stop_requested && code != 0) diagnostics = "stopped by Loom";
+    auto stop = tracker_.OnTaskFinished(exit.task, code, slot->stop_requested, diagnostics);
+    json extra = {{"exit_code", code}};
+    if (!diagnostics.empty()) extra["diagnostics"] = diagnostics;
+    if (slot->report && slot->report->peak_rss_bytes()) extra["peak_rss_bytes"] = slot->report->peak_rss_bytes();
+    RecordTask(exit.task, extra);
+    slot->container.reset();
+    for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task ended"), {});
+    slot->spec_waiters.clear();
+    StopTasks(stop);
+    AfterTransition();
+  });
+}
+
+void ApplicationMaster::StopTasks(const std::vector<TaskId>& ids) {
+  for (const TaskId& id : ids) {
+    TaskSlot* slot = Slot(id);
+    if (!slot) continue;
+    slot->stop_requested = true;
+    if (slot->container) {
+      (void)broker_.Stop(slot->container->id, std::chrono::milliseconds(opts_.spec.stop_grace_ms));
+    } else if (tracker_.Find(id) && !IsTerminal(tracker_.Find(id)->state)) {
+      // Never got a container: nothing runs, so it ends here.
+      tracker_.OnTaskFinished(id, 137, true, "stopped by Loom");
+      RecordTask(id, {{"exit_code", 137}});
+    }
+  }
+}
+
+void ApplicationMaster::Fail(const std::string& reason) {
+  StopTasks(tracker_.Finish(JobState::kFailed, reason));
+  AfterTransition();
+}
+
+void ApplicationMaster::RequestKill(const std::string& reason) {
+  loop_.Post([this, reason] {
+    StopTasks(tracker_.Finish(JobState::kKilled, reason));
+    AfterTransition();
+  });
+}
+
+// Once the job has its final state, finish as soon as no container is left.
+void ApplicationMaster::AfterTransition() {
+  if (!IsTerminal(tracker_.state()) || finalized_) return;
+  for (auto& [id, slot] : slots_) {
+    if (slot.container) return;
+  }
+  Finalize();
+}
+
+void ApplicationMaster::Finalize() {
+  finalized_ = true;
+  for (auto& [id, slot] : slots_) {
+    for (auto& waiter : slot.spec_waiters) waiter(Status::Aborted("job ended"), {});
+    slot.spec_waiters.clear();
+  }
+  std::string state = JobStateName(tracker_.state());
+  json tasks = json::array();
+  for (const TaskRecord& r : tracker_.tasks()) {
+    tasks.push_back({{"task", r.id.ToString()}, {"state", TaskStateName(r.state)}, {"exit_code", r.exit_code}});
+  }
+  json status = {{"job_id", opts_.job_id},
+                 {"state", state},
+                 {"diagnostics", tracker_.diagnostics()},
+                 {"finished_ms", history::NowMillis()},
+                 {"tasks", tasks}};
+  Status written = history::WriteFinalStatus(opts_.job_dir, status);
+  if (written.ok()) {
+    (void)events_.Append("JOB_FINISHED", {{"state", state}, {"diagnostics", tracker_.diagnostics()}});
+  } else {
+    spdlog::warn("final status not written: {}", written.ToString());
+  }
+  spdlog::info("job {} {}: {}", opts_.job_id, state, tracker_.diagnostics());
+  loop_.Stop();
+}
+
+// ---- Liveness -----------------------------------------------------------------------------
+
+void ApplicationMaster::CheckHeartbeats() {
+  if (finalized_) return;
+  auto limit = std::chrono::milliseconds(int64_t{opts_.spec.heartbeat_interval_ms} * opts_.spec.max_missed_heartbeats);
+  auto now = Clock::now();
+  for (auto& [id, slot] : slots_) {
+    const TaskRecord* r = tracker_.Find(id);
+    if (!r || !slot.container || slot.stop_requested) continue;
+    if (r->state != TaskState::kRegistered && r->state != TaskState::kRunning) continue;
+    if (now - slot.last_heartbeat <= limit) continue;
+    std::string why = "lost: no heartbeat for " + std::to_string(limit.count()) + " ms (loom.task.max-missed-heartbeats=" +
+                      std::to_string(opts_.spec.max_missed_heartbeats) + ")";
+    spdlog::warn("task {} {}", id.ToString(), why);
+    (void)broker_.Stop(slot.container->id, std::chrono::milliseconds(0));
+    slot.stop_requested = true;
+    StopTasks(tracker_.OnTaskFinished(id, 1, false, why));
+    RecordTask(id, {{"exit_code", 1}, {"diagnostics", why}});
+  }
+  AfterTransition();
+  loop_.PostAfter(std::chrono::milliseconds(opts_.spec.heartbeat_interval_ms), [this] { CheckHeartbeats(); });
+}
+
+// ---- Control plane ------------------------------------------------------------------------
+
+std::optional<TaskId> ApplicationMaster::CheckTask(const control::TaskRef& ref, Status* error) {
+  TaskId id = FromRef(ref);
+  if (!tracker_.Find(id)) {
+    *error = Status::InvalidArgument("unknown task " + id.ToString());
+    return std::nullopt;
+  }
+  return id;
+}
+
+void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Reply<control::RegisterResponse> reply) {
+  loop_.Post([this, req, reply] {
+    Status error;
+    auto id = CheckTask(req.task(), &error);
+    if (!id) return reply(error, {});
+    TaskSlot* slot = Slot(*id);
+    if (req.port() <= 0 || req.port() > 65535 || req.host().empty()) {
+      return reply(Status::InvalidArgument("register " + id->ToString() + ": bad address"), {});
+    }
+    if (!slot->container || (!req.container_id().empty() && req.container_id() != slot->container->id)) {
+      return reply(Status::FailedPrecondition(id->ToString() + " has no such container (stale executor?)"), {});
+    }
+    if (IsTerminal(tracker_.state())) return reply(Status::Aborted("job is ending"), {});
+    slot->last_heartbeat = Clock::now();
+    bool complete = tracker_.OnRegistered(*id, req.host(), req.port());
+    RecordTask(*id, {{"address", req.host() + ":" + std::to_string(req.port())}});
+    control::RegisterResponse resp;
+    resp.set_heartbeat_interval_ms(opts_.spec.heartbeat_interval_ms);
+    resp.set_max_missed_heartbeats(opts_.spec.max_missed_heartbeats);
+    resp.set_execution_timeout_ms(opts_.spec.execution_timeout_ms);
+    resp.set_stderr_tail_lines(opts_.spec.stderr_tail_lines);
+    resp.set_stop_grace_ms(opts_.spec.stop_grace_ms);
+    if (const TaskTypeSpec* t = opts_.spec.FindType(id->type)) {
+      resp.set_memory_limit_bytes(t->resources.memory_mib * 1024 * 1024);
+    }
+    reply(Status::Ok(), resp);
+    if (complete || !opts_.spec.gang) {
+      cluster_spec_ = runtime::ClusterSpec();
+      for (const auto& type : opts_.spec.types) {
+        std::vector<std::string> addrs;
+        for (int i = 0; i < type.instances; ++i) {
+          const TaskRecord* r = tracker_.Find({type.name, i});
+          addrs.push_back(r && r->port ? r->host + ":" + std::to_string(r->port) : "");
+        }
+        cluster_spec_.Add(type.name, addrs);
+      }
+      if (complete) {
+        spec_ready_ = true;
+        (void)events_.Append("GANG_COMPLETE", {{"cluster_spec", json::parse(cluster_spec_.ToJson())}});
+      }
+      AnswerSpecWaiters();
+    }
+  });
+}
+
+control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const {
+  control::ClusterSpecResponse resp;
+  const TaskTypeSpec* type = opts_.spec.FindType(id.type);
+  resp.set_command(type ? type->command : "");
+  runtime::TaskContext ctx{id, opts_.job_id, 0};
+  auto env = runtime::BuildFrameworkEnv(opts_.spec, cluster_spec_, ctx);
+  for (const auto& [k, v] : opts_.spec.execution_env) env[k] = v;
+  resp.mutable_env()->insert(env.begin(), env.end());
+  resp.set_cluster_spec_json(cluster_spec_.ToJson());
+  return resp;
+}
+
+void ApplicationMaster::AnswerSpecWaiters() {
+  for (auto& [id, slot] : slots_) {
+    const TaskRecord* r = tracker_.Find(id);
+    if (!r || r->state == TaskState::kPending || r->state == TaskState::kLaunched) continue;
+    for (auto& waiter : slot.spec_waiters) waiter(Status::Ok(), SpecFor(id));
+    slot.spec_waiters.clear();
+  }
+}
+
+void ApplicationMaster::HandleGetClusterSpec(const control::ClusterSpecRequest& req,
+                                             Reply<control::ClusterSpecResponse> reply) {
+  loop_.Post([this, req, reply] {
+    Status error;
+    auto id = CheckTask(req.task(), &error);
+    if (!id) return reply(error, {});
+    if (IsTerminal(tracker_.state())) return reply(Status::Aborted("job is ending"), {});
+    const TaskRecord* r = tracker_.Find(*id);
+    if (r->state == TaskState::kPending || r->state == TaskState::kLaunched) {
+      return reply(Status::FailedPrecondition(id->ToString() + " asked for the cluster spec before registering"), {});
+    }
+    if (spec_ready_ || !opts_.spec.gang) return reply(Status::Ok(), SpecFor(*id));
+    Slot(*id)->spec_waiters.push_back(reply);  // answered the moment the gang completes
+  });
+}
+
+void ApplicationMaster::HandleTaskStarted(const control::TaskStartedRequest& req, Reply<control::Ack> reply) {
+  loop_.Post([this, req, reply] {
+    Status error;
+    auto id = CheckTask(req.task(), &error);
+    if (!id) return reply(error, {});
+    const TaskRecord* r = tracker_.Find(*id);
+    if (!IsTerminal(r->state)) {
+      tracker_.OnRunning(*id);
+      RecordTask(*id, {{"pid", req.pid()}});
+    }
+    reply(Status::Ok(), {});
+  });
+}
+
+void ApplicationMaster::HandleHeartbeat(const control::HeartbeatRequest& req, Reply<control::HeartbeatResponse> reply) {
+  loop_.Post([this, req, reply] {
+    Status error;
+    auto id = CheckTask(req.task(), &error);
+    if (!id) return reply(error, {});
+    TaskSlot* slot = Slot(*id);
+    slot->last_heartbeat = Clock::now();
+    slot->rss_bytes = req.rss_bytes();
+    control::HeartbeatResponse resp;
+    resp.set_stop(slot->stop_requested || IsTerminal(tracker_.state()));
+    reply(Status::Ok(), resp);
+  });
+}
+
+void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) {
+  loop_.Post([this, req, reply] {
+    Status error;
+    auto id = CheckTask(req.task(), &error);
+    if (!id) return reply(error, {});
+    Slot(*id)->report = req;
+    reply(Status::Ok(), {});
+  });
+}
+
+}  // namespace loom::am

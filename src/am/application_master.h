@@ -1,0 +1,107 @@
+#pragma once
+// ApplicationMaster: the job's brain, the same on every backend. It asks its ContainerBroker for
+// one container per task, launches an executor in each, completes the gang and hands out the
+// cluster spec the moment the last task registers, watches heartbeats, applies the failure
+// policy (JobTracker), and records every transition in events.jsonl. When the job ends it stops
+// whatever still runs and writes the final status once.
+//
+// Threading: all job state lives on one EventLoop thread. gRPC handlers and broker callbacks
+// only post closures onto it; RequestKill() is safe from any thread (a signal thread).
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "am/control_service.h"
+#include "cluster/container_broker.h"
+#include "core/event_loop.h"
+#include "core/job_spec.h"
+#include "core/job_state.h"
+#include "history/event_log.h"
+#include "history/job_dir.h"
+#include "runtime/framework_env.h"
+
+namespace loom::am {
+
+struct AmOptions {
+  JobSpec spec;
+  history::JobDir job_dir;
+  std::string job_id;
+  std::string secret;
+  std::string secret_file;      // handed to executors by path, never by value
+  std::string executor_binary;  // the `loom` binary to run as `loom executor`
+  std::string bind_address = "0.0.0.0";
+  std::string advertise_host = "127.0.0.1";  // how executors reach the AM
+  std::map<std::string, std::string> executor_env;  // base environment of every executor
+};
+
+class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler {
+ public:
+  // `broker` and `events` must outlive the AM.
+  ApplicationMaster(AmOptions options, cluster::ContainerBroker& broker, history::EventLog& events);
+  ~ApplicationMaster() override;
+
+  // Runs the job to its end; returns the final state. Blocks.
+  Result<JobState> Run();
+  // Ends the job as KILLED with `reason` (first cause wins). Thread-safe.
+  void RequestKill(const std::string& reason);
+  // The port the control plane listens on, once Run() has started it (for tests).
+  int port() const { return port_; }
+
+  // cluster::ContainerEvents
+  void OnAllocated(const cluster::Container& container) override;
+  void OnCompleted(const cluster::ContainerExit& exit) override;
+  void OnContainerError(const TaskId& task, const Status& error) override;
+
+  // ControlHandler
+  void HandleRegister(const control::RegisterRequest& req, Reply<control::RegisterResponse> reply) override;
+  void HandleGetClusterSpec(const control::ClusterSpecRequest& req, Reply<control::ClusterSpecResponse> reply) override;
+  void HandleTaskStarted(const control::TaskStartedRequest& req, Reply<control::Ack> reply) override;
+  void HandleHeartbeat(const control::HeartbeatRequest& req, Reply<control::HeartbeatResponse> reply) override;
+  void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) override;
+
+ private:
+  struct TaskSlot {
+    std::optional<cluster::Container> container;
+    std::optional<control::ExitReport> report;
+    std::chrono::steady_clock::time_point last_heartbeat;
+    bool stop_requested = false;
+    int64_t rss_bytes = 0;
+    std::vector<Reply<control::ClusterSpecResponse>> spec_waiters;
+  };
+
+  Status StartServer();
+  void RequestContainers();
+  // Loop-thread helpers.
+  TaskSlot* Slot(const TaskId& id);
+  std::optional<TaskId> CheckTask(const control::TaskRef& ref, Status* error);
+  void StopTasks(const std::vector<TaskId>& ids);
+  void Fail(const std::string& reason);
+  void AfterTransition();
+  void CheckHeartbeats();
+  void AnswerSpecWaiters();
+  control::ClusterSpecResponse SpecFor(const TaskId& id) const;
+  void RecordTask(const TaskId& id, nlohmann::json extra = nlohmann::json::object());
+  std::string DescribeExit(const TaskId& id, const cluster::ContainerExit& exit) const;
+  void Finalize();
+
+  AmOptions opts_;
+  cluster::ContainerBroker& broker_;
+  history::EventLog& events_;
+  EventLoop loop_;
+  JobTracker tracker_;
+  std::map<TaskId, TaskSlot> slots_;
+  runtime::ClusterSpec cluster_spec_;
+  bool spec_ready_ = false;
+  bool finalized_ = false;
+  std::unique_ptr<ControlServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace loom::am

@@ -1,0 +1,61 @@
+#pragma once
+// ControlServiceImpl: the gRPC face of the AM's control plane (callback API, so a long wait for
+// the gang holds no thread). It checks the job secret on every call, then hands the request to
+// a ControlHandler and finishes the call when the handler replies, whenever that is.
+
+#include <functional>
+#include <string>
+
+#include "control/control.grpc.pb.h"
+#include "core/status.h"
+
+namespace loom::am {
+
+template <typename T>
+using Reply = std::function<void(const Status&, const T&)>;
+
+// What the AM does with control-plane calls. Replies may come from any thread, once each.
+class ControlHandler {
+ public:
+  virtual ~ControlHandler() = default;
+  virtual void HandleRegister(const control::RegisterRequest& req, Reply<control::RegisterResponse> reply) = 0;
+  virtual void HandleGetClusterSpec(const control::ClusterSpecRequest& req,
+                                    Reply<control::ClusterSpecResponse> reply) = 0;
+  virtual void HandleTaskStarted(const control::TaskStartedRequest& req, Reply<control::Ack> reply) = 0;
+  virtual void HandleHeartbeat(const control::HeartbeatRequest& req, Reply<control::HeartbeatResponse> reply) = 0;
+  virtual void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) = 0;
+};
+
+grpc::Status ToGrpcStatus(const Status& s);
+
+class ControlServiceImpl final : public control::Control::CallbackService {
+ public:
+  // `handler` must outlive the service.
+  ControlServiceImpl(std::string secret, ControlHandler* handler)
+      : secret_(std::move(secret)), handler_(handler) {}
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const control::RegisterRequest* req,
+                                     control::RegisterResponse* resp) override;
+  grpc::ServerUnaryReactor* GetClusterSpec(grpc::CallbackServerContext* ctx, const control::ClusterSpecRequest* req,
+                                           control::ClusterSpecResponse* resp) override;
+  grpc::ServerUnaryReactor* TaskStarted(grpc::CallbackServerContext* ctx, const control::TaskStartedRequest* req,
+                                        control::Ack* resp) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const control::HeartbeatRequest* req,
+                                      control::HeartbeatResponse* resp) override;
+  grpc::ServerUnaryReactor* ReportExit(grpc::CallbackServerContext* ctx, const control::ExitReport* req,
+                                       control::Ack* resp) override;
+
+ private:
+  // Null when the caller presented the secret; otherwise a reactor already finished with
+  // UNAUTHENTICATED.
+  grpc::ServerUnaryReactor* RefuseUnlessAuthenticated(grpc::CallbackServerContext* ctx, const char* method);
+
+  template <typename Req, typename Resp, typename Fn>
+  grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx, const char* method, const Req* req,
+                                     Resp* resp, Fn fn);
+
+  const std::string secret_;
+  ControlHandler* handler_;
+};
+
+}  // namespace loom::am

@@ -1,0 +1,25 @@
+#pragma once
+// The `loom` subcommands. Each returns the process exit code: 0 success, 1 the job failed or
+// was killed, 2 bad usage or configuration (nothing was started).
+
+#include <string>
+#include <vector>
+
+namespace loom::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitJobFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+int SubmitCommand(std::vector<std::string> args);
+int StatusCommand(std::vector<std::string> args);
+int LogsCommand(std::vector<std::string> args);
+int KillCommand(std::vector<std::string> args);
+int ListCommand(std::vector<std::string> args);
+int AmCommand(std::vector<std::string> args);
+int ExecutorCommand(std::vector<std::string> args);
+
+// Prints "loom: <message>" to stderr and returns kExitUsage.
+int UsageError(const std::string& message);
+
+}  // namespace loom::cli

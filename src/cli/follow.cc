@@ -1,0 +1,167 @@
+#include "cli/follow.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "core/files.h"
+#include "core/strings.h"
+#include "core/subprocess.h"
+#include "history/event_log.h"
+#include "history/job_view.h"
+
+namespace loom::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string ClockTime(int64_t ms) {
+  std::time_t t = ms / 1000;
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+// Reads events.jsonl from where it left off; only complete lines.
+class EventTail {
+ public:
+  explicit EventTail(std::string path) : path_(std::move(path)) {}
+  std::vector<json> ReadNew() {
+    std::vector<json> out;
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return out;
+    in.seekg(offset_);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // no newline yet: a line still being written
+      offset_ += static_cast<std::streamoff>(line.size()) + 1;
+      try {
+        out.push_back(json::parse(line));
+      } catch (const json::exception&) {
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+  std::streamoff offset_ = 0;
+};
+
+std::string DescribeEvent(const json& e) {
+  std::string type = e.value("event", "");
+  std::string when = ClockTime(e.value("ts", int64_t{0}));
+  if (type == "TASK_STATE") {
+    std::string line = when + "  " + e.value("task", "?") + " " + e.value("state", "?");
+    if (e.contains("address")) line += " " + e.value("address", "");
+    if (e.contains("exit_code") && e.value("state", "") != "SUCCEEDED") line += " exit " + std::to_string(e.value("exit_code", 0));
+    if (e.contains("diagnostics") && e.value("state", "") == "FAILED") line += "\n    " + e.value("diagnostics", "");
+    return line;
+  }
+  if (type == "AM_STARTED") return when + "  AM started (pid " + std::to_string(e.value("pid", 0)) + ", " + e.value("address", "") + ")";
+  if (type == "GANG_COMPLETE") return when + "  gang complete: " + e["cluster_spec"].dump();
+  if (type == "JOB_FINISHED") return when + "  job " + e.value("state", "?");
+  if (type == "JOB_SUBMITTED") return when + "  submitted";
+  return when + "  " + type;
+}
+
+}  // namespace
+
+int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, FollowMode mode) {
+  const bool live_table = mode == FollowMode::kTable;
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sig_fd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  int ino = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  ::inotify_add_watch(ino, dir.root().c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
+  int am_fd = -1;
+  if (auto text = ReadFile(dir.am_pid()); text.ok()) {
+    if (auto pid = ParseInt(*text); pid.ok()) am_fd = OpenPidFd(static_cast<pid_t>(*pid));
+  }
+
+  EventTail tail(dir.events());
+  history::JobView view;
+  view.id = dir.job_id();
+  int drawn_lines = 0;
+  bool killing = false;
+  auto render = [&] {
+    for (const json& e : tail.ReadNew()) {
+      view.Apply(e);
+      if (mode == FollowMode::kLines) std::printf("%s\n", DescribeEvent(e).c_str());
+    }
+    if (live_table) {
+      if (drawn_lines) std::printf("\033[%dA\033[J", drawn_lines);
+      int64_t now = history::NowMillis();
+      std::string header = "job " + view.id + "  " + view.state + "  " +
+                           history::FormatDuration(now - view.submitted_ms) + (killing ? "  (killing)" : "") + "\n";
+      std::string table = header + history::RenderTaskTable(view);
+      drawn_lines = static_cast<int>(std::count(table.begin(), table.end(), '\n'));
+      std::fputs(table.c_str(), stdout);
+    }
+    std::fflush(stdout);
+  };
+
+  int64_t am_gone_at = 0;
+  while (!PathExists(dir.status())) {
+    render();
+    pollfd fds[3] = {{ino, POLLIN, 0}, {sig_fd, POLLIN, 0}, {am_fd, POLLIN, 0}};
+    ::poll(fds, am_fd >= 0 ? 3 : 2, live_table ? 500 : 1000);
+    if (fds[0].revents & POLLIN) {
+      char buf[4096];
+      while (::read(ino, buf, sizeof(buf)) > 0) {
+      }
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (::read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
+      }
+      std::fprintf(stderr, "\nloom: %s; killing job %s\n", killing ? "killing again" : "interrupted", view.id.c_str());
+      killing = true;
+      (void)submitter.Kill(dir, std::chrono::milliseconds(5000));
+    }
+    if (am_fd >= 0 && (fds[2].revents & POLLIN)) {
+      // The AM has exited; its status.json (if it wrote one) is already on disk.
+      ::close(am_fd);
+      am_fd = -1;
+      am_gone_at = history::NowMillis();
+    }
+    if (am_gone_at && !PathExists(dir.status())) {
+      std::string why = killing ? "killed; the AM ended before writing a final status"
+                                : "the ApplicationMaster exited unexpectedly; see " + dir.am_log();
+      (void)history::WriteFinalStatus(dir, {{"job_id", view.id}, {"state", killing ? "KILLED" : "FAILED"},
+                                            {"diagnostics", why}, {"finished_ms", history::NowMillis()}});
+      // Its tasks carry the job's marker: none may outlive it.
+      KillProcessesWithEnv("LOOM_JOB_ID=" + view.id);
+    }
+  }
+  render();
+  auto final_view = history::LoadJobView(dir);
+  std::string state = final_view.ok() ? final_view->state : "UNKNOWN";
+  std::string diagnostics = final_view.ok() ? final_view->diagnostics : "";
+  std::printf("\nJob %s %s", view.id.c_str(), state.c_str());
+  if (final_view.ok() && final_view->submitted_ms && final_view->finished_ms) {
+    std::printf(" after %s", history::FormatDuration(final_view->finished_ms - final_view->submitted_ms).c_str());
+  }
+  std::printf("\n");
+  if (!diagnostics.empty()) std::printf("  %s\n", diagnostics.c_str());
+  std::printf("  logs: loom logs %s --task TYPE:INDEX [--stderr]   (files under %s/tasks)\n", view.id.c_str(),
+              dir.root().c_str());
+  std::fflush(stdout);
+  if (am_fd >= 0) ::close(am_fd);
+  ::close(ino);
+  ::close(sig_fd);
+  ::sigprocmask(SIG_UNBLOCK, &mask, nullptr);
+  return state == "SUCCEEDED" ? 0 : 1;
+}
+
+}  // namespace loom::cli

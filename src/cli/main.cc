@@ -1,0 +1,54 @@
+// loom: runs distributed training jobs on local, YARN or Slurm clusters.
+// One binary, three roles: the client (submit, status, logs, kill, list), the
+// ApplicationMaster (`loom am`) and the TaskExecutor (`loom executor`).
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: loom <command> [options]
+
+Jobs:
+  submit   run a training job (TonY's flags: --executes, --src_dir, --task_params,
+           --python_venv, --python_binary_path, --shell_env, --container_env,
+           --conf_file, --conf; plus --cluster local|yarn|slurm)
+  status   show a job and its tasks            loom status JOB
+  logs     print a task's output               loom logs JOB [--task TYPE:INDEX] [--stderr] [-f]
+  kill     stop a job and everything it runs   loom kill JOB
+  list     list jobs under $LOOM_HOME (~/.loom)
+
+Roles started by Loom itself:
+  am       the ApplicationMaster of one job
+  executor the agent in each task's container
+
+Exit codes: 0 job succeeded, 1 job failed or killed, 2 bad usage or configuration.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? loom::cli::kExitUsage : 0;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    std::puts("loom 0.1.0");
+    return 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "submit") return loom::cli::SubmitCommand(args);
+  if (command == "status") return loom::cli::StatusCommand(args);
+  if (command == "logs") return loom::cli::LogsCommand(args);
+  if (command == "kill") return loom::cli::KillCommand(args);
+  if (command == "list") return loom::cli::ListCommand(args);
+  if (command == "am") return loom::cli::AmCommand(args);
+  if (command == "executor") return loom::cli::ExecutorCommand(args);
+  std::fprintf(stderr, "loom: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return loom::cli::kExitUsage;
+}

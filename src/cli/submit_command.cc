@@ -1,0 +1,158 @@
+// `loom submit`: validate everything, write the job directory, start the AM, follow the job.
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/follow.h"
+#include "cluster/local/host_inventory.h"
+#include "cluster/local/local_job_submitter.h"
+#include "control/auth.h"
+#include "core/config/key_registry.h"
+#include "core/files.h"
+#include "core/job_spec.h"
+#include "core/strings.h"
+#include "history/event_log.h"
+#include "history/job_dir.h"
+#include "history/job_view.h"
+
+namespace loom::cli {
+namespace {
+
+using nlohmann::json;
+
+// TonY's flags take one dash (`-executes`); CLI11 wants two for long names.
+std::vector<std::string> NormalizeDashes(std::vector<std::string> args) {
+  for (auto& a : args) {
+    if (a.size() > 2 && a[0] == '-' && a[1] != '-' && std::isalpha(static_cast<unsigned char>(a[1]))) a = "-" + a;
+  }
+  return args;
+}
+
+struct SubmitFlags {
+  std::string executes, task_params, src_dir, python_venv, python_binary_path, conf_file;
+  std::vector<std::string> conf, shell_env, container_env;
+  std::string cluster = "local";
+  std::string hdfs_classpath, sidecar_tensorboard_log_dir;
+  bool quiet = false;
+};
+
+Result<config::Config> BuildConfig(const SubmitFlags& f) {
+  config::Config conf;
+  if (!f.conf_file.empty()) LOOM_RETURN_IF_ERROR(conf.MergeXmlFile(f.conf_file));
+  for (const std::string& kv : f.conf) {
+    auto pair = ParseKeyValue(kv);
+    if (!pair.ok()) return Status::InvalidArgument("--conf " + pair.status().message());
+    conf.Set(pair->first, pair->second, "--conf");
+  }
+  auto set_flag = [&](const std::string& value, const char* key, const char* flag) {
+    if (!value.empty()) conf.Set(key, value, flag);
+  };
+  set_flag(f.executes, "loom.application.executes", "--executes");
+  set_flag(f.task_params, "loom.application.task-params", "--task_params");
+  set_flag(f.src_dir, "loom.application.src-dir", "--src_dir");
+  set_flag(f.python_venv, "loom.application.python-venv", "--python_venv");
+  set_flag(f.python_binary_path, "loom.application.python-binary-path", "--python_binary_path");
+  set_flag(f.sidecar_tensorboard_log_dir, "loom.application.tensorboard-log-dir", "--sidecar_tensorboard_log_dir");
+  // --shell_env and --container_env add to what the config files already set.
+  auto append_env = [&](const std::vector<std::string>& kvs, const char* key, const char* flag) -> Status {
+    if (kvs.empty()) return Status::Ok();
+    std::vector<std::string> all = config::GetList(conf, key);
+    for (const std::string& kv : kvs) {
+      if (!ParseKeyValue(kv).ok()) return Status::InvalidArgument(std::string(flag) + " '" + kv + "': expected KEY=VALUE");
+      all.push_back(kv);
+    }
+    conf.Set(key, Join(all, ","), flag);
+    return Status::Ok();
+  };
+  LOOM_RETURN_IF_ERROR(append_env(f.shell_env, "loom.execution.envs", "--shell_env"));
+  LOOM_RETURN_IF_ERROR(append_env(f.container_env, "loom.containers.envs", "--container_env"));
+  return conf;
+}
+
+std::string CurrentUser() {
+  const char* u = std::getenv("USER");
+  return u && *u ? u : std::to_string(::getuid());
+}
+
+}  // namespace
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "loom: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+int SubmitCommand(std::vector<std::string> raw_args) {
+  SubmitFlags f;
+  CLI::App app("Submit a distributed training job", "loom submit");
+  app.add_option("--executes", f.executes, "Entry point, relative to --src_dir");
+  app.add_option("--task_params", f.task_params, "Arguments for the entry point");
+  app.add_option("--src_dir", f.src_dir, "Directory shipped to every task");
+  app.add_option("--python_venv", f.python_venv, "Zipped Python environment, unzipped in every task");
+  app.add_option("--python_binary_path", f.python_binary_path, "Python interpreter (relative: inside the venv)");
+  app.add_option("--shell_env", f.shell_env, "KEY=VALUE for the user process (repeatable)");
+  app.add_option("--container_env", f.container_env, "KEY=VALUE for the container (repeatable)");
+  app.add_option("--conf_file", f.conf_file, "Hadoop-style XML config (tony.xml)");
+  app.add_option("--conf", f.conf, "KEY=VALUE config override (repeatable)");
+  app.add_option("--cluster", f.cluster, "Backend: local (default), yarn or slurm")
+      ->check(CLI::IsMember({"local", "yarn", "slurm"}));
+  app.add_option("--hdfs_classpath", f.hdfs_classpath, "TonY flag; accepted, unused without Hadoop");
+  app.add_option("--sidecar_tensorboard_log_dir", f.sidecar_tensorboard_log_dir, "TonY's sidecar TensorBoard log dir");
+  app.add_flag("--quiet", f.quiet, "Print only the job id and the final state");
+  std::vector<std::string> args = NormalizeDashes(raw_args);
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return UsageError(std::string("submit: ") + e.what());
+  }
+  if (f.cluster != "local") {
+    return UsageError("--cluster " + f.cluster + ": this build runs jobs on the local backend only; the " + f.cluster +
+                      " backend is not available yet");
+  }
+
+  auto conf = BuildConfig(f);
+  if (!conf.ok()) return UsageError(conf.status().message());
+  std::string cwd = AbsolutePath(".");
+  auto spec = BuildJobSpec(*conf, cwd);
+  if (!spec.ok()) return UsageError(spec.status().message());
+  auto inventory = cluster::local::HostInventory::Detect(*conf);
+  if (!inventory.ok()) return UsageError(inventory.status().message());
+  cluster::local::LocalJobSubmitter submitter(*inventory, SelfExecutable());
+  if (Status fits = submitter.CheckFits(*spec); !fits.ok()) return UsageError(fits.message());
+
+  // Everything is valid: write the job directory, then start the AM.
+  std::string job_id = history::NewJobId();
+  history::JobDir dir = history::JobDir::ForJob(job_id);
+  auto secret = control::GenerateSecret();
+  Status s = MakeDirs(dir.tasks_dir());
+  if (s.ok()) s = WriteFileAtomic(dir.config(), config::WithDefaults(*conf).ToXml());
+  if (s.ok() && secret.ok()) s = WriteFileAtomic(dir.secret(), *secret + "\n", 0600);
+  json job = {{"job_id", job_id},      {"name", spec->name},     {"user", CurrentUser()},
+              {"backend", f.cluster},  {"cwd", cwd},             {"submitted_ms", history::NowMillis()},
+              {"framework", FrameworkName(spec->framework)},     {"argv", raw_args}};
+  if (s.ok()) s = WriteFileAtomic(dir.job_json(), job.dump(2) + "\n");
+  json tasks = json::array();
+  for (const TaskId& t : spec->AllTasks()) tasks.push_back(t.ToString());
+  history::EventLog events(dir.events());
+  if (s.ok()) s = events.Append("JOB_SUBMITTED", {{"job_id", job_id}, {"name", spec->name}, {"backend", f.cluster}, {"tasks", tasks}});
+  if (s.ok()) s = submitter.Submit(dir);
+  if (!s.ok() || !secret.ok()) {
+    std::fprintf(stderr, "loom: cannot start job %s: %s\n", job_id.c_str(), (s.ok() ? secret.status() : s).ToString().c_str());
+    (void)history::WriteFinalStatus(dir, {{"job_id", job_id}, {"state", "FAILED"}, {"diagnostics", s.message()}});
+    return kExitJobFailed;
+  }
+  std::printf("Job %s submitted (%s, %d tasks, %s)\n  job dir: %s\n", job_id.c_str(), spec->name.c_str(),
+              spec->TotalTasks(), FrameworkName(spec->framework).c_str(), dir.root().c_str());
+  std::fflush(stdout);
+  FollowMode mode = f.quiet ? FollowMode::kQuiet : ::isatty(STDOUT_FILENO) ? FollowMode::kTable : FollowMode::kLines;
+  return FollowJob(dir, submitter, mode);
+}
+
+}  // namespace loom::cli

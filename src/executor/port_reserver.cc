@@ -1,0 +1,76 @@
+#include "executor/port_reserver.h"
+
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <vector>
+
+namespace loom::executor {
+
+ReservedPort& ReservedPort::operator=(ReservedPort&& o) noexcept {
+  if (this != &o) {
+    Release();
+    fd_ = o.fd_;
+    port_ = o.port_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+ReservedPort::~ReservedPort() { Release(); }
+
+void ReservedPort::Release() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+std::pair<int, int> EphemeralPortRange() {
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  int lo = 0, hi = 0;
+  if (f >> lo >> hi && lo > 0 && hi >= lo) return {lo, hi};
+  return {32768, 60999};
+}
+
+Result<ReservedPort> ReservedPort::Reserve(int low, int high) {
+  auto [eph_lo, eph_hi] = EphemeralPortRange();
+  std::vector<int> candidates;
+  for (int p = low; p <= high; ++p) {
+    if (p < eph_lo || p > eph_hi) candidates.push_back(p);
+  }
+  if (candidates.empty()) {
+    // The configured range lies inside the ephemeral range: still usable, just less safe.
+    for (int p = low; p <= high; ++p) candidates.push_back(p);
+  }
+  uint64_t seed = 0;
+  (void)!::getrandom(&seed, sizeof(seed), 0);
+  std::mt19937_64 rng(seed ^ static_cast<uint64_t>(::getpid()));
+  std::shuffle(candidates.begin(), candidates.end(), rng);
+  for (int p : candidates) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Status::FromErrno("socket", errno);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = htons(static_cast<uint16_t>(p));
+    // Bind exclusively first (fails if anyone, another executor included, holds the port), then
+    // turn SO_REUSEADDR on so the framework's own SO_REUSEADDR bind+listen succeeds.
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      int one = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      ReservedPort r;
+      r.fd_ = fd;
+      r.port_ = p;
+      return r;
+    }
+    ::close(fd);
+  }
+  return Status::ResourceExhausted("no free port in " + std::to_string(low) + "-" + std::to_string(high) +
+                                   " (loom.task.port-range)");
+}
+
+}  // namespace loom::executor

@@ -1,0 +1,46 @@
+#pragma once
+// PortReserver: a port for the task's framework, held for the whole life of the user process.
+//
+// TonY binds port 0 and closes the socket just before starting the user process, so another
+// process can take the port in between (TonY#365, #453). Loom closes that window instead:
+//   - the port comes from a range outside the kernel's ephemeral range
+//     (net.ipv4.ip_local_port_range), so outgoing connections never pick it;
+//   - the socket is bound exclusively (so two executors never share a port), then given
+//     SO_REUSEADDR, and stays bound (never listening) until the user process exits.
+//     Linux lets a second SO_REUSEADDR socket bind and listen on a port whose other sockets are
+//     not listening, which TensorFlow's gRPC server and PyTorch's TCPStore both do; anyone
+//     binding without SO_REUSEADDR gets EADDRINUSE, and once the framework listens nobody else
+//     can listen there.
+// The socket is close-on-exec, so the user process never inherits it.
+
+#include <string>
+
+#include "core/status.h"
+
+namespace loom::executor {
+
+class ReservedPort {
+ public:
+  ReservedPort() = default;
+  ReservedPort(ReservedPort&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
+  ReservedPort& operator=(ReservedPort&& o) noexcept;
+  ReservedPort(const ReservedPort&) = delete;
+  ReservedPort& operator=(const ReservedPort&) = delete;
+  ~ReservedPort();
+
+  int port() const { return port_; }
+  void Release();
+
+  // Binds a free port in [low, high], skipping the ephemeral range; random order, so
+  // concurrent executors on one host rarely collide (and retry when they do).
+  static Result<ReservedPort> Reserve(int low, int high);
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// The kernel's ephemeral port range; {32768, 60999} if unreadable.
+std::pair<int, int> EphemeralPortRange();
+
+}  // namespace loom::executor

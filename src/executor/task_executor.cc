@@ -1,0 +1,412 @@
+#include "executor/task_executor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "control/auth.h"
+#include "control/control.grpc.pb.h"
+#include "core/files.h"
+#include "core/job_spec.h"
+#include "core/strings.h"
+#include "core/subprocess.h"
+#include "executor/port_reserver.h"
+#include "executor/process_tree.h"
+
+namespace loom::executor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+class TaskExecutor {
+ public:
+  explicit TaskExecutor(std::map<std::string, std::string> env) : env_(std::move(env)) {}
+  ~TaskExecutor();
+  int Run();
+
+ private:
+  Status Init();
+  Status Register();
+  // Waits for the gang; returns nullopt when SIGTERM or a lost AM ended the wait.
+  Result<std::optional<control::ClusterSpecResponse>> AwaitClusterSpec();
+  Status StartUserProcess(const control::ClusterSpecResponse& spec);
+  int Supervise();
+  void StartHeartbeats();
+  void StopHeartbeats();
+  void HeartbeatLoop();
+  void Report(const ExitInfo& info);
+  void Wake();
+  // Drains the signalfd; returns the first terminating signal seen (0 if none).
+  int DrainSignals();
+  void ReapChildren();
+  void AttachSecret(grpc::ClientContext& ctx) const { ctx.AddMetadata(control::kSecretMetadataKey, secret_); }
+  control::TaskRef Ref() const;
+
+  std::map<std::string, std::string> env_;
+  TaskId task_;
+  std::string log_dir_;
+  std::string secret_;
+  std::unique_ptr<control::Control::Stub> stub_;
+  ReservedPort port_;
+  control::RegisterResponse params_;
+
+  int signal_fd_ = -1;
+  int wake_fd_ = -1;
+  std::optional<Subprocess> user_;
+  std::optional<ExitInfo> user_exit_;
+  int64_t peak_rss_ = 0;
+  std::string stop_reason_;
+
+  std::thread heartbeat_thread_;
+  std::mutex hb_mu_;
+  std::condition_variable hb_cv_;
+  bool hb_stop_ = false;
+  std::atomic<bool> am_wants_stop_{false};
+  std::atomic<bool> am_lost_{false};
+  std::atomic<int64_t> rss_for_heartbeat_{0};
+};
+
+TaskExecutor::~TaskExecutor() {
+  StopHeartbeats();
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+control::TaskRef TaskExecutor::Ref() const {
+  control::TaskRef ref;
+  ref.set_type(task_.type);
+  ref.set_index(task_.index);
+  return ref;
+}
+
+void TaskExecutor::Wake() {
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+}
+
+Status TaskExecutor::Init() {
+  auto get = [&](const char* key) -> Result<std::string> {
+    auto it = env_.find(key);
+    if (it == env_.end() || it->second.empty()) return Status::InvalidArgument(std::string(key) + " is not set");
+    return it->second;
+  };
+  LOOM_ASSIGN_OR_RETURN(std::string task, get("LOOM_TASK_ID"));
+  LOOM_ASSIGN_OR_RETURN(task_, ParseTaskId(task));
+  LOOM_ASSIGN_OR_RETURN(std::string am, get("LOOM_AM_ADDRESS"));
+  LOOM_ASSIGN_OR_RETURN(std::string secret_file, get(control::kSecretFileEnv));
+  LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(secret_file));
+  log_dir_ = env_.count("LOOM_LOG_DIR") ? env_["LOOM_LOG_DIR"] : ".";
+  int low = 20000, high = 32000;
+  if (auto it = env_.find("LOOM_PORT_RANGE"); it != env_.end()) {
+    auto parts = Split(it->second, '-');
+    if (parts.size() == 2 && ParseInt(parts[0]).ok() && ParseInt(parts[1]).ok()) {
+      low = static_cast<int>(*ParseInt(parts[0]));
+      high = static_cast<int>(*ParseInt(parts[1]));
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(port_, ReservedPort::Reserve(low, high));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
+  stub_ = control::Control::NewStub(grpc::CreateCustomChannel(am, grpc::InsecureChannelCredentials(), args));
+  return Status::Ok();
+}
+
+Status TaskExecutor::Register() {
+  control::RegisterRequest req;
+  *req.mutable_task() = Ref();
+  req.set_host(env_.count("LOOM_HOST") ? env_["LOOM_HOST"] : "127.0.0.1");
+  req.set_port(port_.port());
+  req.set_executor_pid(::getpid());
+  req.set_container_id(env_.count("LOOM_CONTAINER_ID") ? env_["LOOM_CONTAINER_ID"] : "");
+  // The AM may still be starting its server when the container comes up: retry while it is
+  // unavailable, for up to 30 s.
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  milliseconds backoff(50);
+  while (true) {
+    grpc::ClientContext ctx;
+    AttachSecret(ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_wait_for_ready(true);
+    grpc::Status s = stub_->Register(&ctx, req, &params_);
+    if (s.ok()) return Status::Ok();
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || Clock::now() > deadline) {
+      return Status(static_cast<StatusCode>(s.error_code()), "register with the AM: " + s.error_message());
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, milliseconds(1000));
+  }
+}
+
+void TaskExecutor::StartHeartbeats() {
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+void TaskExecutor::StopHeartbeats() {
+  {
+    std::lock_guard<std::mutex> l(hb_mu_);
+    hb_stop_ = true;
+  }
+  hb_cv_.notify_all();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+}
+
+void TaskExecutor::HeartbeatLoop() {
+  milliseconds interval(std::max(10, params_.heartbeat_interval_ms()));
+  milliseconds lost_after = interval * std::max(1, params_.max_missed_heartbeats());
+  auto last_ok = Clock::now();
+  std::unique_lock<std::mutex> lock(hb_mu_);
+  while (!hb_cv_.wait_for(lock, interval, [this] { return hb_stop_; })) {
+    lock.unlock();
+    control::HeartbeatRequest req;
+    *req.mutable_task() = Ref();
+    req.set_rss_bytes(rss_for_heartbeat_.load());
+    control::HeartbeatResponse resp;
+    grpc::ClientContext ctx;
+    AttachSecret(ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::max(interval, milliseconds(1000)));
+    grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
+    if (s.ok()) {
+      last_ok = Clock::now();
+      if (resp.stop() && !am_wants_stop_.exchange(true)) Wake();
+    } else if (Clock::now() - last_ok >= lost_after) {
+      spdlog::error("AM unreachable for {} ms: {}", lost_after.count(), s.error_message());
+      am_lost_ = true;
+      Wake();
+      return;
+    }
+    lock.lock();
+  }
+}
+
+int TaskExecutor::DrainSignals() {
+  int terminating = 0;
+  signalfd_siginfo si;
+  while (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {
+    if (si.ssi_signo == SIGCHLD) ReapChildren();
+    else if (!terminating) terminating = static_cast<int>(si.ssi_signo);
+  }
+  return terminating;
+}
+
+void TaskExecutor::ReapChildren() {
+  // We are a subreaper: orphans of the user process land here and are reaped too.
+  int wstatus;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &wstatus, WNOHANG)) > 0) {
+    if (user_ && pid == user_->pid()) {
+      user_->MarkReaped();
+      user_exit_ = ExitInfo::FromWaitStatus(wstatus);
+    }
+  }
+}
+
+Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSpec() {
+  control::ClusterSpecRequest req;
+  *req.mutable_task() = Ref();
+  control::ClusterSpecResponse resp;
+  grpc::ClientContext ctx;
+  AttachSecret(ctx);
+  grpc::Status status;
+  std::atomic<bool> done{false};
+  // The call blocks until the gang is complete; wait for it beside the signals and the
+  // heartbeat thread's verdict, so SIGTERM or a lost AM can end the wait.
+  std::thread call([&] {
+    status = stub_->GetClusterSpec(&ctx, req, &resp);
+    done = true;
+    Wake();
+  });
+  bool cancelled = false;
+  while (!done) {
+    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    ::poll(fds, 2, 1000);
+    if (fds[1].revents & POLLIN) {
+      uint64_t v;
+      (void)!::read(wake_fd_, &v, sizeof(v));
+    }
+    int sig = (fds[0].revents & POLLIN) ? DrainSignals() : 0;
+    if ((sig || am_lost_ || am_wants_stop_) && !cancelled) {
+      stop_reason_ = sig ? "stopped by " + SignalName(sig) + " while waiting for the gang"
+                         : am_lost_ ? "AM lost while waiting for the gang" : "stopped by the AM";
+      ctx.TryCancel();
+      cancelled = true;
+    }
+  }
+  call.join();
+  if (cancelled) return std::optional<control::ClusterSpecResponse>();
+  if (!status.ok()) {
+    return Status(static_cast<StatusCode>(status.error_code()), "waiting for the cluster spec: " + status.error_message());
+  }
+  return std::optional<control::ClusterSpecResponse>(resp);
+}
+
+Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", spec.command()};
+  o.env = env_;
+  // The executor's own wiring is not the user's business, and the secret path least of all.
+  for (const char* k : {"LOOM_AM_ADDRESS", "LOOM_SECRET_FILE", "LOOM_PORT_RANGE", "LOOM_MEMORY_ENFORCED_BY"}) {
+    o.env.erase(k);
+  }
+  o.env.erase("MALLOC_ARENA_MAX");  // TonY#346
+  o.env["PYTHONUNBUFFERED"] = "1";  // logs reach the files as they are printed
+  for (const auto& [k, v] : spec.env()) o.env[k] = v;
+  o.stdout_path = log_dir_ + "/stdout";
+  o.stderr_path = log_dir_ + "/stderr";
+  o.new_session = true;                // its own process group: stopped as a whole
+  o.parent_death_signal = SIGKILL;     // the executor gone: so is the task
+  LOOM_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(o));
+  spdlog::info("started {} (pid {}): {}", task_.ToString(), child.pid(), spec.command());
+  user_ = std::move(child);
+
+  control::TaskStartedRequest req;
+  *req.mutable_task() = Ref();
+  req.set_pid(user_->pid());
+  control::Ack ack;
+  grpc::ClientContext ctx;
+  AttachSecret(ctx);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status s = stub_->TaskStarted(&ctx, req, &ack);
+  if (!s.ok()) spdlog::warn("TaskStarted not acknowledged: {}", s.error_message());
+  return Status::Ok();
+}
+
+int TaskExecutor::Supervise() {
+  const pid_t pgid = user_->pgid();
+  const milliseconds grace(params_.stop_grace_ms());
+  const bool watchdog = env_["LOOM_MEMORY_ENFORCED_BY"] == "watchdog" && params_.memory_limit_bytes() > 0;
+  std::optional<Clock::time_point> exec_deadline;
+  if (params_.execution_timeout_ms() > 0) exec_deadline = Clock::now() + milliseconds(params_.execution_timeout_ms());
+  bool terminating = false;
+  auto terminate = [&](const std::string& reason) {
+    if (terminating) return;
+    terminating = true;
+    stop_reason_ = reason;
+    spdlog::warn("stopping {}: {}", task_.ToString(), reason);
+    TerminateProcessGroup(pgid, grace);
+  };
+
+  while (!user_exit_) {
+    int timeout = 500;
+    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    ::poll(fds, 2, timeout);
+    if (fds[1].revents & POLLIN) {
+      uint64_t v;
+      (void)!::read(wake_fd_, &v, sizeof(v));
+    }
+    int sig = DrainSignals();
+    if (user_exit_) break;
+    if (sig) terminate("stopped by " + SignalName(sig));
+    if (am_wants_stop_) terminate("stopped by the AM");
+    if (am_lost_) terminate("AM unreachable for " + std::to_string(int64_t{params_.heartbeat_interval_ms()} * params_.max_missed_heartbeats()) + " ms");
+    if (exec_deadline && Clock::now() >= *exec_deadline) {
+      terminate("execution timeout: ran longer than loom.task.executor.execution-timeout-ms=" +
+                std::to_string(params_.execution_timeout_ms()));
+    }
+    int64_t rss = ProcessGroupRssBytes(pgid);
+    rss_for_heartbeat_ = rss;
+    peak_rss_ = std::max(peak_rss_, rss);
+    if (watchdog && rss > params_.memory_limit_bytes()) {
+      terminating = false;  // memory is urgent: no grace
+      stop_reason_ = "memory limit exceeded: RSS " + std::to_string(rss >> 20) + " MiB > " +
+                     std::to_string(params_.memory_limit_bytes() >> 20) + " MiB";
+      spdlog::warn("{}", stop_reason_);
+      ::kill(-pgid, SIGKILL);
+      terminating = true;
+    }
+  }
+  // The main process is gone; whatever it left in its group goes too.
+  if (ProcessGroupAlive(pgid)) TerminateProcessGroup(pgid, milliseconds(std::min<int64_t>(grace.count(), 2000)));
+  ReapChildren();
+  rusage ru{};
+  ::getrusage(RUSAGE_CHILDREN, &ru);
+  peak_rss_ = std::max<int64_t>(peak_rss_, int64_t{ru.ru_maxrss} * 1024);
+  spdlog::info("{} ended: {}{}", task_.ToString(), user_exit_->Describe(),
+               stop_reason_.empty() ? "" : " (" + stop_reason_ + ")");
+  return user_exit_->ShellCode();
+}
+
+void TaskExecutor::Report(const ExitInfo& info) {
+  if (am_lost_) return;
+  control::ExitReport req;
+  *req.mutable_task() = Ref();
+  req.set_exit_code(info.exit_code);
+  req.set_signal(info.signal);
+  req.set_peak_rss_bytes(peak_rss_);
+  req.set_reason(stop_reason_);
+  if (!info.success()) {
+    for (const auto& line : TailLines(log_dir_ + "/stderr", static_cast<size_t>(params_.stderr_tail_lines()))) {
+      *req.add_stderr_tail() = line;
+    }
+  }
+  control::Ack ack;
+  grpc::ClientContext ctx;
+  AttachSecret(ctx);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status s = stub_->ReportExit(&ctx, req, &ack);
+  if (!s.ok()) spdlog::warn("exit report not delivered: {}", s.error_message());
+}
+
+int TaskExecutor::Run() {
+  // Signals are taken synchronously through a signalfd; block them before any thread exists
+  // so that no gRPC thread receives them instead.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
+  ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  Status s = Init();
+  if (!s.ok()) {
+    spdlog::error("executor cannot start: {}", s.ToString());
+    return kExitConfigError;
+  }
+  spdlog::info("executor for {} holds port {}", task_.ToString(), port_.port());
+  s = Register();
+  if (!s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return kExitAmUnreachable;
+  }
+  StartHeartbeats();
+  auto spec = AwaitClusterSpec();
+  if (!spec.ok() || !*spec) {
+    spdlog::error("no cluster spec: {}", spec.ok() ? stop_reason_ : spec.status().ToString());
+    return spec.ok() ? 128 + SIGTERM : kExitAmUnreachable;
+  }
+  s = StartUserProcess(**spec);
+  if (!s.ok()) {
+    // Could not even start: report it like a failed process so the diagnostics say why.
+    spdlog::error("{}", s.ToString());
+    stop_reason_ = s.message();
+    Report(ExitInfo{127, 0});
+    return 127;
+  }
+  int code = Supervise();
+  StopHeartbeats();
+  Report(*user_exit_);
+  port_.Release();
+  return code;
+}
+
+}  // namespace
+
+int RunTaskExecutor(const std::map<std::string, std::string>& env) { return TaskExecutor(env).Run(); }
+
+}  // namespace loom::executor

@@ -1,0 +1,28 @@
+#pragma once
+// TaskExecutor: the small native agent in each container (TonY runs a JVM here). It holds the
+// task's port, registers with the AM, waits for the cluster spec, starts the user process with
+// its framework environment, heartbeats, enforces the execution timeout and (where no cgroup
+// does) the memory limit, notices the user process's exit at once (SIGCHLD via signalfd), and
+// reports it with the last stderr lines and the peak RSS. If the AM is unreachable for
+// max-missed-heartbeats, or SIGTERM arrives, it stops the user's whole process group and exits:
+// it never leaves an orphan behind.
+//
+// Everything it needs comes from its environment, set by the AM and the backend:
+//   LOOM_AM_ADDRESS, LOOM_TASK_ID, LOOM_SECRET_FILE, LOOM_LOG_DIR, LOOM_HOST, LOOM_CONTAINER_ID,
+//   LOOM_PORT_RANGE, LOOM_MEMORY_ENFORCED_BY.
+
+#include <map>
+#include <string>
+
+#include "core/status.h"
+
+namespace loom::executor {
+
+// Exit codes of the executor itself when no user process ran.
+inline constexpr int kExitConfigError = 2;
+inline constexpr int kExitAmUnreachable = 70;
+
+// Runs the executor; returns the process exit code (the user process's, in shell convention).
+int RunTaskExecutor(const std::map<std::string, std::string>& env);
+
+}  // namespace loom::executor
