@@ -23,8 +23,10 @@ function(loom_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  # Integration tests find the binary under test and the source tree (examples, scripts).
+  target_compile_definitions(${name} PRIVATE
+    LOOM_TEST_BINARY="$<TARGET_FILE:loom>" LOOM_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(${name}
     PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-    ENVIRONMENT "LOOM_BINARY=$<TARGET_FILE:loom>;LOOM_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
     DISCOVERY_TIMEOUT 30)
 endfunction()

@@ -82,6 +82,7 @@ class [[nodiscard]] Result {
   T&& value() && { return std::get<T>(std::move(v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T value_or(T fallback) const& { return ok() ? std::get<T>(v_) : std::move(fallback); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

@@ -1,0 +1,180 @@
+// Whole jobs on the local backend: real AM, executors, user processes and PyTorch.
+
+#include <signal.h>
+
+#include <regex>
+#include <set>
+
+#include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
+
+#include "mini_loom.h"
+
+namespace loom::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kScripts = "tests/integration/scripts";
+
+std::vector<std::string> SubmitArgs(const std::string& src, const std::string& script,
+                                    std::vector<std::string> extra) {
+  std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(src), "--executes", script,
+                                   "--python_binary_path", "/usr/bin/python3"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// The line of `text` that starts with `prefix`, without it.
+std::string LineAfter(const std::string& text, const std::string& prefix) {
+  size_t pos = text.find(prefix);
+  if (pos == std::string::npos) return "";
+  size_t end = text.find('\n', pos);
+  return text.substr(pos + prefix.size(), end == std::string::npos ? std::string::npos : end - pos - prefix.size());
+}
+
+TEST(LocalJob, PyTorchDdpTrainsToGoodAccuracy) {
+  MiniLoom loom;
+  RunResult r = loom.Run(SubmitArgs("examples/pytorch", "train_ddp.py",
+                                    {"--conf_file", MiniLoom::Source("examples/pytorch/tony.xml")}));
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << loom.TaskOutput(id, {"worker", 0}, true);
+  EXPECT_THAT(r.out, HasSubstr("SUCCEEDED"));
+  for (int i = 0; i < 2; ++i) {
+    std::string out = loom.TaskOutput(id, {"worker", i});
+    std::string acc = LineAfter(out, "test accuracy: ");
+    ASSERT_FALSE(acc.empty()) << out;
+    EXPECT_GE(std::stod(acc), 0.9) << "worker:" << i;
+    EXPECT_THAT(out, HasSubstr("parameters agree across 2 ranks"));
+  }
+  EXPECT_EQ(loom.View(id).state, "SUCCEEDED");
+  EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
+TEST(LocalJob, FailingWorkerFailsTheJobWithDiagnostics) {
+  MiniLoom loom;
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
+                                    {"--task_params", "--task worker:1 --code 3 --others-sleep 120", "--conf",
+                                     "tony.worker.instances=3", "--conf", "tony.application.framework=pytorch"}));
+  std::string id = loom.OnlyJobId();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  // The other workers were sleeping for two minutes: the job did not wait for them.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  EXPECT_THAT(r.out, HasSubstr("task worker:1 failed: exit code 3"));
+  EXPECT_THAT(r.out, HasSubstr("fatal: simulated failure in worker:1"));
+  history::JobView view = loom.View(id);
+  EXPECT_EQ(view.state, "FAILED");
+  EXPECT_THAT(view.diagnostics, HasSubstr("worker:1"));
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "worker:1" ? "FAILED" : "KILLED") << t.id;
+  RunResult status = loom.Run({"status", id});
+  EXPECT_EQ(status.exit_code, 1);
+  EXPECT_THAT(status.out, HasSubstr("fatal: simulated failure in worker:1"));
+  EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
+TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
+  MiniLoom loom;
+  Subprocess submit = loom.Start(SubmitArgs(kScripts, "sleep_forever.py",
+                                            {"--task_params", "--spawn-child", "--conf", "loom.worker.instances=2",
+                                             "--conf", "loom.ps.instances=1", "--conf", "loom.task.stop-grace-ms=1000"}),
+                                 "submit");
+  std::string id;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        auto ids = loom.JobIds();
+        if (ids.empty()) return false;
+        id = ids[0];
+        auto view = loom.View(id);
+        int running = 0;
+        for (const auto& t : view.tasks) running += t.state == "RUNNING";
+        return running == 3;
+      },
+      30s));
+  // Each task runs python plus a child: AM + 3 executors + 6 user processes.
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 10; }, 10s))
+      << MiniLoom::JobProcesses(id).size();
+  RunResult kill = loom.Run({"kill", id});
+  EXPECT_EQ(kill.exit_code, 0) << kill.err;
+  EXPECT_THAT(kill.out, HasSubstr("KILLED"));
+  RunResult r = loom.Collect(submit, "submit");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(loom.View(id).state, "KILLED");
+  EXPECT_THAT(loom.View(id).diagnostics, HasSubstr("loom kill"));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
+      << MiniLoom::JobProcesses(id).size() << " processes left";
+}
+
+TEST(LocalJob, InterruptingSubmitKillsTheJob) {
+  MiniLoom loom;
+  Subprocess submit = loom.Start(
+      SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=2", "--conf", "loom.task.stop-grace-ms=500"}),
+      "submit");
+  std::string id;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        auto ids = loom.JobIds();
+        if (ids.empty()) return false;
+        id = ids[0];
+        auto v = loom.View(id);
+        return v.tasks.size() == 2 && v.tasks[0].state == "RUNNING" && v.tasks[1].state == "RUNNING";
+      },
+      30s));
+  ::kill(submit.pid(), SIGINT);
+  RunResult r = loom.Collect(submit, "submit");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(loom.View(id).state, "KILLED");
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
+}
+
+TEST(LocalJob, TensorFlowContractForChiefWorkersPsAndEvaluator) {
+  MiniLoom loom;
+  RunResult r = loom.Run(SubmitArgs(
+      kScripts, "check_tf_config.py",
+      {"--task_params", "--expect-types chief:1,worker:2,ps:1,evaluator:1", "--conf", "tony.application.framework=tensorflow",
+       "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2", "--conf", "tony.ps.instances=1",
+       "--conf", "tony.evaluator.instances=1"}));
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::set<std::string> addresses;
+  for (const TaskId& t : std::vector<TaskId>{{"chief", 0}, {"worker", 0}, {"worker", 1}, {"ps", 0}, {"evaluator", 0}}) {
+    std::string line = LineAfter(loom.TaskOutput(id, t), "CONTRACT ");
+    ASSERT_FALSE(line.empty()) << t.ToString() << ": " << loom.TaskOutput(id, t, true);
+    json c = json::parse(line);
+    json tf = c["tf_config"];
+    json cluster = tf["cluster"];
+    EXPECT_EQ(tf["task"]["type"], t.type);
+    EXPECT_EQ(tf["task"]["index"], t.index);
+    EXPECT_EQ(cluster.contains("evaluator"), t.type == "evaluator") << t.ToString();
+    EXPECT_EQ(cluster["worker"].size(), 2u);
+    EXPECT_EQ(cluster["ps"].size(), 1u);
+    EXPECT_EQ(c["cluster_spec"]["evaluator"].size(), 1u);  // CLUSTER_SPEC keeps every type
+    EXPECT_EQ(c["is_chief"], t.type == "chief" ? "true" : "false");
+    EXPECT_EQ(std::to_string(c["task_num"].get<int>()), "4");
+    addresses.insert(c["cluster_spec"][t.type][t.index].get<std::string>());
+  }
+  EXPECT_EQ(addresses.size(), 5u);  // every task its own port
+}
+
+TEST(LocalJob, RanksAreUniqueAcrossTaskTypes) {
+  MiniLoom loom;
+  RunResult r = loom.Run(SubmitArgs(kScripts, "check_torch_env.py",
+                                    {"--task_params", "--rendezvous", "--conf", "loom.application.framework=pytorch",
+                                     "--conf", "loom.chief.instances=1", "--conf", "loom.worker.instances=3"}));
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << loom.TaskOutput(id, {"chief", 0}, true);
+  std::set<int> ranks;
+  for (const TaskId& t : std::vector<TaskId>{{"chief", 0}, {"worker", 0}, {"worker", 1}, {"worker", 2}}) {
+    std::string out = loom.TaskOutput(id, t);
+    json env = json::parse(LineAfter(out, "TORCHENV "));
+    ranks.insert(env["RANK"].get<int>());
+    EXPECT_EQ(env["WORLD_SIZE"], 4);
+    EXPECT_THAT(out, HasSubstr("ranks unique: [0, 1, 2, 3]"));
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace loom::testing

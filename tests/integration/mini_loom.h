@@ -1,0 +1,121 @@
+#pragma once
+// MiniLoom: runs the real `loom` binary against a private $LOOM_HOME, for integration tests
+// with real processes (in the spirit of Kudu's mini-cluster). Liveness checks read /proc, never
+// Loom's own bookkeeping.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/files.h"
+#include "core/subprocess.h"
+#include "history/job_view.h"
+
+namespace loom::testing {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class MiniLoom {
+ public:
+  MiniLoom() {
+    home_ = std::filesystem::temp_directory_path() /
+            ("loom_it_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    std::filesystem::create_directories(home_);
+  }
+  ~MiniLoom() {
+    // Nothing a test started may outlive it, even when the test failed half-way.
+    for (const auto& id : JobIds()) KillProcessesWithEnv("LOOM_JOB_ID=" + id);
+    std::error_code ec;
+    std::filesystem::remove_all(home_, ec);
+  }
+
+  static std::string Binary() { return LOOM_TEST_BINARY; }
+  static std::string Source(const std::string& rel) { return std::string(LOOM_TEST_SOURCE_DIR) + "/" + rel; }
+  std::string home() const { return home_.string(); }
+
+  std::map<std::string, std::string> Env() const {
+    auto env = CurrentEnvironment();
+    env["LOOM_HOME"] = home_.string();
+    return env;
+  }
+
+  // Starts `loom args...` with stdout/stderr to files; the caller waits.
+  Subprocess Start(const std::vector<std::string>& args, const std::string& name) {
+    SpawnOptions o;
+    o.argv = {Binary()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env = Env();
+    o.stdout_path = (home_ / (name + ".out")).string();
+    o.stderr_path = (home_ / (name + ".err")).string();
+    o.cwd = home_.string();
+    auto child = Subprocess::Spawn(o);
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    return std::move(child).value();
+  }
+
+  RunResult Collect(Subprocess& child, const std::string& name) {
+    RunResult r;
+    auto info = child.Wait();
+    r.exit_code = info.ok() ? info->ShellCode() : -1;
+    r.out = ReadFile((home_ / (name + ".out")).string()).value_or("");
+    r.err = ReadFile((home_ / (name + ".err")).string()).value_or("");
+    return r;
+  }
+
+  RunResult Run(const std::vector<std::string>& args) {
+    std::string name = "run" + std::to_string(runs_++);
+    Subprocess child = Start(args, name);
+    return Collect(child, name);
+  }
+
+  std::vector<std::string> JobIds() const {
+    std::vector<std::string> ids;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(home_ / "jobs", ec)) ids.push_back(e.path().filename());
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  std::string OnlyJobId() const {
+    auto ids = JobIds();
+    EXPECT_EQ(ids.size(), 1u);
+    return ids.empty() ? "" : ids.back();
+  }
+  history::JobDir Dir(const std::string& id) const { return history::JobDir((home_ / "jobs" / id).string()); }
+  history::JobView View(const std::string& id) const {
+    auto v = history::LoadJobView(Dir(id));
+    return v.ok() ? *v : history::JobView{};
+  }
+  std::string TaskOutput(const std::string& id, const TaskId& task, bool err = false) const {
+    return ReadFile(err ? Dir(id).task_stderr(task) : Dir(id).task_stdout(task)).value_or("");
+  }
+  // Processes of the job still alive, found by the marker every Loom process carries.
+  static std::vector<pid_t> JobProcesses(const std::string& id) { return FindProcessesWithEnv("LOOM_JOB_ID=" + id); }
+
+  // Waits until `pred` holds or `timeout` passes; returns whether it held.
+  template <typename Pred>
+  static bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+  }
+
+ private:
+  static inline int counter_ = 0;
+  int runs_ = 0;
+  std::filesystem::path home_;
+};
+
+}  // namespace loom::testing
