@@ -57,7 +57,8 @@ Result<JobState> ApplicationMaster::Run() {
 
   // Stragglers (a task that ignored SIGTERM) are forced; this returns once nothing is left.
   broker_.Shutdown(std::chrono::milliseconds(opts_.spec.stop_grace_ms));
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  // Every call has been answered by now (the last spec waiters in Finalize): no need to linger.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   return tracker_.state();
 }
 

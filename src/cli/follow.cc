@@ -93,6 +93,7 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
   history::JobView view;
   view.id = dir.job_id();
   int drawn_lines = 0;
+  std::string last_table;
   bool killing = false;
   auto render = [&] {
     for (const json& e : tail.ReadNew()) {
@@ -100,11 +101,13 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
       if (mode == FollowMode::kLines) std::printf("%s\n", DescribeEvent(e).c_str());
     }
     if (live_table) {
-      if (drawn_lines) std::printf("\033[%dA\033[J", drawn_lines);
       int64_t now = history::NowMillis();
       std::string header = "job " + view.id + "  " + view.state + "  " +
                            history::FormatDuration(now - view.submitted_ms) + (killing ? "  (killing)" : "") + "\n";
       std::string table = header + history::RenderTaskTable(view);
+      if (table == last_table) return;  // a burst of file events changed nothing visible
+      last_table = table;
+      if (drawn_lines) std::printf("\033[%dA\033[J", drawn_lines);
       drawn_lines = static_cast<int>(std::count(table.begin(), table.end(), '\n'));
       std::fputs(table.c_str(), stdout);
     }
@@ -144,9 +147,19 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
       KillProcessesWithEnv("LOOM_JOB_ID=" + view.id);
     }
   }
-  render();
+  // The job is over only when its AM is gone too: wait for it (it is stopping its last
+  // containers and its server), and end it if it lingers.
+  if (am_fd >= 0) {
+    pollfd pfd{am_fd, POLLIN, 0};
+    if (::poll(&pfd, 1, 10000) == 0) {
+      std::fprintf(stderr, "loom: the AM did not exit after the job ended; killing it\n");
+      KillProcessesWithEnv("LOOM_JOB_ID=" + view.id);
+    }
+  }
   auto final_view = history::LoadJobView(dir);
   std::string state = final_view.ok() ? final_view->state : "UNKNOWN";
+  view.state = state;
+  render();
   std::string diagnostics = final_view.ok() ? final_view->diagnostics : "";
   std::printf("\nJob %s %s", view.id.c_str(), state.c_str());
   if (final_view.ok() && final_view->submitted_ms && final_view->finished_ms) {

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
+#include "history/event_log.h"
 #include "mini_loom.h"
 
 namespace loom::testing {
@@ -174,6 +175,69 @@ TEST(LocalJob, RanksAreUniqueAcrossTaskTypes) {
     EXPECT_THAT(out, HasSubstr("ranks unique: [0, 1, 2, 3]"));
   }
   EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+}
+
+TEST(LocalJob, UntrackedTasksAreStoppedWhenTrackedOnesFinish) {
+  MiniLoom loom;
+  RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
+                                    {"--task_params", "--task none:0", "--conf", "loom.worker.instances=2", "--conf",
+                                     "loom.ps.instances=1", "--conf",
+                                     "loom.ps.command=/usr/bin/python3 sleep_forever.py --spawn-child"}));
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  history::JobView view = loom.View(id);
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "ps:0" ? "KILLED" : "SUCCEEDED") << t.id;
+  EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
+TEST(LocalJob, MemoryLimitIsEnforced) {
+  MiniLoom loom;
+  RunResult r = loom.Run(SubmitArgs(kScripts, "eat_memory.py",
+                                    {"--task_params", "--mib 800", "--conf", "loom.worker.instances=1", "--conf",
+                                     "loom.worker.memory=256m"}));
+  std::string id = loom.OnlyJobId();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("memory limit"));
+  EXPECT_THAT(loom.View(id).diagnostics, HasSubstr("memory limit"));
+  EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
+TEST(LocalJob, ExecutionTimeoutStopsTheTask) {
+  MiniLoom loom;
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = loom.Run(SubmitArgs(kScripts, "sleep_forever.py",
+                                    {"--conf", "loom.worker.instances=1", "--conf",
+                                     "tony.task.executor.execution-timeout-ms=1500", "--conf", "loom.task.stop-grace-ms=500"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 15s);
+  EXPECT_THAT(r.out, HasSubstr("execution timeout"));
+}
+
+TEST(LocalJob, LogsAndStatusReadTheJobDirectory) {
+  MiniLoom loom;
+  RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
+                                    {"--task_params", "--task worker:0 --code 5", "--conf", "loom.worker.instances=1"}));
+  std::string id = loom.OnlyJobId();
+  EXPECT_EQ(r.exit_code, 1);
+  RunResult logs = loom.Run({"logs", id, "--task", "worker:0", "--stderr"});
+  EXPECT_EQ(logs.exit_code, 0);
+  EXPECT_THAT(logs.out, HasSubstr("fatal: simulated failure in worker:0"));
+  RunResult follow = loom.Run({"logs", id, "-f"});  // a finished job: prints and returns
+  EXPECT_EQ(follow.exit_code, 0);
+  EXPECT_THAT(follow.out, HasSubstr("worker:0 stdout line"));
+  RunResult list = loom.Run({"list"});
+  EXPECT_THAT(list.out, HasSubstr(id));
+  EXPECT_THAT(list.out, HasSubstr("FAILED"));
+  // The final merged config names every key with its source.
+  std::string config = ReadFile(loom.Dir(id).config()).value_or("");
+  EXPECT_THAT(config, HasSubstr("<name>loom.worker.instances</name>"));
+  EXPECT_THAT(config, HasSubstr("<source>--conf</source>"));
+  EXPECT_THAT(config, HasSubstr("<source>default</source>"));
+  // Events tell the whole story in order.
+  auto events = history::ReadEvents(loom.Dir(id).events());
+  ASSERT_GE(events.size(), 5u);
+  EXPECT_EQ(events.front()["event"], "JOB_SUBMITTED");
+  EXPECT_EQ(events.back()["event"], "JOB_FINISHED");
 }
 
 }  // namespace

@@ -1,0 +1,189 @@
+#include "am/application_master.h"
+
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "cluster/fake_container_broker.h"
+#include "control/auth.h"
+#include "core/files.h"
+#include "core/testing.h"
+#include "history/job_view.h"
+
+namespace loom::am {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+constexpr char kSecret[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+class AmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("loom_am_" + std::to_string(::getpid())) / "job_amtest";
+    std::filesystem::create_directories(root_);
+    for (auto [name, n] : std::vector<std::pair<std::string, int>>{{"worker", 2}}) {
+      TaskTypeSpec t;
+      t.name = name;
+      t.instances = n;
+      t.command = "python3 train.py";
+      t.resources = {512, 1, 0};
+      spec_.types.push_back(t);
+    }
+    spec_.framework = Framework::kPyTorch;
+    spec_.stop_grace_ms = 100;
+  }
+  void TearDown() override {
+    if (am_) {
+      am_->RequestKill("test over");
+      run_.wait_for(5s);
+    }
+    std::filesystem::remove_all(root_.parent_path());
+  }
+
+  void StartAm() {
+    AmOptions o;
+    o.spec = spec_;
+    o.job_dir = history::JobDir(root_.string());
+    o.job_id = "job_amtest";
+    o.secret = kSecret;
+    o.bind_address = "127.0.0.1";
+    events_ = std::make_unique<history::EventLog>(o.job_dir.events());
+    am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);
+    run_ = std::async(std::launch::async, [this] { return am_->Run(); });
+    ASSERT_TRUE(WaitFor([&] { return am_->port() > 0; }));
+    stub_ = control::Control::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(am_->port()), grpc::InsecureChannelCredentials()));
+  }
+
+  template <typename Pred>
+  bool WaitFor(Pred p, std::chrono::milliseconds t = 5s) {
+    auto end = std::chrono::steady_clock::now() + t;
+    while (std::chrono::steady_clock::now() < end) {
+      if (p()) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return p();
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& secret = kSecret) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    if (!secret.empty()) ctx->AddMetadata(control::kSecretMetadataKey, secret);
+    ctx->set_deadline(std::chrono::system_clock::now() + 5s);
+    return ctx;
+  }
+
+  grpc::Status Register(const TaskId& t, int port, const std::string& secret = kSecret) {
+    control::RegisterRequest req;
+    req.mutable_task()->set_type(t.type);
+    req.mutable_task()->set_index(t.index);
+    req.set_host("127.0.0.1");
+    req.set_port(port);
+    control::RegisterResponse resp;
+    return stub_->Register(Ctx(secret).get(), req, &resp);
+  }
+
+  std::filesystem::path root_;
+  JobSpec spec_;
+  cluster::FakeContainerBroker broker_;
+  std::unique_ptr<history::EventLog> events_;
+  std::unique_ptr<ApplicationMaster> am_;
+  std::future<Result<JobState>> run_;
+  std::unique_ptr<control::Control::Stub> stub_;
+};
+
+TEST_F(AmTest, RefusesCallsWithoutTheSecret) {
+  StartAm();
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  EXPECT_EQ(Register({"worker", 0}, 20001, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Register({"worker", 0}, 20001, std::string(64, 'x')).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Register({"worker", 0}, 20001).ok());
+}
+
+TEST_F(AmTest, RejectsMalformedRegistrations) {
+  StartAm();
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  EXPECT_EQ(Register({"worker", 7}, 20001).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Register({"ghost", 0}, 20001).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Register({"worker", 0}, 0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Register({"worker", 0}, 70000).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(AmTest, ClusterSpecIsAnsweredWhenTheGangCompletes) {
+  StartAm();
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  // The executor learns where the AM is and how to reach its secret, never the secret itself.
+  auto launch = broker_.launch_spec({"worker", 0});
+  EXPECT_EQ(launch.env.count("LOOM_SECRET_FILE"), 1u);
+  for (const auto& a : launch.argv) EXPECT_EQ(a.find(kSecret), std::string::npos);
+  for (const auto& [k, v] : launch.env) EXPECT_EQ(v.find(kSecret), std::string::npos) << k;
+
+  ASSERT_TRUE(Register({"worker", 0}, 21000).ok());
+  auto waiting = std::async(std::launch::async, [&] {
+    control::ClusterSpecRequest req;
+    req.mutable_task()->set_type("worker");
+    req.mutable_task()->set_index(0);
+    control::ClusterSpecResponse resp;
+    auto ctx = Ctx();
+    grpc::Status s = stub_->GetClusterSpec(ctx.get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  });
+  EXPECT_EQ(waiting.wait_for(200ms), std::future_status::timeout);  // worker:1 not registered yet
+  ASSERT_TRUE(Register({"worker", 1}, 21001).ok());
+  ASSERT_EQ(waiting.wait_for(2s), std::future_status::ready);
+  control::ClusterSpecResponse resp = waiting.get();
+  EXPECT_EQ(resp.command(), "python3 train.py");
+  EXPECT_EQ(resp.env().at("MASTER_PORT"), "21000");
+  EXPECT_EQ(resp.env().at("RANK"), "0");
+  EXPECT_EQ(resp.env().at("WORLD_SIZE"), "2");
+}
+
+TEST_F(AmTest, WorkerFailureStopsTheRestAndRecordsTheCause) {
+  StartAm();
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  ASSERT_TRUE(Register({"worker", 0}, 21000).ok());
+  ASSERT_TRUE(Register({"worker", 1}, 21001).ok());
+  control::ExitReport report;
+  report.mutable_task()->set_type("worker");
+  report.mutable_task()->set_index(1);
+  report.set_exit_code(3);
+  report.add_stderr_tail("ValueError: boom");
+  control::Ack ack;
+  ASSERT_TRUE(stub_->ReportExit(Ctx().get(), report, &ack).ok());
+  broker_.Complete({"worker", 1}, 3);
+  ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);
+  auto state = run_.get();
+  am_.reset();
+  ASSERT_OK(state);
+  EXPECT_EQ(*state, JobState::kFailed);
+  EXPECT_TRUE(broker_.stopped({"worker", 0}));
+  auto view = history::LoadJobView(history::JobDir(root_.string()));
+  ASSERT_OK(view);
+  EXPECT_TRUE(view->final);
+  EXPECT_EQ(view->state, "FAILED");
+  EXPECT_THAT(view->diagnostics, HasSubstr("task worker:1 failed: exit code 3; last stderr lines:\n    ValueError: boom"));
+}
+
+TEST_F(AmTest, KillEndsTheJobOnce) {
+  StartAm();
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  am_->RequestKill("killed by test");
+  am_->RequestKill("second kill");
+  ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(*run_.get(), JobState::kKilled);
+  am_.reset();
+  auto view = history::LoadJobView(history::JobDir(root_.string()));
+  EXPECT_EQ(view->diagnostics, "killed by test");
+}
+
+}  // namespace
+}  // namespace loom::am
