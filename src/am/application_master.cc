@@ -1,5 +1,6 @@
 #include "am/application_master.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -180,11 +181,15 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
     json extra = {{"exit_code", code}};
     if (!diagnostics.empty()) extra["diagnostics"] = diagnostics;
     if (slot->report && slot->report->peak_rss_bytes()) extra["peak_rss_bytes"] = slot->report->peak_rss_bytes();
+    if (slot->report && slot->report->executor_peak_rss_bytes()) {
+      extra["executor_peak_rss_bytes"] = slot->report->executor_peak_rss_bytes();
+    }
     RecordTask(exit.task, extra);
     slot->container.reset();
     for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task ended"), {});
     slot->spec_waiters.clear();
     StopTasks(stop);
+    if (!IsTerminal(tracker_.state()) && tracker_.GangComplete() && !spec_ready_) PublishClusterSpec();
     AfterTransition();
   });
 }
@@ -243,7 +248,11 @@ void ApplicationMaster::Finalize() {
                  {"tasks", tasks}};
   Status written = history::WriteFinalStatus(opts_.job_dir, status);
   if (written.ok()) {
-    (void)events_.Append("JOB_FINISHED", {{"state", state}, {"diagnostics", tracker_.diagnostics()}});
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    (void)events_.Append("JOB_FINISHED", {{"state", state},
+                                          {"diagnostics", tracker_.diagnostics()},
+                                          {"am_peak_rss_bytes", int64_t{ru.ru_maxrss} * 1024}});
   } else {
     spdlog::warn("final status not written: {}", written.ToString());
   }
@@ -311,23 +320,25 @@ void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Repl
       resp.set_memory_limit_bytes(t->resources.memory_mib * 1024 * 1024);
     }
     reply(Status::Ok(), resp);
-    if (complete || !opts_.spec.gang) {
-      cluster_spec_ = runtime::ClusterSpec();
-      for (const auto& type : opts_.spec.types) {
-        std::vector<std::string> addrs;
-        for (int i = 0; i < type.instances; ++i) {
-          const TaskRecord* r = tracker_.Find({type.name, i});
-          addrs.push_back(r && r->port ? r->host + ":" + std::to_string(r->port) : "");
-        }
-        cluster_spec_.Add(type.name, addrs);
-      }
-      if (complete) {
-        spec_ready_ = true;
-        (void)events_.Append("GANG_COMPLETE", {{"cluster_spec", json::parse(cluster_spec_.ToJson())}});
-      }
-      AnswerSpecWaiters();
-    }
+    if (complete || !opts_.spec.gang) PublishClusterSpec();
   });
+}
+
+void ApplicationMaster::PublishClusterSpec() {
+  cluster_spec_ = runtime::ClusterSpec();
+  for (const auto& type : opts_.spec.types) {
+    std::vector<std::string> addrs;
+    for (int i = 0; i < type.instances; ++i) {
+      const TaskRecord* r = tracker_.Find({type.name, i});
+      addrs.push_back(r && r->port ? r->host + ":" + std::to_string(r->port) : "");
+    }
+    cluster_spec_.Add(type.name, addrs);
+  }
+  if (tracker_.GangComplete() && !spec_ready_) {
+    spec_ready_ = true;
+    (void)events_.Append("GANG_COMPLETE", {{"tasks", tracker_.tasks().size()}});
+  }
+  AnswerSpecWaiters();
 }
 
 control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const {
@@ -338,7 +349,6 @@ control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const 
   auto env = runtime::BuildFrameworkEnv(opts_.spec, cluster_spec_, ctx);
   for (const auto& [k, v] : opts_.spec.execution_env) env[k] = v;
   resp.mutable_env()->insert(env.begin(), env.end());
-  resp.set_cluster_spec_json(cluster_spec_.ToJson());
   return resp;
 }
 

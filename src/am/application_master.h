@@ -85,6 +85,8 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void AfterTransition();
   void CheckHeartbeats();
   void AnswerSpecWaiters();
+  // Builds the cluster spec from the registrations so far and answers whoever may have it.
+  void PublishClusterSpec();
   control::ClusterSpecResponse SpecFor(const TaskId& id) const;
   void RecordTask(const TaskId& id, nlohmann::json extra = nlohmann::json::object());
   std::string DescribeExit(const TaskId& id, const cluster::ContainerExit& exit) const;

@@ -69,6 +69,13 @@ class AmTest : public ::testing::Test {
     return p();
   }
 
+  // The AM asks for its containers on its own thread: grant them once all are asked for.
+  void GrantAndLaunchAll() {
+    ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 2; }));
+    broker_.GrantAll();
+    ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  }
+
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& secret = kSecret) {
     auto ctx = std::make_unique<grpc::ClientContext>();
     if (!secret.empty()) ctx->AddMetadata(control::kSecretMetadataKey, secret);
@@ -97,8 +104,7 @@ class AmTest : public ::testing::Test {
 
 TEST_F(AmTest, RefusesCallsWithoutTheSecret) {
   StartAm();
-  broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  GrantAndLaunchAll();
   EXPECT_EQ(Register({"worker", 0}, 20001, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Register({"worker", 0}, 20001, std::string(64, 'x')).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(Register({"worker", 0}, 20001).ok());
@@ -106,8 +112,7 @@ TEST_F(AmTest, RefusesCallsWithoutTheSecret) {
 
 TEST_F(AmTest, RejectsMalformedRegistrations) {
   StartAm();
-  broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  GrantAndLaunchAll();
   EXPECT_EQ(Register({"worker", 7}, 20001).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Register({"ghost", 0}, 20001).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Register({"worker", 0}, 0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -116,8 +121,7 @@ TEST_F(AmTest, RejectsMalformedRegistrations) {
 
 TEST_F(AmTest, ClusterSpecIsAnsweredWhenTheGangCompletes) {
   StartAm();
-  broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  GrantAndLaunchAll();
   // The executor learns where the AM is and how to reach its secret, never the secret itself.
   auto launch = broker_.launch_spec({"worker", 0});
   EXPECT_EQ(launch.env.count("LOOM_SECRET_FILE"), 1u);
@@ -147,8 +151,7 @@ TEST_F(AmTest, ClusterSpecIsAnsweredWhenTheGangCompletes) {
 
 TEST_F(AmTest, WorkerFailureStopsTheRestAndRecordsTheCause) {
   StartAm();
-  broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  GrantAndLaunchAll();
   ASSERT_TRUE(Register({"worker", 0}, 21000).ok());
   ASSERT_TRUE(Register({"worker", 1}, 21001).ok());
   control::ExitReport report;
@@ -174,8 +177,7 @@ TEST_F(AmTest, WorkerFailureStopsTheRestAndRecordsTheCause) {
 
 TEST_F(AmTest, KillEndsTheJobOnce) {
   StartAm();
-  broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+  GrantAndLaunchAll();
   am_->RequestKill("killed by test");
   am_->RequestKill("second kill");
   ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);

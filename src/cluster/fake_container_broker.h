@@ -72,6 +72,10 @@ class FakeContainerBroker : public ContainerBroker {
     }
     events_->OnCompleted({id, task, exit_code, ""});
   }
+  size_t requested() {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_.size();
+  }
   size_t launched() {
     std::lock_guard<std::mutex> l(mu_);
     return launched_.size();

@@ -42,17 +42,17 @@ JobTracker::JobTracker(const JobSpec& spec) : spec_(spec), chief_(spec.Chief()) 
       TaskRecord r;
       r.id = {type.name, i};
       r.role = type.role;
+      index_[r.id] = tasks_.size();
       tasks_.push_back(r);
     }
   }
+  awaiting_registration_ = static_cast<int>(tasks_.size());
   state_ = JobState::kRunning;
 }
 
 const TaskRecord* JobTracker::Find(const TaskId& id) const {
-  for (const auto& t : tasks_) {
-    if (t.id == id) return &t;
-  }
-  return nullptr;
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : &tasks_[it->second];
 }
 
 TaskRecord* JobTracker::Mutable(const TaskId& id) { return const_cast<TaskRecord*>(Find(id)); }
@@ -67,19 +67,14 @@ void JobTracker::OnLaunched(const TaskId& id) {
 bool JobTracker::OnRegistered(const TaskId& id, const std::string& host, int port) {
   TaskRecord* t = Mutable(id);
   if (!t || IsTerminal(t->state)) return false;
-  bool was_complete = GangComplete();
   t->host = host;
   t->port = port;
-  if (t->state == TaskState::kPending || t->state == TaskState::kLaunched) t->state = TaskState::kRegistered;
-  return !was_complete && GangComplete();
+  if (t->state != TaskState::kPending && t->state != TaskState::kLaunched) return false;  // a repeat
+  t->state = TaskState::kRegistered;
+  return --awaiting_registration_ == 0;
 }
 
-bool JobTracker::GangComplete() const {
-  for (const auto& t : tasks_) {
-    if (t.state == TaskState::kPending || t.state == TaskState::kLaunched) return false;
-  }
-  return true;
-}
+bool JobTracker::GangComplete() const { return awaiting_registration_ == 0; }
 
 void JobTracker::OnRunning(const TaskId& id) {
   TaskRecord* t = Mutable(id);
@@ -105,6 +100,7 @@ std::vector<TaskId> JobTracker::OnTaskFinished(const TaskId& id, int exit_code, 
                                                const std::string& diagnostics) {
   TaskRecord* t = Mutable(id);
   if (!t || IsTerminal(t->state)) return {};
+  if (t->state == TaskState::kPending || t->state == TaskState::kLaunched) --awaiting_registration_;
   t->exit_code = exit_code;
   t->diagnostics = diagnostics;
   bool failed = exit_code != 0 && !stopped_by_loom;

@@ -71,6 +71,8 @@ class JobTracker {
 
   const JobSpec& spec_;
   std::vector<TaskRecord> tasks_;
+  std::map<TaskId, size_t> index_;  // into tasks_
+  int awaiting_registration_ = 0;    // tasks still pending or launched
   JobState state_ = JobState::kNew;
   std::string diagnostics_;
   std::optional<TaskId> chief_;

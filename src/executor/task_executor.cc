@@ -349,6 +349,9 @@ void TaskExecutor::Report(const ExitInfo& info) {
   req.set_signal(info.signal);
   req.set_peak_rss_bytes(peak_rss_);
   req.set_reason(stop_reason_);
+  rusage self{};
+  ::getrusage(RUSAGE_SELF, &self);
+  req.set_executor_peak_rss_bytes(int64_t{self.ru_maxrss} * 1024);
   if (!info.success()) {
     for (const auto& line : TailLines(log_dir_ + "/stderr", static_cast<size_t>(params_.stderr_tail_lines()))) {
       *req.add_stderr_tail() = line;

@@ -21,13 +21,17 @@ Status EventLog::Append(const std::string& type, nlohmann::json fields) {
   for (auto& [k, v] : fields.items()) line[k] = v;
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
-  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno("open " + path_, errno);
-  ssize_t n = ::write(fd, text.data(), text.size());
-  int err = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(text.size())) return Status::FromErrno("append to " + path_, err);
+  if (fd_ < 0) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Status::FromErrno("open " + path_, errno);
+  }
+  ssize_t n = ::write(fd_, text.data(), text.size());
+  if (n != static_cast<ssize_t>(text.size())) return Status::FromErrno("append to " + path_, errno);
   return Status::Ok();
+}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped) {

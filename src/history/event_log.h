@@ -19,12 +19,16 @@ int64_t NowMillis();
 class EventLog {
  public:
   explicit EventLog(std::string path) : path_(std::move(path)) {}
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
   // Appends {"ts": <ms>, "event": <type>, ...fields}.
   Status Append(const std::string& type, nlohmann::json fields = nlohmann::json::object());
 
  private:
   std::mutex mu_;
   std::string path_;
+  int fd_ = -1;  // opened on first use, kept: an AM appends tens of thousands of events
 };
 
 // Reads every complete event; malformed lines are skipped (and counted in `skipped`).
