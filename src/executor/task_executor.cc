@@ -257,7 +257,13 @@ Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSp
 
 Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) {
   SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", spec.command()};
+  // A plain command line ("python3 train.py --epochs 3") is exec'd directly: one process less
+  // between the executor and the framework, and signals reach the user process itself. Anything
+  // that needs a shell (quotes, variables, pipes, redirections) goes through /bin/sh.
+  const std::string& cmd = spec.command();
+  bool needs_shell = cmd.find_first_of("$`'\"\\|&;<>()*?[]#~=%{}!\n") != std::string::npos;
+  o.argv = needs_shell ? std::vector<std::string>{"/bin/sh", "-c", cmd} : Split(cmd, ' ');
+  if (o.argv.empty()) o.argv = {"/bin/sh", "-c", cmd};
   o.env = env_;
   // The executor's own wiring is not the user's business, and the secret path least of all.
   for (const char* k : {"LOOM_AM_ADDRESS", "LOOM_SECRET_FILE", "LOOM_PORT_RANGE", "LOOM_MEMORY_ENFORCED_BY"}) {

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Loom benchmarks: every figure is measured side by side, in this run, on this machine, and
+reported as a ratio against its baseline (the physical floor, a direct launch, or torchrun).
+
+Writes bench/results/results.md and bench/results/results.json. Run through bench/run.sh, which
+builds first. Options: --quick (fewer repetitions and sizes), --reps N.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
+LOOM = os.path.join(BUILD, "src/cli/loom")
+STAMP = os.path.join(BUILD, "bench/stamp")
+FLOOR = os.path.join(BUILD, "bench/fork_exec_floor")
+AM_LOAD = os.path.join(BUILD, "bench/am_load")
+PYTHON = "/usr/bin/python3"
+EXAMPLE = os.path.join(ROOT, "examples/pytorch")
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def read_stamps(d):
+    return [int(open(os.path.join(d, f)).read()) for f in os.listdir(d)]
+
+
+def events_of(loom_home):
+    jobs = os.path.join(loom_home, "jobs")
+    (job,) = os.listdir(jobs)
+    with open(os.path.join(jobs, job, "events.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def loom_env(home):
+    env = dict(os.environ)
+    env["LOOM_HOME"] = home
+    return env
+
+
+def run_loom(args, home, **kw):
+    return subprocess.run([LOOM, "submit", "--quiet"] + args, env=loom_env(home),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+
+
+# 1. Launch overhead -------------------------------------------------------------------------
+def bench_launch(sizes, reps):
+    rows, footprint = [], {}
+    for n in sizes:
+        floors, looms = [], []
+        for _ in range(reps):
+            with tempfile.TemporaryDirectory() as d:
+                t0 = time.time_ns()
+                subprocess.run([FLOOR, str(n), STAMP, d], check=True)
+                stamps = read_stamps(d)
+                assert len(stamps) == n
+                floors.append((max(stamps) - t0) / 1e6)
+            with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as home:
+                t0 = time.time_ns()
+                r = run_loom(["--conf", f"loom.worker.instances={n}", "--conf", f"loom.worker.command={STAMP} {d}",
+                              "--conf", "loom.worker.memory=64m"], home)
+                assert r.returncode == 0, r.stderr
+                stamps = read_stamps(d)
+                assert len(stamps) == n
+                looms.append((max(stamps) - t0) / 1e6)
+                if n in (2, 32) and n not in footprint:
+                    ev = events_of(home)
+                    execs = [e["executor_peak_rss_bytes"] for e in ev if "executor_peak_rss_bytes" in e]
+                    am = [e["am_peak_rss_bytes"] for e in ev if e.get("event") == "JOB_FINISHED"]
+                    footprint[n] = {"executor_peak_rss_mib": max(execs) / 2**20, "am_peak_rss_mib": am[0] / 2**20}
+        f, l = median(floors), median(looms)
+        rows.append({"tasks": n, "floor_ms": f, "loom_ms": l, "ratio": l / f, "overhead_ms": l - f})
+        print(f"launch n={n}: floor {f:.1f} ms, loom {l:.1f} ms", file=sys.stderr)
+    return rows, footprint
+
+
+# 2. End-to-end training -----------------------------------------------------------------------
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def run_direct(script_args, cwd):
+    port = free_port()
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+                   LOCAL_RANK="0")
+        procs.append(subprocess.Popen([PYTHON] + script_args, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+    return [p.wait() for p in procs]
+
+
+def torchrun_cmd(monitor):
+    cmd = [PYTHON, "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "1",
+           "--nproc_per_node", "2", "--master_port", str(free_port())]
+    if monitor is not None:
+        cmd += ["--monitor_interval", str(monitor)]
+    return cmd
+
+
+def bench_e2e(reps):
+    results = {k: [] for k in ("direct", "loom", "torchrun", "torchrun_monitor_0.1")}
+    for _ in range(reps):
+        with tempfile.TemporaryDirectory() as cwd:
+            shutil.copy(os.path.join(EXAMPLE, "train_ddp.py"), cwd)
+            t = time.monotonic()
+            assert run_direct(["train_ddp.py"], cwd) == [0, 0]
+            results["direct"].append(time.monotonic() - t)
+        with tempfile.TemporaryDirectory() as home:
+            t = time.monotonic()
+            r = run_loom(["--src_dir", EXAMPLE, "--executes", "train_ddp.py", "--python_binary_path", PYTHON,
+                          "--conf_file", os.path.join(EXAMPLE, "tony.xml")], home)
+            results["loom"].append(time.monotonic() - t)
+            assert r.returncode == 0, r.stderr
+        for key, monitor in (("torchrun", None), ("torchrun_monitor_0.1", 0.1)):
+            with tempfile.TemporaryDirectory() as cwd:
+                shutil.copy(os.path.join(EXAMPLE, "train_ddp.py"), cwd)
+                t = time.monotonic()
+                r = subprocess.run(torchrun_cmd(monitor) + ["train_ddp.py"], cwd=cwd, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+                results[key].append(time.monotonic() - t)
+                assert r.returncode == 0
+        print("e2e rep:", {k: round(v[-1], 2) for k, v in results.items()}, file=sys.stderr)
+    base = median(results["direct"])
+    return {k: {"median_s": median(v), "runs_s": v, "ratio_vs_direct": median(v) / base} for k, v in results.items()}
+
+
+# 3. Failure reaction ------------------------------------------------------------------------
+def bench_failure(reps):
+    crash = os.path.join(ROOT, "bench/crash_after.py")
+    out = {"loom_marked_failed_ms": [], "loom_submit_exit_ms": [], "torchrun_exit_ms": [],
+           "torchrun_monitor_0.1_exit_ms": []}
+    for _ in range(reps):
+        with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as d:
+            stamp = os.path.join(d, "crash")
+            r = run_loom(["--src_dir", os.path.join(ROOT, "bench"), "--executes", "crash_after.py",
+                          "--python_binary_path", PYTHON, "--task_params", f"--stamp {stamp}",
+                          "--conf", "loom.application.framework=pytorch", "--conf", "loom.worker.instances=2",
+                          "--conf", "loom.task.stop-grace-ms=1000"], home)
+            exited = time.time_ns()
+            assert r.returncode == 1
+            crashed = int(open(stamp).read())
+            finished = [e["ts"] for e in events_of(home) if e.get("event") == "JOB_FINISHED"][0]
+            out["loom_marked_failed_ms"].append(finished - crashed / 1e6)
+            out["loom_submit_exit_ms"].append((exited - crashed) / 1e6)
+        for key, monitor in (("torchrun_exit_ms", None), ("torchrun_monitor_0.1_exit_ms", 0.1)):
+            with tempfile.TemporaryDirectory() as d:
+                stamp = os.path.join(d, "crash")
+                r = subprocess.run(torchrun_cmd(monitor) + [crash, "--stamp", stamp], cwd=d,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                exited = time.time_ns()
+                assert r.returncode != 0
+                out[key].append((exited - int(open(stamp).read())) / 1e6)
+        print("failure rep:", {k: round(v[-1], 1) for k, v in out.items()}, file=sys.stderr)
+    return {k: {"median_ms": median(v), "runs_ms": v} for k, v in out.items()}
+
+
+# 5. AM scale --------------------------------------------------------------------------------
+def bench_am_scale(sizes, seconds):
+    rows = []
+    for n in sizes:
+        r = subprocess.run([AM_LOAD, "--tasks", str(n), "--heartbeat-seconds", str(seconds)], capture_output=True,
+                           text=True, timeout=600)
+        row = json.loads(r.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print("am scale:", row, file=sys.stderr)
+    return rows
+
+
+def write_report(res):
+    os.makedirs(os.path.join(ROOT, "bench/results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench/results/results.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    m = res["machine"]
+    L = [f"# Loom benchmarks", "",
+         f"Measured {m['date']} on {m['cpus']} CPUs, Linux {m['kernel']}, one run of `bench/run.sh`"
+         f"{' --quick' if res['quick'] else ''}. Medians; every ratio is against a baseline measured in the same run.", "",
+         "## 1. Launch overhead: `loom submit` to every user process running", "",
+         "Floor: the same N trivial processes started by `fork_exec_floor` (posix_spawn). Each process writes the time it started; "
+         "the figure is the last start minus the moment the launcher was started.", "",
+         "| tasks | floor (ms) | Loom (ms) | ratio | Loom overhead (ms) |", "|---:|---:|---:|---:|---:|"]
+    for r in res["launch"]:
+        L.append(f"| {r['tasks']} | {r['floor_ms']:.1f} | {r['loom_ms']:.1f} | {r['ratio']:.1f}x | {r['overhead_ms']:.1f} |")
+    e = res["e2e"]
+    L += ["", "## 2. End-to-end: 2-worker DDP digits example (wall time)", "",
+          "| launcher | median (s) | ratio vs direct |", "|---|---:|---:|"]
+    for k in ("direct", "loom", "torchrun", "torchrun_monitor_0.1"):
+        L.append(f"| {k} | {e[k]['median_s']:.2f} | {e[k]['ratio_vs_direct']:.3f} |")
+    fr = res["failure"]
+    L += ["", "## 3. Failure reaction: worker crash to the job failing", "",
+          "| measure | median (ms) |", "|---|---:|"]
+    for k, v in fr.items():
+        L.append(f"| {k} | {v['median_ms']:.0f} |")
+    L += ["", "## 4. Footprint (peak RSS)", "", "| job | executor (MiB) | AM (MiB) |", "|---|---:|---:|"]
+    for n, v in sorted(res["footprint"].items(), key=lambda kv: int(kv[0])):
+        L.append(f"| {n} tasks | {v['executor_peak_rss_mib']:.1f} | {v['am_peak_rss_mib']:.1f} |")
+    L += ["", "TonY's executor is a JVM started with -Xmx1536m.", "",
+          "## 5. AM scale: simulated executors over the real gRPC protocol against a real AM", "",
+          "| tasks | gang complete (s) | AM CPU, steady heartbeats (fraction of one core) | AM RSS (MiB) | AM peak RSS (MiB) |",
+          "|---:|---:|---:|---:|---:|"]
+    for r in res["am_scale"]:
+        L.append(f"| {r['tasks']} | {r['gang_seconds']:.2f} | {r['am_cpu_fraction_of_one_core']:.3f} | "
+                 f"{r['am_rss_mib']:.1f} | {r['am_peak_rss_mib']:.1f} |")
+    L += ["", "## 6. YARN test double", "", res["yarn"], ""]
+    with open(os.path.join(ROOT, "bench/results/results.md"), "w") as f:
+        f.write("\n".join(L))
+    print("\n".join(L))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=0)
+    args = ap.parse_args()
+    reps = args.reps or (2 if args.quick else 5)
+    res = {"quick": args.quick, "machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
+                                             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
+    res["launch"], res["footprint"] = bench_launch([1, 2, 4, 8] if args.quick else [1, 2, 4, 8, 16, 32], reps)
+    res["e2e"] = bench_e2e(max(1, reps // 2 + 1))
+    res["failure"] = bench_failure(max(1, reps // 2 + 1))
+    res["am_scale"] = bench_am_scale([1000] if args.quick else [1000, 10000], 5 if args.quick else 10)
+    res["yarn"] = ("Not measured: the YARN backend and its test double (issue 3) do not exist yet.")
+    write_report(res)
+
+
+if __name__ == "__main__":
+    main()
