@@ -136,7 +136,7 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
       return;
     }
     tracker_.OnLaunched(container.task);
-    slot->last_heartbeat = Clock::now();
+    slot->last_heartbeat_ns = NowNs();
     RecordTask(container.task, {{"container", container.id}, {"host", container.host}});
   });
 }
@@ -194,11 +194,20 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
   });
 }
 
+int64_t ApplicationMaster::NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+void ApplicationMaster::RequestStop(TaskSlot& slot) {
+  slot.stop_requested = true;
+  slot.stop = true;
+}
+
 void ApplicationMaster::StopTasks(const std::vector<TaskId>& ids) {
   for (const TaskId& id : ids) {
     TaskSlot* slot = Slot(id);
     if (!slot) continue;
-    slot->stop_requested = true;
+    RequestStop(*slot);
     if (slot->container) {
       (void)broker_.Stop(slot->container->id, std::chrono::milliseconds(opts_.spec.stop_grace_ms));
     } else if (tracker_.Find(id) && !IsTerminal(tracker_.Find(id)->state)) {
@@ -223,6 +232,7 @@ void ApplicationMaster::RequestKill(const std::string& reason) {
 
 // Once the job has its final state, finish as soon as no container is left.
 void ApplicationMaster::AfterTransition() {
+  job_over_ = IsTerminal(tracker_.state());
   if (!IsTerminal(tracker_.state()) || finalized_) return;
   for (auto& [id, slot] : slots_) {
     if (slot.container) return;
@@ -265,17 +275,17 @@ void ApplicationMaster::Finalize() {
 void ApplicationMaster::CheckHeartbeats() {
   if (finalized_) return;
   auto limit = std::chrono::milliseconds(int64_t{opts_.spec.heartbeat_interval_ms} * opts_.spec.max_missed_heartbeats);
-  auto now = Clock::now();
+  int64_t now = NowNs();
   for (auto& [id, slot] : slots_) {
     const TaskRecord* r = tracker_.Find(id);
     if (!r || !slot.container || slot.stop_requested) continue;
     if (r->state != TaskState::kRegistered && r->state != TaskState::kRunning) continue;
-    if (now - slot.last_heartbeat <= limit) continue;
+    if (now - slot.last_heartbeat_ns <= std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count()) continue;
     std::string why = "lost: no heartbeat for " + std::to_string(limit.count()) + " ms (loom.task.max-missed-heartbeats=" +
                       std::to_string(opts_.spec.max_missed_heartbeats) + ")";
     spdlog::warn("task {} {}", id.ToString(), why);
     (void)broker_.Stop(slot.container->id, std::chrono::milliseconds(0));
-    slot.stop_requested = true;
+    RequestStop(slot);
     StopTasks(tracker_.OnTaskFinished(id, 1, false, why));
     RecordTask(id, {{"exit_code", 1}, {"diagnostics", why}});
   }
@@ -307,7 +317,7 @@ void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Repl
       return reply(Status::FailedPrecondition(id->ToString() + " has no such container (stale executor?)"), {});
     }
     if (IsTerminal(tracker_.state())) return reply(Status::Aborted("job is ending"), {});
-    slot->last_heartbeat = Clock::now();
+    slot->last_heartbeat_ns = NowNs();
     bool complete = tracker_.OnRegistered(*id, req.host(), req.port());
     RecordTask(*id, {{"address", req.host() + ":" + std::to_string(req.port())}});
     control::RegisterResponse resp;
@@ -391,18 +401,16 @@ void ApplicationMaster::HandleTaskStarted(const control::TaskStartedRequest& req
   });
 }
 
+// Runs on the gRPC thread: heartbeats are the most frequent call (one per task per second), so
+// they only touch the slot's atomics and never wake the event loop.
 void ApplicationMaster::HandleHeartbeat(const control::HeartbeatRequest& req, Reply<control::HeartbeatResponse> reply) {
-  loop_.Post([this, req, reply] {
-    Status error;
-    auto id = CheckTask(req.task(), &error);
-    if (!id) return reply(error, {});
-    TaskSlot* slot = Slot(*id);
-    slot->last_heartbeat = Clock::now();
-    slot->rss_bytes = req.rss_bytes();
-    control::HeartbeatResponse resp;
-    resp.set_stop(slot->stop_requested || IsTerminal(tracker_.state()));
-    reply(Status::Ok(), resp);
-  });
+  TaskSlot* slot = Slot(FromRef(req.task()));
+  if (!slot) return reply(Status::InvalidArgument("unknown task " + FromRef(req.task()).ToString()), {});
+  slot->last_heartbeat_ns = NowNs();
+  slot->rss_bytes = req.rss_bytes();
+  control::HeartbeatResponse resp;
+  resp.set_stop(slot->stop || job_over_);
+  reply(Status::Ok(), resp);
 }
 
 void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) {

@@ -8,6 +8,7 @@
 // Threading: all job state lives on one EventLoop thread. gRPC handlers and broker callbacks
 // only post closures onto it; RequestKill() is safe from any thread (a signal thread).
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -66,13 +67,17 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) override;
 
  private:
+  // One per task, created in the constructor; the map is never changed afterwards, so gRPC
+  // threads may look slots up. Plain fields belong to the loop thread; the atomics are what
+  // heartbeats touch, so that the most frequent call never has to wake the loop.
   struct TaskSlot {
     std::optional<cluster::Container> container;
     std::optional<control::ExitReport> report;
-    std::chrono::steady_clock::time_point last_heartbeat;
     bool stop_requested = false;
-    int64_t rss_bytes = 0;
     std::vector<Reply<control::ClusterSpecResponse>> spec_waiters;
+    std::atomic<int64_t> last_heartbeat_ns{0};  // steady clock
+    std::atomic<int64_t> rss_bytes{0};
+    std::atomic<bool> stop{false};  // answered to heartbeats: stop_requested, or the job is over
   };
 
   Status StartServer();
@@ -81,6 +86,8 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   TaskSlot* Slot(const TaskId& id);
   std::optional<TaskId> CheckTask(const control::TaskRef& ref, Status* error);
   void StopTasks(const std::vector<TaskId>& ids);
+  void RequestStop(TaskSlot& slot);
+  static int64_t NowNs();
   void Fail(const std::string& reason);
   void AfterTransition();
   void CheckHeartbeats();
@@ -100,6 +107,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   std::map<TaskId, TaskSlot> slots_;
   runtime::ClusterSpec cluster_spec_;
   bool spec_ready_ = false;
+  std::atomic<bool> job_over_{false};
   bool finalized_ = false;
   std::unique_ptr<ControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -97,11 +97,16 @@ Status TaskCgroup::Remove() const {
   return Status::Unavailable("cgroup " + path_ + " still busy");
 }
 
-int64_t TaskCgroup::PeakMemoryBytes() const {
-  auto text = ReadFile(path_ + "/memory.peak");
+int64_t TaskCgroup::OomKills() const {
+  auto text = ReadFile(path_ + "/memory.events");
   if (!text.ok()) return 0;
-  auto v = ParseInt(*text);
-  return v.ok() ? *v : 0;
+  for (const std::string& line : Split(*text, '\n')) {
+    if (StartsWith(line, "oom_kill ")) {
+      auto v = ParseInt(line.substr(9));
+      return v.ok() ? *v : 0;
+    }
+  }
+  return 0;
 }
 
 void RemoveEmptyCgroupTree(const std::string& relative) {

@@ -29,8 +29,9 @@ class TaskCgroup {
   void KillAll() const;
   // Removes the group once it is empty; waits up to 2 s for the kernel to drain it.
   Status Remove() const;
-  // Peak memory of the group (memory.peak) if the controller is on; 0 otherwise.
-  int64_t PeakMemoryBytes() const;
+  // How many times the kernel's OOM killer acted in the group (memory.events); 0 without the
+  // memory controller.
+  int64_t OomKills() const;
 
  private:
   std::string path_;

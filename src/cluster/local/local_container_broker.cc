@@ -276,9 +276,9 @@ void LocalContainerBroker::ReaperLoop() {
           if (info.signal) exit.diagnostics = "executor " + info.Describe();
           // Whatever the task left behind (daemons, escaped children) goes with it.
           if (slot.cgroup) {
-            int64_t peak = slot.cgroup->PeakMemoryBytes();
-            if (slot.cgroup->memory_enforced() && peak >= slot.resources.memory_mib * 1024 * 1024) {
-              exit.diagnostics += (exit.diagnostics.empty() ? "" : "; ") + std::string("container reached its memory limit of ") +
+            if (slot.cgroup->memory_enforced() && slot.cgroup->OomKills() > 0) {
+              exit.diagnostics += (exit.diagnostics.empty() ? "" : "; ") +
+                                  std::string("the kernel killed a process at the container's memory limit of ") +
                                   FormatMib(slot.resources.memory_mib);
             }
             slot.cgroup->KillAll();
