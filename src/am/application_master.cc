@@ -58,8 +58,11 @@ Result<JobState> ApplicationMaster::Run() {
 
   // Stragglers (a task that ignored SIGTERM) are forced; this returns once nothing is left.
   broker_.Shutdown(std::chrono::milliseconds(opts_.spec.stop_grace_ms));
-  // Every call has been answered by now (the last spec waiters in Finalize): no need to linger.
+  // Calls that arrived while the job was ending get their answer ("job is ending"), before and
+  // while the server shuts down.
+  loop_.RunPending();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  loop_.RunPending();
   return tracker_.state();
 }
 
@@ -346,7 +349,8 @@ void ApplicationMaster::PublishClusterSpec() {
   }
   if (tracker_.GangComplete() && !spec_ready_) {
     spec_ready_ = true;
-    (void)events_.Append("GANG_COMPLETE", {{"tasks", tracker_.tasks().size()}});
+    (void)events_.Append("GANG_COMPLETE", {{"tasks", tracker_.tasks().size()},
+                                           {"cluster_spec", json::parse(cluster_spec_.ToJson())}});
   }
   AnswerSpecWaiters();
 }

@@ -67,7 +67,9 @@ std::string DescribeEvent(const json& e) {
     return line;
   }
   if (type == "AM_STARTED") return when + "  AM started (pid " + std::to_string(e.value("pid", 0)) + ", " + e.value("address", "") + ")";
-  if (type == "GANG_COMPLETE") return when + "  gang complete: " + e["cluster_spec"].dump();
+  if (type == "GANG_COMPLETE") {
+    return when + "  gang complete: " + (e.contains("cluster_spec") ? e["cluster_spec"].dump() : "");
+  }
   if (type == "JOB_FINISHED") return when + "  job " + e.value("state", "?");
   if (type == "JOB_SUBMITTED") return when + "  submitted";
   return when + "  " + type;
@@ -98,7 +100,11 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
   auto render = [&] {
     for (const json& e : tail.ReadNew()) {
       view.Apply(e);
-      if (mode == FollowMode::kLines) std::printf("%s\n", DescribeEvent(e).c_str());
+      try {
+        if (mode == FollowMode::kLines) std::printf("%s\n", DescribeEvent(e).c_str());
+      } catch (const json::exception&) {
+        // an event of the wrong shape: nothing to show
+      }
     }
     if (live_table) {
       int64_t now = history::NowMillis();

@@ -52,6 +52,18 @@ void EventLoop::Run() {
   }
 }
 
+void EventLoop::RunPending() {
+  while (true) {
+    std::deque<std::function<void()>> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batch.swap(queue_);
+    }
+    if (batch.empty()) return;
+    for (auto& fn : batch) fn();
+  }
+}
+
 void EventLoop::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);

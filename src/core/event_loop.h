@@ -23,6 +23,9 @@ class EventLoop {
   void Cancel(TimerId id);
   // Runs until Stop(); returns after the closure that called Stop() finishes.
   void Run();
+  // After Run() returned: runs the closures still queued (not the timers), so that nothing
+  // posted late (an RPC waiting for its reply) is silently dropped.
+  void RunPending();
   void Stop();
 
  private:

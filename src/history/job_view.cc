@@ -21,6 +21,15 @@ TaskView* JobView::FindTask(const std::string& task_id) {
 }
 
 void JobView::Apply(const json& e) {
+  // events.jsonl is a file, so its content is input: an event of the wrong shape is skipped.
+  try {
+    ApplyChecked(e);
+  } catch (const json::exception&) {
+  }
+}
+
+void JobView::ApplyChecked(const json& e) {
+  if (!e.is_object()) return;
   std::string type = e.value("event", "");
   int64_t ts = e.value("ts", int64_t{0});
   if (type == "JOB_SUBMITTED") {

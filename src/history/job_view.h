@@ -35,8 +35,11 @@ struct JobView {
   std::vector<TaskView> tasks;
 
   TaskView* FindTask(const std::string& id);
-  // Folds one events.jsonl entry into the view.
+  // Folds one events.jsonl entry into the view; entries of the wrong shape are ignored.
   void Apply(const nlohmann::json& event);
+
+ private:
+  void ApplyChecked(const nlohmann::json& event);
 };
 
 Result<JobView> LoadJobView(const JobDir& dir);

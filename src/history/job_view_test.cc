@@ -26,6 +26,9 @@ TEST_F(JobViewTest, FoldsEventsInOrder) {
   ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_x"}, {"name", "n"}, {"tasks", {"worker:0", "worker:1"}}}));
   ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}, {"address", "h:1"}}));
   ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "FAILED"}, {"exit_code", 3}}));
+  // Events of the wrong shape are skipped, not fatal.
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", 7}, {"state", {1, 2}}}));
+  ASSERT_OK(log.Append("JOB_SUBMITTED", {{"tasks", {1, 2}}}));
   // A torn line (a writer killed mid-write) is skipped, not fatal.
   std::FILE* f = std::fopen(dir_.events().c_str(), "a");
   std::fputs("{\"ts\": 1, \"event\": \"TASK_ST", f);
