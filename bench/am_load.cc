@@ -3,7 +3,7 @@
 // The AM runs in a child process with the real AM code and a broker that grants containers
 // without starting anything (SimulatedBroker). This process then plays N executors over the
 // same gRPC protocol: each registers and waits for the cluster spec (the gang), then all
-// heartbeat once a second. It reports, as one JSON line: time to complete the gang, the AM's CPU
+// heartbeat once a second over their heartbeat streams. It reports, as one JSON line: time to complete the gang, the AM's CPU
 // per second of steady heartbeating (from /proc/<pid>/stat), and the AM's RSS.
 //
 // Usage: am_load --tasks N [--heartbeat-seconds S] [--channels C]
@@ -116,6 +116,45 @@ struct SimExecutor {
   loom::control::ClusterSpecResponse spec_resp;
 };
 
+// One simulated executor's heartbeat stream.
+class HeartbeatStream : public grpc::ClientBidiReactor<loom::control::HeartbeatRequest, loom::control::HeartbeatResponse> {
+ public:
+  HeartbeatStream(loom::control::Control::Stub* stub, int index, std::atomic<long>* answered, std::atomic<long>* errors)
+      : answered_(answered), errors_(errors) {
+    ctx_.AddMetadata(loom::control::kSecretMetadataKey, kSecret);
+    req_.mutable_task()->set_type("worker");
+    req_.mutable_task()->set_index(index);
+    stub->async()->Heartbeats(&ctx_, this);
+    StartRead(&resp_);
+    StartCall();
+  }
+  // Sends one heartbeat unless the previous one is still being written.
+  void Beat() {
+    if (writing_.exchange(true)) return;
+    StartWrite(&req_);
+  }
+  void OnWriteDone(bool ok) override {
+    writing_ = false;
+    if (!ok) ++*errors_;
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    ++*answered_;
+    StartRead(&resp_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) ++*errors_;
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  loom::control::HeartbeatRequest req_;
+  loom::control::HeartbeatResponse resp_;
+  std::atomic<bool> writing_{false};
+  std::atomic<long>* answered_;
+  std::atomic<long>* errors_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,28 +224,20 @@ int main(int argc, char** argv) {
   double gang_s = std::chrono::duration<double>(Clock::now() - t0).count();
   long rss_gang_kib = StatusKib(am_pid, "VmRSS");
 
-  // Steady state: every executor heartbeats once a second, spread over the second.
+  // Steady state: every executor keeps its heartbeat stream open and sends a heartbeat a
+  // second, spread over the second, as real executors do.
   std::atomic<long> beats{0}, beat_errors{0};
+  std::vector<std::unique_ptr<HeartbeatStream>> streams;
+  for (int i = 0; i < tasks; ++i) {
+    streams.push_back(std::make_unique<HeartbeatStream>(stubs[i % channels].get(), i, &beats, &beat_errors));
+  }
   CpuSample before = SampleCpu(am_pid);
   for (int second = 0; second < hb_seconds; ++second) {
     auto start = Clock::now();
     const int slices = 20;
     for (int slice = 0; slice < slices; ++slice) {
       std::this_thread::sleep_until(start + std::chrono::milliseconds(1000 * slice / slices));
-      for (int i = slice; i < tasks; i += slices) {
-        auto* ctx = new grpc::ClientContext();
-        auto* req = new loom::control::HeartbeatRequest();
-        auto* resp = new loom::control::HeartbeatResponse();
-        ctx->AddMetadata(loom::control::kSecretMetadataKey, kSecret);
-        req->mutable_task()->set_type("worker");
-        req->mutable_task()->set_index(i);
-        stubs[i % channels]->async()->Heartbeat(ctx, req, resp, [&, ctx, req, resp](grpc::Status st) {
-          (st.ok() ? beats : beat_errors)++;
-          delete ctx;
-          delete req;
-          delete resp;
-        });
-      }
+      for (int i = slice; i < tasks; i += slices) streams[i]->Beat();
     }
     std::this_thread::sleep_until(start + 1s);
   }

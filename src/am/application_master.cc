@@ -405,16 +405,15 @@ void ApplicationMaster::HandleTaskStarted(const control::TaskStartedRequest& req
   });
 }
 
-// Runs on the gRPC thread: heartbeats are the most frequent call (one per task per second), so
-// they only touch the slot's atomics and never wake the event loop.
-void ApplicationMaster::HandleHeartbeat(const control::HeartbeatRequest& req, Reply<control::HeartbeatResponse> reply) {
+// Runs on a gRPC thread: heartbeats are the most frequent message (one per task per second),
+// so they only touch the slot's atomics and never wake the event loop.
+Status ApplicationMaster::HandleHeartbeat(const control::HeartbeatRequest& req, control::HeartbeatResponse* resp) {
   TaskSlot* slot = Slot(FromRef(req.task()));
-  if (!slot) return reply(Status::InvalidArgument("unknown task " + FromRef(req.task()).ToString()), {});
+  if (!slot) return Status::InvalidArgument("unknown task " + FromRef(req.task()).ToString());
   slot->last_heartbeat_ns = NowNs();
   slot->rss_bytes = req.rss_bytes();
-  control::HeartbeatResponse resp;
-  resp.set_stop(slot->stop || job_over_);
-  reply(Status::Ok(), resp);
+  resp->set_stop(slot->stop || job_over_);
+  return Status::Ok();
 }
 
 void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) {

@@ -63,7 +63,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void HandleRegister(const control::RegisterRequest& req, Reply<control::RegisterResponse> reply) override;
   void HandleGetClusterSpec(const control::ClusterSpecRequest& req, Reply<control::ClusterSpecResponse> reply) override;
   void HandleTaskStarted(const control::TaskStartedRequest& req, Reply<control::Ack> reply) override;
-  void HandleHeartbeat(const control::HeartbeatRequest& req, Reply<control::HeartbeatResponse> reply) override;
+  Status HandleHeartbeat(const control::HeartbeatRequest& req, control::HeartbeatResponse* resp) override;
   void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) override;
 
  private:

@@ -1,5 +1,8 @@
 #include "am/control_service.h"
 
+#include <mutex>
+#include <optional>
+
 #include <spdlog/spdlog.h>
 
 #include "control/auth.h"
@@ -11,14 +14,19 @@ grpc::Status ToGrpcStatus(const Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
 }
 
-grpc::ServerUnaryReactor* ControlServiceImpl::RefuseUnlessAuthenticated(grpc::CallbackServerContext* ctx,
-                                                                       const char* method) {
+bool ControlServiceImpl::Authenticated(grpc::CallbackServerContext* ctx, const char* method) const {
   const auto& md = ctx->client_metadata();
   auto it = md.find(control::kSecretMetadataKey);
   if (it != md.end() && control::SecretsEqual(std::string(it->second.data(), it->second.size()), secret_)) {
-    return nullptr;
+    return true;
   }
   spdlog::warn("refused {} from {}: {} job secret", method, ctx->peer(), it == md.end() ? "no" : "wrong");
+  return false;
+}
+
+grpc::ServerUnaryReactor* ControlServiceImpl::RefuseUnlessAuthenticated(grpc::CallbackServerContext* ctx,
+                                                                       const char* method) {
+  if (Authenticated(ctx, method)) return nullptr;
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job secret"));
   return reactor;
@@ -56,10 +64,66 @@ grpc::ServerUnaryReactor* ControlServiceImpl::TaskStarted(grpc::CallbackServerCo
                   [this](auto& r, auto reply) { handler_->HandleTaskStarted(r, reply); });
 }
 
-grpc::ServerUnaryReactor* ControlServiceImpl::Heartbeat(grpc::CallbackServerContext* ctx,
-                                                        const control::HeartbeatRequest* req,
-                                                        control::HeartbeatResponse* resp) {
-  return Dispatch(ctx, "Heartbeat", req, resp, [this](auto& r, auto reply) { handler_->HandleHeartbeat(r, reply); });
+namespace {
+
+// One executor's heartbeat stream: reads each heartbeat, answers it with the AM's verdict
+// (stop or not). At most one write is in flight; an answer due while one is still being
+// written is sent as soon as it completes (only the latest verdict matters).
+class HeartbeatStream : public grpc::ServerBidiReactor<control::HeartbeatRequest, control::HeartbeatResponse> {
+ public:
+  explicit HeartbeatStream(ControlHandler* handler) : handler_(handler) { StartRead(&req_); }
+  // Refuses the stream at once.
+  explicit HeartbeatStream(const grpc::Status& refusal) : handler_(nullptr) { Finish(refusal); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the executor closed its side (or went away)
+      Finish(grpc::Status::OK);
+      return;
+    }
+    control::HeartbeatResponse next;
+    Status s = handler_->HandleHeartbeat(req_, &next);
+    if (!s.ok()) {
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      pending_ = next;
+      if (!writing_) WriteLocked();
+    }
+    StartRead(&req_);
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> l(mu_);
+    writing_ = false;
+    if (ok && pending_) WriteLocked();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteLocked() {
+    resp_ = *pending_;
+    pending_.reset();
+    writing_ = true;
+    StartWrite(&resp_);
+  }
+
+  ControlHandler* handler_;
+  control::HeartbeatRequest req_;
+  std::mutex mu_;
+  control::HeartbeatResponse resp_;  // owned by the write in flight
+  std::optional<control::HeartbeatResponse> pending_;
+  bool writing_ = false;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<control::HeartbeatRequest, control::HeartbeatResponse>* ControlServiceImpl::Heartbeats(
+    grpc::CallbackServerContext* ctx) {
+  if (!Authenticated(ctx, "Heartbeats")) {
+    return new HeartbeatStream(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job secret"));
+  }
+  return new HeartbeatStream(handler_);
 }
 
 grpc::ServerUnaryReactor* ControlServiceImpl::ReportExit(grpc::CallbackServerContext* ctx,

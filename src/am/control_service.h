@@ -22,7 +22,8 @@ class ControlHandler {
   virtual void HandleGetClusterSpec(const control::ClusterSpecRequest& req,
                                     Reply<control::ClusterSpecResponse> reply) = 0;
   virtual void HandleTaskStarted(const control::TaskStartedRequest& req, Reply<control::Ack> reply) = 0;
-  virtual void HandleHeartbeat(const control::HeartbeatRequest& req, Reply<control::HeartbeatResponse> reply) = 0;
+  // Called on a gRPC thread for every heartbeat message; must be quick and must not block.
+  virtual Status HandleHeartbeat(const control::HeartbeatRequest& req, control::HeartbeatResponse* resp) = 0;
   virtual void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) = 0;
 };
 
@@ -40,12 +41,13 @@ class ControlServiceImpl final : public control::Control::CallbackService {
                                            control::ClusterSpecResponse* resp) override;
   grpc::ServerUnaryReactor* TaskStarted(grpc::CallbackServerContext* ctx, const control::TaskStartedRequest* req,
                                         control::Ack* resp) override;
-  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const control::HeartbeatRequest* req,
-                                      control::HeartbeatResponse* resp) override;
+  grpc::ServerBidiReactor<control::HeartbeatRequest, control::HeartbeatResponse>* Heartbeats(
+      grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* ReportExit(grpc::CallbackServerContext* ctx, const control::ExitReport* req,
                                        control::Ack* resp) override;
 
  private:
+  bool Authenticated(grpc::CallbackServerContext* ctx, const char* method) const;
   // Null when the caller presented the secret; otherwise a reactor already finished with
   // UNAUTHENTICATED.
   grpc::ServerUnaryReactor* RefuseUnlessAuthenticated(grpc::CallbackServerContext* ctx, const char* method);

@@ -77,6 +77,7 @@ class TaskExecutor {
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;
   bool hb_stop_ = false;
+  grpc::ClientContext* hb_ctx_ = nullptr;  // the open heartbeat stream's, guarded by hb_mu_
   std::atomic<bool> am_wants_stop_{false};
   std::atomic<bool> am_lost_{false};
   std::atomic<int64_t> rss_for_heartbeat_{0};
@@ -161,6 +162,7 @@ void TaskExecutor::StopHeartbeats() {
   {
     std::lock_guard<std::mutex> l(hb_mu_);
     hb_stop_ = true;
+    if (hb_ctx_) hb_ctx_->TryCancel();
   }
   hb_cv_.notify_all();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
@@ -169,28 +171,52 @@ void TaskExecutor::StopHeartbeats() {
 void TaskExecutor::HeartbeatLoop() {
   milliseconds interval(std::max(10, params_.heartbeat_interval_ms()));
   milliseconds lost_after = interval * std::max(1, params_.max_missed_heartbeats());
-  auto last_ok = Clock::now();
+  std::atomic<int64_t> last_ok{Clock::now().time_since_epoch().count()};
+  auto am_silent_too_long = [&] {
+    return Clock::now().time_since_epoch().count() - last_ok.load() >= std::chrono::nanoseconds(lost_after).count();
+  };
   std::unique_lock<std::mutex> lock(hb_mu_);
-  while (!hb_cv_.wait_for(lock, interval, [this] { return hb_stop_; })) {
-    lock.unlock();
-    control::HeartbeatRequest req;
-    *req.mutable_task() = Ref();
-    req.set_rss_bytes(rss_for_heartbeat_.load());
-    control::HeartbeatResponse resp;
+  while (!hb_stop_) {
+    // One stream for as long as it lasts; a broken one is opened again until the AM has been
+    // silent for max-missed-heartbeats intervals.
     grpc::ClientContext ctx;
     AttachSecret(ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::max(interval, milliseconds(1000)));
-    grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
-    if (s.ok()) {
-      last_ok = Clock::now();
-      if (resp.stop() && !am_wants_stop_.exchange(true)) Wake();
-    } else if (Clock::now() - last_ok >= lost_after) {
-      spdlog::error("AM unreachable for {} ms: {}", lost_after.count(), s.error_message());
+    hb_ctx_ = &ctx;
+    lock.unlock();
+    auto stream = stub_->Heartbeats(&ctx);
+    std::thread reader([&] {
+      control::HeartbeatResponse resp;
+      while (stream->Read(&resp)) {
+        last_ok = Clock::now().time_since_epoch().count();
+        if (resp.stop() && !am_wants_stop_.exchange(true)) Wake();
+      }
+    });
+    bool broken = false;
+    lock.lock();
+    while (!hb_stop_ && !broken) {
+      lock.unlock();
+      control::HeartbeatRequest req;
+      *req.mutable_task() = Ref();
+      req.set_rss_bytes(rss_for_heartbeat_.load());
+      broken = !stream->Write(req);
+      lock.lock();
+      if (am_silent_too_long()) break;
+      if (!broken) hb_cv_.wait_for(lock, interval, [this] { return hb_stop_; });
+    }
+    hb_ctx_ = nullptr;
+    lock.unlock();
+    ctx.TryCancel();
+    reader.join();
+    (void)stream->Finish();
+    lock.lock();
+    if (hb_stop_) return;
+    if (am_silent_too_long()) {
+      spdlog::error("AM unreachable for {} ms", lost_after.count());
       am_lost_ = true;
       Wake();
       return;
     }
-    lock.lock();
+    hb_cv_.wait_for(lock, interval, [this] { return hb_stop_; });  // then open a new stream
   }
 }
 

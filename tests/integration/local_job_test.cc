@@ -213,6 +213,43 @@ TEST(LocalJob, ExecutionTimeoutStopsTheTask) {
   EXPECT_THAT(r.out, HasSubstr("execution timeout"));
 }
 
+TEST(LocalJob, ExecutorsStopTheirTasksWhenTheAmIsLost) {
+  MiniLoom loom;
+  Subprocess submit = loom.Start(SubmitArgs(kScripts, "sleep_forever.py",
+                                            {"--task_params", "--spawn-child", "--conf", "loom.worker.instances=2",
+                                             "--conf", "loom.task.heartbeat-interval-ms=100", "--conf",
+                                             "loom.task.max-missed-heartbeats=5", "--conf", "loom.task.stop-grace-ms=500"}),
+                                 "submit");
+  std::string id;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        auto ids = loom.JobIds();
+        if (ids.empty()) return false;
+        id = ids[0];
+        auto v = loom.View(id);
+        return v.tasks.size() == 2 && v.tasks[0].state == "RUNNING" && v.tasks[1].state == "RUNNING";
+      },
+      30s));
+  auto am_pid = std::stoi(ReadFile(loom.Dir(id).am_pid()).value_or("0"));
+  ASSERT_GT(am_pid, 1);
+  // A hung AM: alive, connected, silent. Its executors must give up on it and take their
+  // tasks (python and its child) down with them.
+  ::kill(am_pid, SIGSTOP);
+  EXPECT_TRUE(MiniLoom::Eventually(
+      [&] {
+        auto left = MiniLoom::JobProcesses(id);
+        return left.size() == 1 && left[0] == am_pid;
+      },
+      10s))
+      << MiniLoom::JobProcesses(id).size() << " processes left";
+  ::kill(am_pid, SIGKILL);
+  RunResult r = loom.Collect(submit, "submit");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(loom.View(id).state, "FAILED");
+  EXPECT_THAT(loom.View(id).diagnostics, HasSubstr("ApplicationMaster exited unexpectedly"));
+  EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
 TEST(LocalJob, LogsAndStatusReadTheJobDirectory) {
   MiniLoom loom;
   RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
