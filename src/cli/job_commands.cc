@@ -127,12 +127,10 @@ int LogsCommand(std::vector<std::string> args) {
   std::vector<std::streamoff> offsets(files.size(), 0);
   auto print_all = [&] {
     for (size_t i = 0; i < files.size(); ++i) {
-      std::streamoff before = offsets[i];
       if (files.size() > 1 && !follow && PathExists(files[i])) {
         std::printf("==> %s %s <==\n", tasks[i].ToString().c_str(), stderr_only ? "stderr" : "stdout");
       }
       PrintFrom(files[i], &offsets[i]);
-      (void)before;
     }
   };
   print_all();

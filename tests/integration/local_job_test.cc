@@ -213,6 +213,21 @@ TEST(LocalJob, ExecutionTimeoutStopsTheTask) {
   EXPECT_THAT(r.out, HasSubstr("execution timeout"));
 }
 
+TEST(LocalJob, GpusArePinnedPerTask) {
+  MiniLoom loom;
+  // No GPU here: loom.local.gpus declares two, which is all the local backend needs to pin them.
+  RunResult r = loom.Run({"submit", "--conf", "loom.local.gpus=2", "--conf", "loom.worker.instances=2", "--conf",
+                          "loom.worker.gpus=1", "--conf", "loom.ps.instances=1", "--conf",
+                          "loom.application.untracked.jobtypes=", "--conf",
+                          "loom.containers.command=/bin/sh -c 'echo \"CVD=[$CUDA_VISIBLE_DEVICES]\"'"});
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::set<std::string> pinned = {LineAfter(loom.TaskOutput(id, {"worker", 0}), "CVD="),
+                                  LineAfter(loom.TaskOutput(id, {"worker", 1}), "CVD=")};
+  EXPECT_EQ(pinned, (std::set<std::string>{"[0]", "[1]"}));
+  EXPECT_EQ(LineAfter(loom.TaskOutput(id, {"ps", 0}), "CVD="), "[]");  // asked for none, sees none
+}
+
 TEST(LocalJob, ExecutorsStopTheirTasksWhenTheAmIsLost) {
   MiniLoom loom;
   Subprocess submit = loom.Start(SubmitArgs(kScripts, "sleep_forever.py",
