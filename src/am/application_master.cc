@@ -20,7 +20,8 @@ TaskId FromRef(const control::TaskRef& ref) { return {ref.type(), ref.index()}; 
 }  // namespace
 
 ApplicationMaster::ApplicationMaster(AmOptions options, cluster::ContainerBroker& broker, history::EventLog& events)
-    : opts_(std::move(options)), broker_(broker), events_(events), tracker_(opts_.spec) {
+    : opts_(std::move(options)), broker_(broker), events_(events) {
+  tracker_.emplace(opts_.spec);
   for (const TaskId& id : opts_.spec.AllTasks()) slots_[id];
 }
 
@@ -50,7 +51,8 @@ Result<JobState> ApplicationMaster::Run() {
   if (opts_.spec.application_timeout_ms > 0) {
     loop_.PostAfter(std::chrono::milliseconds(opts_.spec.application_timeout_ms), [this] {
       Fail("application timeout: the job ran longer than loom.application.timeout=" +
-           std::to_string(opts_.spec.application_timeout_ms) + " ms");
+               std::to_string(opts_.spec.application_timeout_ms) + " ms",
+           /*retryable=*/false);
     });
   }
   loop_.PostAfter(std::chrono::milliseconds(opts_.spec.heartbeat_interval_ms), [this] { CheckHeartbeats(); });
@@ -63,7 +65,7 @@ Result<JobState> ApplicationMaster::Run() {
   loop_.RunPending();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   loop_.RunPending();
-  return tracker_.state();
+  return tracker_->state();
 }
 
 void ApplicationMaster::RequestContainers() {
@@ -86,9 +88,10 @@ ApplicationMaster::TaskSlot* ApplicationMaster::Slot(const TaskId& id) {
 }
 
 void ApplicationMaster::RecordTask(const TaskId& id, json extra) {
-  const TaskRecord* r = tracker_.Find(id);
+  const TaskRecord* r = tracker_->Find(id);
   if (!r) return;
   json e = {{"task", id.ToString()}, {"state", TaskStateName(r->state)}};
+  if (attempt_) e["attempt"] = attempt_;
   for (auto& [k, v] : extra.items()) e[k] = v;
   (void)events_.Append("TASK_STATE", e);
 }
@@ -98,8 +101,8 @@ void ApplicationMaster::RecordTask(const TaskId& id, json extra) {
 void ApplicationMaster::OnAllocated(const cluster::Container& container) {
   loop_.Post([this, container] {
     TaskSlot* slot = Slot(container.task);
-    const TaskRecord* rec = tracker_.Find(container.task);
-    if (!slot || !rec || IsTerminal(tracker_.state()) || rec->state != TaskState::kPending) {
+    const TaskRecord* rec = tracker_->Find(container.task);
+    if (!slot || !rec || IsTerminal(tracker_->state()) || rec->state != TaskState::kPending) {
       (void)broker_.Stop(container.id, std::chrono::milliseconds(0));  // not needed (any more)
       return;
     }
@@ -110,6 +113,7 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     for (const auto& [k, v] : opts_.spec.container_env) launch.env[k] = v;
     launch.env["LOOM_JOB_ID"] = opts_.job_id;
     launch.env["LOOM_TASK_ID"] = container.task.ToString();
+    launch.env["LOOM_RESTART_COUNT"] = std::to_string(attempt_);
     launch.env["LOOM_AM_ADDRESS"] = opts_.advertise_host + ":" + std::to_string(port_);
     launch.env["LOOM_SECRET_FILE"] = opts_.secret_file;
     launch.env["LOOM_PORT_RANGE"] = std::to_string(opts_.spec.port_low) + "-" + std::to_string(opts_.spec.port_high);
@@ -132,13 +136,13 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     Status s = broker_.Launch(container, launch);
     if (!s.ok()) {
       (void)broker_.Stop(container.id, std::chrono::milliseconds(0));
-      auto stop = tracker_.OnTaskFinished(container.task, 1, false, "launch failed: " + s.message());
+      auto stop = tracker_->OnTaskFinished(container.task, 1, false, "launch failed: " + s.message());
       RecordTask(container.task, {{"exit_code", 1}, {"diagnostics", "launch failed: " + s.message()}});
       StopTasks(stop);
       AfterTransition();
       return;
     }
-    tracker_.OnLaunched(container.task);
+    tracker_->OnLaunched(container.task);
     slot->last_heartbeat_ns = NowNs();
     RecordTask(container.task, {{"container", container.id}, {"host", container.host}});
   });
@@ -180,7 +184,7 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
     }
     std::string diagnostics = code == 0 ? "" : DescribeExit(exit.task, exit);
     if (slot->stop_requested && code != 0) diagnostics = "stopped by Loom";
-    auto stop = tracker_.OnTaskFinished(exit.task, code, slot->stop_requested, diagnostics);
+    auto stop = tracker_->OnTaskFinished(exit.task, code, slot->stop_requested, diagnostics);
     json extra = {{"exit_code", code}};
     if (!diagnostics.empty()) extra["diagnostics"] = diagnostics;
     if (slot->report && slot->report->peak_rss_bytes()) extra["peak_rss_bytes"] = slot->report->peak_rss_bytes();
@@ -192,7 +196,7 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
     for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task ended"), {});
     slot->spec_waiters.clear();
     StopTasks(stop);
-    if (!IsTerminal(tracker_.state()) && tracker_.GangComplete() && !spec_ready_) PublishClusterSpec();
+    if (!IsTerminal(tracker_->state()) && tracker_->GangComplete() && !spec_ready_) PublishClusterSpec();
     AfterTransition();
   });
 }
@@ -213,34 +217,64 @@ void ApplicationMaster::StopTasks(const std::vector<TaskId>& ids) {
     RequestStop(*slot);
     if (slot->container) {
       (void)broker_.Stop(slot->container->id, std::chrono::milliseconds(opts_.spec.stop_grace_ms));
-    } else if (tracker_.Find(id) && !IsTerminal(tracker_.Find(id)->state)) {
+    } else if (tracker_->Find(id) && !IsTerminal(tracker_->Find(id)->state)) {
       // Never got a container: nothing runs, so it ends here.
-      tracker_.OnTaskFinished(id, 137, true, "stopped by Loom");
+      tracker_->OnTaskFinished(id, 137, true, "stopped by Loom");
       RecordTask(id, {{"exit_code", 137}});
     }
   }
 }
 
-void ApplicationMaster::Fail(const std::string& reason) {
-  StopTasks(tracker_.Finish(JobState::kFailed, reason));
+void ApplicationMaster::Fail(const std::string& reason, bool retryable) {
+  if (!IsTerminal(tracker_->state()) && !retryable) retryable_ = false;
+  StopTasks(tracker_->Finish(JobState::kFailed, reason));
   AfterTransition();
 }
 
 void ApplicationMaster::RequestKill(const std::string& reason) {
   loop_.Post([this, reason] {
-    StopTasks(tracker_.Finish(JobState::kKilled, reason));
+    kill_requested_ = true;
+    StopTasks(tracker_->Finish(JobState::kKilled, reason));
     AfterTransition();
   });
 }
 
-// Once the job has its final state, finish as soon as no container is left.
+// Once the attempt has its final state, go on as soon as no container is left: a failed gang
+// starts again while restarts remain, anything else is the job's end.
 void ApplicationMaster::AfterTransition() {
-  job_over_ = IsTerminal(tracker_.state());
-  if (!IsTerminal(tracker_.state()) || finalized_) return;
+  job_over_ = IsTerminal(tracker_->state());
+  if (!IsTerminal(tracker_->state()) || finalized_) return;
   for (auto& [id, slot] : slots_) {
     if (slot.container) return;
   }
+  if (tracker_->state() == JobState::kFailed && retryable_ && !kill_requested_ &&
+      attempt_ < opts_.spec.am_retry_count) {
+    StartNextAttempt();
+    return;
+  }
   Finalize();
+}
+
+void ApplicationMaster::StartNextAttempt() {
+  ++attempt_;
+  std::string why = tracker_->diagnostics();
+  spdlog::warn("attempt {} failed ({}); restarting the gang ({} of loom.am.retry-count={})", attempt_, why, attempt_,
+               opts_.spec.am_retry_count);
+  (void)events_.Append("JOB_RESTARTING", {{"attempt", attempt_}, {"reason", why}});
+  tracker_.emplace(opts_.spec);
+  for (auto& [id, slot] : slots_) {
+    slot.container.reset();
+    slot.report.reset();
+    slot.stop_requested = false;
+    slot.stop = false;
+    slot.last_heartbeat_ns = 0;
+    for (auto& waiter : slot.spec_waiters) waiter(Status::Aborted("gang restarting"), {});
+    slot.spec_waiters.clear();
+  }
+  cluster_spec_ = runtime::ClusterSpec();
+  spec_ready_ = false;
+  job_over_ = false;
+  RequestContainers();
 }
 
 void ApplicationMaster::Finalize() {
@@ -249,27 +283,28 @@ void ApplicationMaster::Finalize() {
     for (auto& waiter : slot.spec_waiters) waiter(Status::Aborted("job ended"), {});
     slot.spec_waiters.clear();
   }
-  std::string state = JobStateName(tracker_.state());
+  std::string state = JobStateName(tracker_->state());
   json tasks = json::array();
-  for (const TaskRecord& r : tracker_.tasks()) {
+  for (const TaskRecord& r : tracker_->tasks()) {
     tasks.push_back({{"task", r.id.ToString()}, {"state", TaskStateName(r.state)}, {"exit_code", r.exit_code}});
   }
   json status = {{"job_id", opts_.job_id},
                  {"state", state},
-                 {"diagnostics", tracker_.diagnostics()},
+                 {"diagnostics", tracker_->diagnostics()},
                  {"finished_ms", history::NowMillis()},
+                 {"attempts", attempt_ + 1},
                  {"tasks", tasks}};
   Status written = history::WriteFinalStatus(opts_.job_dir, status);
   if (written.ok()) {
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
     (void)events_.Append("JOB_FINISHED", {{"state", state},
-                                          {"diagnostics", tracker_.diagnostics()},
+                                          {"diagnostics", tracker_->diagnostics()},
                                           {"am_peak_rss_bytes", int64_t{ru.ru_maxrss} * 1024}});
   } else {
     spdlog::warn("final status not written: {}", written.ToString());
   }
-  spdlog::info("job {} {}: {}", opts_.job_id, state, tracker_.diagnostics());
+  spdlog::info("job {} {}: {}", opts_.job_id, state, tracker_->diagnostics());
   loop_.Stop();
 }
 
@@ -280,7 +315,7 @@ void ApplicationMaster::CheckHeartbeats() {
   auto limit = std::chrono::milliseconds(int64_t{opts_.spec.heartbeat_interval_ms} * opts_.spec.max_missed_heartbeats);
   int64_t now = NowNs();
   for (auto& [id, slot] : slots_) {
-    const TaskRecord* r = tracker_.Find(id);
+    const TaskRecord* r = tracker_->Find(id);
     if (!r || !slot.container || slot.stop_requested) continue;
     if (r->state != TaskState::kRegistered && r->state != TaskState::kRunning) continue;
     if (now - slot.last_heartbeat_ns <= std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count()) continue;
@@ -289,7 +324,7 @@ void ApplicationMaster::CheckHeartbeats() {
     spdlog::warn("task {} {}", id.ToString(), why);
     (void)broker_.Stop(slot.container->id, std::chrono::milliseconds(0));
     RequestStop(slot);
-    StopTasks(tracker_.OnTaskFinished(id, 1, false, why));
+    StopTasks(tracker_->OnTaskFinished(id, 1, false, why));
     RecordTask(id, {{"exit_code", 1}, {"diagnostics", why}});
   }
   AfterTransition();
@@ -300,7 +335,7 @@ void ApplicationMaster::CheckHeartbeats() {
 
 std::optional<TaskId> ApplicationMaster::CheckTask(const control::TaskRef& ref, Status* error) {
   TaskId id = FromRef(ref);
-  if (!tracker_.Find(id)) {
+  if (!tracker_->Find(id)) {
     *error = Status::InvalidArgument("unknown task " + id.ToString());
     return std::nullopt;
   }
@@ -319,9 +354,9 @@ void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Repl
     if (!slot->container || (!req.container_id().empty() && req.container_id() != slot->container->id)) {
       return reply(Status::FailedPrecondition(id->ToString() + " has no such container (stale executor?)"), {});
     }
-    if (IsTerminal(tracker_.state())) return reply(Status::Aborted("job is ending"), {});
+    if (IsTerminal(tracker_->state())) return reply(Status::Aborted("job is ending"), {});
     slot->last_heartbeat_ns = NowNs();
-    bool complete = tracker_.OnRegistered(*id, req.host(), req.port());
+    bool complete = tracker_->OnRegistered(*id, req.host(), req.port());
     RecordTask(*id, {{"address", req.host() + ":" + std::to_string(req.port())}});
     control::RegisterResponse resp;
     resp.set_heartbeat_interval_ms(opts_.spec.heartbeat_interval_ms);
@@ -342,14 +377,14 @@ void ApplicationMaster::PublishClusterSpec() {
   for (const auto& type : opts_.spec.types) {
     std::vector<std::string> addrs;
     for (int i = 0; i < type.instances; ++i) {
-      const TaskRecord* r = tracker_.Find({type.name, i});
+      const TaskRecord* r = tracker_->Find({type.name, i});
       addrs.push_back(r && r->port ? r->host + ":" + std::to_string(r->port) : "");
     }
     cluster_spec_.Add(type.name, addrs);
   }
-  if (tracker_.GangComplete() && !spec_ready_) {
+  if (tracker_->GangComplete() && !spec_ready_) {
     spec_ready_ = true;
-    (void)events_.Append("GANG_COMPLETE", {{"tasks", tracker_.tasks().size()},
+    (void)events_.Append("GANG_COMPLETE", {{"tasks", tracker_->tasks().size()},
                                            {"cluster_spec", json::parse(cluster_spec_.ToJson())}});
   }
   AnswerSpecWaiters();
@@ -359,7 +394,7 @@ control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const 
   control::ClusterSpecResponse resp;
   const TaskTypeSpec* type = opts_.spec.FindType(id.type);
   resp.set_command(type ? type->command : "");
-  runtime::TaskContext ctx{id, opts_.job_id, 0};
+  runtime::TaskContext ctx{id, opts_.job_id, attempt_};
   auto env = runtime::BuildFrameworkEnv(opts_.spec, cluster_spec_, ctx);
   for (const auto& [k, v] : opts_.spec.execution_env) env[k] = v;
   resp.mutable_env()->insert(env.begin(), env.end());
@@ -368,7 +403,7 @@ control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const 
 
 void ApplicationMaster::AnswerSpecWaiters() {
   for (auto& [id, slot] : slots_) {
-    const TaskRecord* r = tracker_.Find(id);
+    const TaskRecord* r = tracker_->Find(id);
     if (!r || r->state == TaskState::kPending || r->state == TaskState::kLaunched) continue;
     for (auto& waiter : slot.spec_waiters) waiter(Status::Ok(), SpecFor(id));
     slot.spec_waiters.clear();
@@ -381,8 +416,8 @@ void ApplicationMaster::HandleGetClusterSpec(const control::ClusterSpecRequest& 
     Status error;
     auto id = CheckTask(req.task(), &error);
     if (!id) return reply(error, {});
-    if (IsTerminal(tracker_.state())) return reply(Status::Aborted("job is ending"), {});
-    const TaskRecord* r = tracker_.Find(*id);
+    if (IsTerminal(tracker_->state())) return reply(Status::Aborted("job is ending"), {});
+    const TaskRecord* r = tracker_->Find(*id);
     if (r->state == TaskState::kPending || r->state == TaskState::kLaunched) {
       return reply(Status::FailedPrecondition(id->ToString() + " asked for the cluster spec before registering"), {});
     }
@@ -396,9 +431,9 @@ void ApplicationMaster::HandleTaskStarted(const control::TaskStartedRequest& req
     Status error;
     auto id = CheckTask(req.task(), &error);
     if (!id) return reply(error, {});
-    const TaskRecord* r = tracker_.Find(*id);
+    const TaskRecord* r = tracker_->Find(*id);
     if (!IsTerminal(r->state)) {
-      tracker_.OnRunning(*id);
+      tracker_->OnRunning(*id);
       RecordTask(*id, {{"pid", req.pid()}});
     }
     reply(Status::Ok(), {});

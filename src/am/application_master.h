@@ -2,8 +2,9 @@
 // ApplicationMaster: the job's brain, the same on every backend. It asks its ContainerBroker for
 // one container per task, launches an executor in each, completes the gang and hands out the
 // cluster spec the moment the last task registers, watches heartbeats, applies the failure
-// policy (JobTracker), and records every transition in events.jsonl. When the job ends it stops
-// whatever still runs and writes the final status once.
+// policy (JobTracker), and records every transition in events.jsonl. A failed gang is started
+// again up to loom.am.retry-count times, as in TonY; when the job ends it stops whatever still
+// runs and writes the final status once.
 //
 // Threading: all job state lives on one EventLoop thread. gRPC handlers and broker callbacks
 // only post closures onto it; RequestKill() is safe from any thread (a signal thread).
@@ -88,7 +89,10 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void StopTasks(const std::vector<TaskId>& ids);
   void RequestStop(TaskSlot& slot);
   static int64_t NowNs();
-  void Fail(const std::string& reason);
+  // Ends the job as FAILED; `retryable` lets loom.am.retry-count restart the gang.
+  void Fail(const std::string& reason, bool retryable = true);
+  // Starts the whole gang again (loom.am.retry-count): new containers, LOOM_RESTART_COUNT+1.
+  void StartNextAttempt();
   void AfterTransition();
   void CheckHeartbeats();
   void AnswerSpecWaiters();
@@ -103,7 +107,10 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   cluster::ContainerBroker& broker_;
   history::EventLog& events_;
   EventLoop loop_;
-  JobTracker tracker_;
+  std::optional<JobTracker> tracker_;  // one per attempt
+  int attempt_ = 0;                     // 0 for the first run, then one more per gang restart
+  bool retryable_ = true;               // false once the job failed for a reason a restart cannot fix
+  bool kill_requested_ = false;
   std::map<TaskId, TaskSlot> slots_;
   runtime::ClusterSpec cluster_spec_;
   bool spec_ready_ = false;

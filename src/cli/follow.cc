@@ -71,6 +71,10 @@ std::string DescribeEvent(const json& e) {
     return when + "  gang complete: " + (e.contains("cluster_spec") ? e["cluster_spec"].dump() : "");
   }
   if (type == "JOB_FINISHED") return when + "  job " + e.value("state", "?");
+  if (type == "JOB_RESTARTING") {
+    return when + "  gang failed (" + e.value("reason", "") + "); restarting it, attempt " +
+           std::to_string(e.value("attempt", 0) + 1);
+  }
   if (type == "JOB_SUBMITTED") return when + "  submitted";
   return when + "  " + type;
 }
@@ -109,7 +113,9 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
     if (live_table) {
       int64_t now = history::NowMillis();
       std::string header = "job " + view.id + "  " + view.state + "  " +
-                           history::FormatDuration(now - view.submitted_ms) + (killing ? "  (killing)" : "") + "\n";
+                           history::FormatDuration(now - view.submitted_ms) +
+                           (view.attempt ? "  (restart " + std::to_string(view.attempt) + ")" : "") +
+                           (killing ? "  (killing)" : "") + "\n";
       std::string table = header + history::RenderTaskTable(view);
       if (table == last_table) return;  // a burst of file events changed nothing visible
       last_table = table;

@@ -42,6 +42,7 @@ void PrintView(const history::JobView& v) {
   std::printf("  %s", v.state.c_str());
   int64_t end = v.finished_ms ? v.finished_ms : history::NowMillis();
   if (v.submitted_ms) std::printf("  %s", history::FormatDuration(end - v.submitted_ms).c_str());
+  if (v.attempt) std::printf("  (gang restarted %d time%s)", v.attempt, v.attempt > 1 ? "s" : "");
   std::printf("\n");
   if (!v.diagnostics.empty()) std::printf("  %s\n", v.diagnostics.c_str());
   std::fputs(history::RenderTaskTable(v).c_str(), stdout);

@@ -189,6 +189,7 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   spec.execution_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.task.executor.execution-timeout-ms"));
   spec.stderr_tail_lines = static_cast<int>(GetInt(conf, "loom.task.executor.execution.error-message-max-depth"));
   spec.stop_grace_ms = static_cast<int>(GetInt(conf, "loom.task.stop-grace-ms"));
+  spec.am_retry_count = static_cast<int>(GetInt(conf, "loom.am.retry-count"));
   auto range = Split(GetString(conf, "loom.task.port-range"), '-');
   spec.port_low = static_cast<int>(*ParseInt(range[0]));
   spec.port_high = static_cast<int>(*ParseInt(range[1]));

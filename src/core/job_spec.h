@@ -76,6 +76,7 @@ struct JobSpec {
   int64_t execution_timeout_ms = 0;
   int stderr_tail_lines = 20;
   int stop_grace_ms = 5000;
+  int am_retry_count = 0;  // whole-gang restarts after a failure (TonY's tony.am.retry-count)
   int port_low = 20000, port_high = 32000;
   Resources am_resources;
 

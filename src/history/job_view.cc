@@ -53,6 +53,9 @@ void JobView::ApplyChecked(const json& e) {
     if (t->state == "SUCCEEDED" || t->state == "FAILED" || t->state == "KILLED" || t->state == "LOST") {
       t->finished_ms = ts;
     }
+  } else if (type == "JOB_RESTARTING") {
+    attempt = e.value("attempt", attempt);
+    for (auto& t : tasks) t = TaskView{t.id};  // a new attempt starts every task afresh
   } else if (type == "JOB_FINISHED") {
     state = e.value("state", state);
     diagnostics = e.value("diagnostics", diagnostics);

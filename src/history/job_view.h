@@ -32,6 +32,7 @@ struct JobView {
   int64_t submitted_ms = 0;
   int64_t finished_ms = 0;
   bool final = false;  // status.json exists
+  int attempt = 0;     // gang restarts so far (loom.am.retry-count)
   std::vector<TaskView> tasks;
 
   TaskView* FindTask(const std::string& id);

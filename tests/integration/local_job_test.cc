@@ -265,6 +265,61 @@ TEST(LocalJob, ExecutorsStopTheirTasksWhenTheAmIsLost) {
   EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
 }
 
+// Starts the DDP example with `extra` config and SIGKILLs worker:1's training process once it
+// has trained a few epochs. Returns the submit result and the job id.
+std::pair<RunResult, std::string> DdpWithWorkerKilled(MiniLoom& loom, std::vector<std::string> extra,
+                                                      std::chrono::steady_clock::time_point* killed_at) {
+  std::vector<std::string> args = {"--conf_file", MiniLoom::Source("examples/pytorch/tony.xml"), "--task_params",
+                                   "--epochs 40"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Subprocess submit = loom.Start(SubmitArgs("examples/pytorch", "train_ddp.py", args), "submit");
+  std::string id;
+  EXPECT_TRUE(MiniLoom::Eventually(
+      [&] {
+        auto ids = loom.JobIds();
+        if (ids.empty()) return false;
+        id = ids[0];
+        return loom.TaskOutput(id, {"worker", 1}).find("epoch 5 ") != std::string::npos;
+      },
+      60s));
+  int pid = 0;
+  for (const auto& e : history::ReadEvents(loom.Dir(id).events())) {
+    if (e.value("task", "") == "worker:1" && e.contains("pid")) pid = e["pid"].get<int>();
+  }
+  EXPECT_GT(pid, 1);
+  if (pid > 1) ::kill(pid, SIGKILL);
+  *killed_at = std::chrono::steady_clock::now();
+  return {loom.Collect(submit, "submit"), id};
+}
+
+TEST(LocalJob, GangRestartResumesFromCheckpoint) {
+  MiniLoom loom;
+  std::chrono::steady_clock::time_point killed_at;
+  auto [r, id] = DdpWithWorkerKilled(loom, {"--conf", "tony.am.retry-count=1"}, &killed_at);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("restarting it, attempt 2"));
+  std::string out0 = loom.TaskOutput(id, {"worker", 0});
+  EXPECT_THAT(out0, HasSubstr("resumed from epoch"));
+  EXPECT_GE(std::stod(LineAfter(out0.substr(out0.rfind("test accuracy: ")), "test accuracy: ")), 0.9);
+  EXPECT_EQ(loom.View(id).attempt, 1);
+  EXPECT_EQ(loom.View(id).state, "SUCCEEDED");
+  EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
+TEST(LocalJob, KilledWorkerFailsTheJobAtOnceWithoutRestarts) {
+  MiniLoom loom;
+  std::chrono::steady_clock::time_point killed_at;
+  auto [r, id] = DdpWithWorkerKilled(loom, {}, &killed_at);
+  auto reaction = std::chrono::steady_clock::now() - killed_at;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LT(reaction, 2s);
+  history::JobView view = loom.View(id);
+  EXPECT_EQ(view.state, "FAILED");
+  EXPECT_THAT(view.diagnostics, HasSubstr("worker:1"));
+  EXPECT_THAT(view.diagnostics, HasSubstr("SIGKILL"));
+  EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
 TEST(LocalJob, LogsAndStatusReadTheJobDirectory) {
   MiniLoom loom;
   RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
