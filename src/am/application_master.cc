@@ -461,4 +461,13 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
   });
 }
 
+void ApplicationMaster::HandleJobState(const control::JobStateRequest&, Reply<control::JobStateResponse> reply) {
+  loop_.Post([this, reply] {
+    control::JobStateResponse resp;
+    resp.set_state(JobStateName(tracker_->state()));
+    resp.set_attempt(attempt_);
+    reply(Status::Ok(), resp);
+  });
+}
+
 }  // namespace loom::am

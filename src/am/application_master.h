@@ -66,6 +66,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void HandleTaskStarted(const control::TaskStartedRequest& req, Reply<control::Ack> reply) override;
   Status HandleHeartbeat(const control::HeartbeatRequest& req, control::HeartbeatResponse* resp) override;
   void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) override;
+  void HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) override;
 
  private:
   // One per task, created in the constructor; the map is never changed afterwards, so gRPC

@@ -131,4 +131,10 @@ grpc::ServerUnaryReactor* ControlServiceImpl::ReportExit(grpc::CallbackServerCon
   return Dispatch(ctx, "ReportExit", req, resp, [this](auto& r, auto reply) { handler_->HandleReportExit(r, reply); });
 }
 
+grpc::ServerUnaryReactor* ControlServiceImpl::JobState(grpc::CallbackServerContext* ctx,
+                                                       const control::JobStateRequest* req,
+                                                       control::JobStateResponse* resp) {
+  return Dispatch(ctx, "JobState", req, resp, [this](auto& r, auto reply) { handler_->HandleJobState(r, reply); });
+}
+
 }  // namespace loom::am

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "cli/am_probe.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -81,7 +82,8 @@ std::string DescribeEvent(const json& e) {
 
 }  // namespace
 
-int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, FollowMode mode) {
+int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, FollowMode mode,
+              std::chrono::milliseconds probe_interval, std::chrono::milliseconds am_silence_limit) {
   const bool live_table = mode == FollowMode::kTable;
   sigset_t mask;
   sigemptyset(&mask);
@@ -127,6 +129,8 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
   };
 
   int64_t am_gone_at = 0;
+  AmProbe probe(dir, probe_interval, am_silence_limit);
+  bool am_hung = false;
   while (!PathExists(dir.status())) {
     render();
     pollfd fds[3] = {{ino, POLLIN, 0}, {sig_fd, POLLIN, 0}, {am_fd, POLLIN, 0}};
@@ -150,9 +154,18 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
       am_fd = -1;
       am_gone_at = history::NowMillis();
     }
+    if (!am_gone_at && !am_hung && probe.Lost()) {
+      // Alive but silent (stopped, deadlocked): it will never finish the job. End it.
+      am_hung = true;
+      std::fprintf(stderr, "loom: the AM has not answered for %lld ms; killing it\n",
+                   static_cast<long long>(am_silence_limit.count()));
+      KillProcessesWithEnv("LOOM_JOB_ID=" + view.id);
+    }
     if (am_gone_at && !PathExists(dir.status())) {
       std::string why = killing ? "killed; the AM ended before writing a final status"
-                                : "the ApplicationMaster exited unexpectedly; see " + dir.am_log();
+                        : am_hung ? "the ApplicationMaster stopped answering for " +
+                                        std::to_string(am_silence_limit.count()) + " ms and was killed"
+                                  : "the ApplicationMaster exited unexpectedly; see " + dir.am_log();
       (void)history::WriteFinalStatus(dir, {{"job_id", view.id}, {"state", killing ? "KILLED" : "FAILED"},
                                             {"diagnostics", why}, {"finished_ms", history::NowMillis()}});
       // Its tasks carry the job's marker: none may outlive it.

@@ -15,7 +15,9 @@ enum class FollowMode {
   kQuiet,  // only the final state
 };
 
-// Returns the exit code for `loom submit`: 0 SUCCEEDED, 1 FAILED or KILLED.
-int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, FollowMode mode);
+// Returns the exit code for `loom submit`: 0 SUCCEEDED, 1 FAILED or KILLED. An AM that stops
+// answering for `am_silence_limit` (probed every `probe_interval`) is killed and the job FAILED.
+int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, FollowMode mode,
+              std::chrono::milliseconds probe_interval, std::chrono::milliseconds am_silence_limit);
 
 }  // namespace loom::cli

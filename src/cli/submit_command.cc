@@ -152,7 +152,8 @@ int SubmitCommand(std::vector<std::string> raw_args) {
               spec->TotalTasks(), FrameworkName(spec->framework).c_str(), dir.root().c_str());
   std::fflush(stdout);
   FollowMode mode = f.quiet ? FollowMode::kQuiet : ::isatty(STDOUT_FILENO) ? FollowMode::kTable : FollowMode::kLines;
-  return FollowJob(dir, submitter, mode);
+  auto interval = std::chrono::milliseconds(spec->heartbeat_interval_ms);
+  return FollowJob(dir, submitter, mode, interval, interval * spec->max_missed_heartbeats);
 }
 
 }  // namespace loom::cli

@@ -1,0 +1,54 @@
+#include "cli/am_probe.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "control/auth.h"
+#include "control/control.grpc.pb.h"
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace loom::cli {
+
+using Clock = std::chrono::steady_clock;
+
+AmProbe::AmProbe(history::JobDir dir, std::chrono::milliseconds interval, std::chrono::milliseconds limit)
+    : dir_(std::move(dir)), interval_(interval), limit_(limit), thread_([this] { Loop(); }) {}
+
+AmProbe::~AmProbe() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void AmProbe::Loop() {
+  std::unique_ptr<control::Control::Stub> stub;
+  std::string secret;
+  auto last_ok = Clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
+    lock.unlock();
+    if (!stub) {  // the AM writes its address once its server is up
+      auto addr = ReadFile(dir_.am_addr());
+      auto s = control::ReadSecretFile(dir_.secret());
+      if (addr.ok() && s.ok()) {
+        secret = *s;
+        stub = control::Control::NewStub(grpc::CreateChannel(Trim(*addr), grpc::InsecureChannelCredentials()));
+      }
+    }
+    if (stub) {
+      grpc::ClientContext ctx;
+      ctx.AddMetadata(control::kSecretMetadataKey, secret);
+      ctx.set_deadline(std::chrono::system_clock::now() + std::max(interval_, std::chrono::milliseconds(1000)));
+      control::JobStateRequest req;
+      control::JobStateResponse resp;
+      if (stub->JobState(&ctx, req, &resp).ok()) last_ok = Clock::now();
+    }
+    if (Clock::now() - last_ok > limit_) lost_ = true;
+    lock.lock();
+  }
+}
+
+}  // namespace loom::cli
