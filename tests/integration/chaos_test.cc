@@ -1,0 +1,90 @@
+// Chaos: jobs in which a random worker, executor or the AM is SIGKILLed or SIGSTOPped at a
+// random moment while the job runs. Every job must end FAILED, within its timeouts, and leave no
+// process behind (checked from /proc, not from Loom's bookkeeping). Label `slow`.
+
+#include <signal.h>
+
+#include <fstream>
+#include <random>
+
+#include <gmock/gmock.h>
+
+#include "history/event_log.h"
+#include "mini_loom.h"
+
+namespace loom::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+enum class Victim { kWorker, kExecutor, kAm };
+const char* Name(Victim v) { return v == Victim::kWorker ? "worker" : v == Victim::kExecutor ? "executor" : "AM"; }
+
+std::string Cmdline(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::replace(s.begin(), s.end(), '\0', ' ');
+  return s;
+}
+
+pid_t FindPid(MiniLoom& loom, const std::string& id, Victim victim, int task_index) {
+  if (victim == Victim::kAm) return static_cast<pid_t>(std::stoi(ReadFile(loom.Dir(id).am_pid()).value_or("0")));
+  for (pid_t p : FindProcessesWithEnv("LOOM_TASK_ID=worker:" + std::to_string(task_index))) {
+    bool is_executor = Cmdline(p).find(" executor") != std::string::npos;
+    if (is_executor == (victim == Victim::kExecutor)) return p;
+  }
+  return 0;
+}
+
+TEST(Chaos, RandomKillsAndStopsEndEveryJobCleanly) {
+  const int kJobs = 30;
+  std::mt19937 rng(20261121);  // fixed: a failure can be replayed
+  for (int job = 0; job < kJobs; ++job) {
+    Victim victim = static_cast<Victim>(rng() % 3);
+    int sig = rng() % 2 ? SIGKILL : SIGSTOP;
+    int task = static_cast<int>(rng() % 2);
+    auto delay = std::chrono::milliseconds(100 + rng() % 1900);
+    SCOPED_TRACE(std::string("job ") + std::to_string(job) + ": " + SignalName(sig) + " to " + Name(victim) +
+                 " (worker:" + std::to_string(task) + ") after " + std::to_string(delay.count()) + " ms");
+    MiniLoom loom;
+    Subprocess submit = loom.Start(
+        {"submit", "--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes", "fail_with.py",
+         "--python_binary_path", "/usr/bin/python3", "--task_params", "--task none:0 --others-sleep 5", "--conf",
+         "loom.worker.instances=2", "--conf", "loom.task.heartbeat-interval-ms=100", "--conf",
+         "loom.task.max-missed-heartbeats=10", "--conf", "loom.task.stop-grace-ms=500", "--conf",
+         "loom.task.executor.execution-timeout-ms=8000", "--conf", "loom.application.timeout=20000"},
+        "submit");
+    std::string id;
+    ASSERT_TRUE(MiniLoom::Eventually(
+        [&] {
+          auto ids = loom.JobIds();
+          if (ids.empty()) return false;
+          id = ids[0];
+          auto v = loom.View(id);
+          return v.tasks.size() == 2 && v.tasks[0].state == "RUNNING" && v.tasks[1].state == "RUNNING";
+        },
+        30s));
+    std::this_thread::sleep_for(delay);
+    pid_t pid = FindPid(loom, id, victim, task);
+    ASSERT_GT(pid, 1);
+    ::kill(pid, sig);
+    auto start = std::chrono::steady_clock::now();
+    RunResult r = loom.Collect(submit, "submit");
+    auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    history::JobView view = loom.View(id);
+    EXPECT_EQ(view.state, "FAILED") << view.diagnostics;
+    EXPECT_LT(took, 15s) << view.diagnostics;  // well inside the 20 s application timeout
+    // Nothing of the job survives: not the AM, executors, workers nor their children.
+    EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
+        << MiniLoom::JobProcesses(id).size() << " processes left; " << view.diagnostics;
+    if (sig == SIGSTOP) ::kill(pid, SIGCONT);  // harmless if it is gone
+    std::printf("chaos job %2d: %-7s to %-8s after %4lld ms -> %s in %lld ms: %s\n", job, SignalName(sig).c_str(),
+                Name(victim), static_cast<long long>(delay.count()), view.state.c_str(),
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()),
+                view.diagnostics.substr(0, view.diagnostics.find('\n')).c_str());
+  }
+}
+
+}  // namespace
+}  // namespace loom::testing
