@@ -69,6 +69,7 @@ Result<JobState> ApplicationMaster::Run() {
 }
 
 void ApplicationMaster::RequestContainers() {
+  ArmAllocationTimeout();
   for (const auto& type : opts_.spec.types) {
     for (int i = 0; i < type.instances; ++i) {
       TaskId id{type.name, i};
@@ -144,6 +145,7 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     }
     tracker_->OnLaunched(container.task);
     slot->last_heartbeat_ns = NowNs();
+    ArmRegistrationTimeout(container.task, container.id);
     RecordTask(container.task, {{"container", container.id}, {"host", container.host}});
   });
 }
@@ -243,6 +245,7 @@ void ApplicationMaster::RequestKill(const std::string& reason) {
 // starts again while restarts remain, anything else is the job's end.
 void ApplicationMaster::AfterTransition() {
   job_over_ = IsTerminal(tracker_->state());
+  if (!IsTerminal(tracker_->state())) ArmDependencyTimeouts();
   if (!IsTerminal(tracker_->state()) || finalized_) return;
   for (auto& [id, slot] : slots_) {
     if (slot.container) return;
@@ -274,7 +277,79 @@ void ApplicationMaster::StartNextAttempt() {
   cluster_spec_ = runtime::ClusterSpec();
   spec_ready_ = false;
   job_over_ = false;
+  armed_dependencies_.clear();
   RequestContainers();
+}
+
+void ApplicationMaster::ArmAllocationTimeout() {
+  int64_t ms = opts_.spec.allocation_timeout_ms;
+  if (ms <= 0) return;
+  loop_.PostAfter(std::chrono::milliseconds(ms), [this, ms, attempt = attempt_] {
+    if (attempt != attempt_ || IsTerminal(tracker_->state()) || tracker_->GangComplete()) return;
+    std::vector<std::string> never, unregistered;
+    for (const TaskRecord& r : tracker_->tasks()) {
+      if (r.state == TaskState::kPending) never.push_back(r.id.ToString());
+      if (r.state == TaskState::kLaunched) unregistered.push_back(r.id.ToString());
+    }
+    std::string why = "gang allocation timeout: the gang was not complete after " + std::to_string(ms) +
+                      " ms (loom.container.allocation.timeout)";
+    if (!never.empty()) why += "; never got resources: " + Join(never, ", ");
+    if (!unregistered.empty()) why += "; launched but not registered: " + Join(unregistered, ", ");
+    // Everything held is given back: the stop of every task releases its container.
+    Fail(why, /*retryable=*/false);
+  });
+}
+
+void ApplicationMaster::ArmRegistrationTimeout(const TaskId& id, const std::string& container_id) {
+  int64_t ms = opts_.spec.registration_timeout_ms;
+  if (ms <= 0) return;
+  loop_.PostAfter(std::chrono::milliseconds(ms), [this, id, container_id, ms] {
+    TaskSlot* slot = Slot(id);
+    const TaskRecord* r = tracker_->Find(id);
+    if (!slot || !r || !slot->container || slot->container->id != container_id || r->state != TaskState::kLaunched) {
+      return;
+    }
+    std::string why = "did not register within " + std::to_string(ms) + " ms (loom.container.registration.timeout)";
+    RequestStop(*slot);
+    (void)broker_.Stop(container_id, std::chrono::milliseconds(0));
+    StopTasks(tracker_->OnTaskFinished(id, 1, false, why));
+    RecordTask(id, {{"exit_code", 1}, {"diagnostics", why}});
+    AfterTransition();
+  });
+}
+
+void ApplicationMaster::ArmDependencyTimeouts() {
+  const auto& deps = opts_.spec.dependency_timeouts;
+  for (size_t i = 0; i < deps.size(); ++i) {
+    if (armed_dependencies_.count(i)) continue;
+    bool group_done = true;
+    for (const TaskRecord& r : tracker_->tasks()) {
+      bool in_group = std::find(deps[i].group_types.begin(), deps[i].group_types.end(), r.id.type) !=
+                      deps[i].group_types.end();
+      if (in_group && !IsTerminal(r.state)) group_done = false;
+    }
+    if (!group_done) continue;
+    armed_dependencies_.insert(i);
+    loop_.PostAfter(std::chrono::seconds(deps[i].seconds), [this, i, attempt = attempt_] {
+      if (attempt != attempt_ || IsTerminal(tracker_->state())) return;
+      const DependencyTimeout& d = opts_.spec.dependency_timeouts[i];
+      std::vector<TaskId> late;
+      for (const TaskRecord& r : tracker_->tasks()) {
+        if (r.id.type == d.type && !IsTerminal(r.state)) late.push_back(r.id);
+      }
+      if (late.empty()) return;
+      std::string why = d.type + " still running " + std::to_string(d.seconds) + " s after group " + d.group + " (" +
+                        Join(d.group_types, ",") + ") finished (loom.application.dependency." + d.type +
+                        ".timeout.after." + d.group + ")";
+      if (d.ignored) {
+        spdlog::warn("{}: stopping it, as .ignored=true asks", why);
+        (void)events_.Append("DEPENDENCY_TIMEOUT", {{"type", d.type}, {"group", d.group}, {"ignored", true}});
+        StopTasks(late);  // stopped by Loom: KILLED, not a failure
+      } else {
+        Fail("group dependency timeout: " + why, /*retryable=*/false);
+      }
+    });
+  }
 }
 
 void ApplicationMaster::Finalize() {

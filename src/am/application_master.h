@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,10 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   std::optional<TaskId> CheckTask(const control::TaskRef& ref, Status* error);
   void StopTasks(const std::vector<TaskId>& ids);
   void RequestStop(TaskSlot& slot);
+  // Timeouts of the gang (allocation), of one container (registration) and between groups.
+  void ArmAllocationTimeout();
+  void ArmRegistrationTimeout(const TaskId& id, const std::string& container_id);
+  void ArmDependencyTimeouts();
   static int64_t NowNs();
   // Ends the job as FAILED; `retryable` lets loom.am.retry-count restart the gang.
   void Fail(const std::string& reason, bool retryable = true);
@@ -112,6 +117,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   int attempt_ = 0;                     // 0 for the first run, then one more per gang restart
   bool retryable_ = true;               // false once the job failed for a reason a restart cannot fix
   bool kill_requested_ = false;
+  std::set<size_t> armed_dependencies_;  // indices into spec.dependency_timeouts, this attempt
   std::map<TaskId, TaskSlot> slots_;
   runtime::ClusterSpec cluster_spec_;
   bool spec_ready_ = false;

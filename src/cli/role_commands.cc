@@ -17,6 +17,7 @@
 #include "control/auth.h"
 #include "core/files.h"
 #include "core/subprocess.h"
+#include "core/test_hooks.h"
 #include "executor/task_executor.h"
 #include "history/event_log.h"
 #include "history/job_view.h"
@@ -94,6 +95,13 @@ int AmCommand(std::vector<std::string> args) {
     }
   });
   signals.detach();  // it lives until the process exits
+  if (auto crash = TestHook(env, "LOOM_TEST_AM_CRASH_MS", "")) {
+    std::thread([crash] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(*crash));
+      spdlog::warn("test hook: AM crashing");
+      std::abort();
+    }).detach();
+  }
   auto state = master.Run();
   if (!state.ok()) return AmFailed(dir, state.status().message());
   return *state == JobState::kSucceeded ? kExitOk : kExitJobFailed;

@@ -190,6 +190,8 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   spec.stderr_tail_lines = static_cast<int>(GetInt(conf, "loom.task.executor.execution.error-message-max-depth"));
   spec.stop_grace_ms = static_cast<int>(GetInt(conf, "loom.task.stop-grace-ms"));
   spec.am_retry_count = static_cast<int>(GetInt(conf, "loom.am.retry-count"));
+  spec.allocation_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.container.allocation.timeout"));
+  spec.registration_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.container.registration.timeout"));
   auto range = Split(GetString(conf, "loom.task.port-range"), '-');
   spec.port_low = static_cast<int>(*ParseInt(range[0]));
   spec.port_high = static_cast<int>(*ParseInt(range[1]));
@@ -245,6 +247,31 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   }
   if (!spec.types.empty() && spec.TrackedTasks() == 0) {
     problems.push_back("no tracked task type: every type is untracked or a sidecar, so the job could never finish");
+  }
+
+  // Group dependency timeouts: loom.application.dependency.<X>.timeout.after.<G> = seconds.
+  for (const auto& [key, entry] : conf.entries()) {
+    std::vector<std::string> parts = Split(key, '.', false);
+    if (parts.size() != 7 || parts[1] != "application" || parts[2] != "dependency") continue;
+    DependencyTimeout d;
+    d.type = parts[3];
+    d.group = parts[6];
+    d.seconds = GetInt(conf, key);
+    d.ignored = GetBool(conf, key + ".ignored");
+    d.group_types = GetList(conf, "loom.application.group." + d.group);
+    if (d.group_types.empty()) {
+      problems.push_back(entry.original_key + ": group '" + d.group + "' is not defined (set loom.application.group." +
+                         d.group + "=type,...)");
+      continue;
+    }
+    if (!spec.FindType(d.type)) {
+      problems.push_back(entry.original_key + ": task type '" + d.type + "' is not part of the job");
+      continue;
+    }
+    for (const std::string& t : d.group_types) {
+      if (!spec.FindType(t)) problems.push_back("loom.application.group." + d.group + ": task type '" + t + "' is not part of the job");
+    }
+    spec.dependency_timeouts.push_back(d);
   }
 
   auto cap = [&](const char* key, int64_t total, const std::string& what) {

@@ -57,6 +57,17 @@ struct TaskTypeSpec {
   bool stop_on_failure = false;
 };
 
+// loom.application.dependency.<type>.timeout.after.<group>: `type` may run at most `seconds`
+// after every task of the group's types finished (TonY#603/#621: workers or evaluators hanging
+// after the chief is done). `ignored` stops it quietly instead of failing the job.
+struct DependencyTimeout {
+  std::string type;
+  std::string group;
+  std::vector<std::string> group_types;
+  int64_t seconds = 0;
+  bool ignored = false;
+};
+
 struct JobSpec {
   std::string name;
   Framework framework = Framework::kTensorFlow;
@@ -77,6 +88,9 @@ struct JobSpec {
   int stderr_tail_lines = 20;
   int stop_grace_ms = 5000;
   int am_retry_count = 0;  // whole-gang restarts after a failure (TonY's tony.am.retry-count)
+  int64_t allocation_timeout_ms = 0;    // the whole gang allocated and registered within; 0: none
+  int64_t registration_timeout_ms = 0;  // each launched container registered within; 0: none
+  std::vector<DependencyTimeout> dependency_timeouts;
   int port_low = 20000, port_high = 32000;
   Resources am_resources;
 

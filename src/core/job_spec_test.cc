@@ -113,6 +113,22 @@ TEST_F(JobSpecTest, EnvListsAreParsed) {
   EXPECT_EQ(spec->execution_env.at("B"), "two");
 }
 
+TEST_F(JobSpecTest, DependencyTimeoutsNeedTheirGroupAndType) {
+  conf_.Set("loom.worker.instances", "2", "f");
+  conf_.Set("loom.evaluator.instances", "1", "f");
+  conf_.Set("tony.application.dependency.evaluator.timeout.after.training", "30", "f");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("group 'training' is not defined"));
+  conf_.Set("tony.application.group.training", "worker,chief", "f");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("task type 'chief' is not part of the job"));
+  conf_.Set("tony.application.group.training", "worker", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  ASSERT_EQ(spec->dependency_timeouts.size(), 1u);
+  EXPECT_EQ(spec->dependency_timeouts[0].type, "evaluator");
+  EXPECT_EQ(spec->dependency_timeouts[0].seconds, 30);
+  EXPECT_FALSE(spec->dependency_timeouts[0].ignored);
+}
+
 TEST(TaskId, Parse) {
   EXPECT_EQ(ParseTaskId("worker:3")->ToString(), "worker:3");
   EXPECT_FALSE(ParseTaskId("worker").ok());

@@ -25,6 +25,7 @@
 #include "core/job_spec.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
+#include "core/test_hooks.h"
 #include "executor/port_reserver.h"
 #include "executor/process_tree.h"
 
@@ -155,6 +156,10 @@ Status TaskExecutor::Register() {
 }
 
 void TaskExecutor::StartHeartbeats() {
+  if (TestHook(env_, "LOOM_TEST_DROP_HEARTBEATS", task_.ToString())) {
+    spdlog::warn("test hook: sending no heartbeats");
+    return;
+  }
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
 }
 
@@ -414,6 +419,10 @@ int TaskExecutor::Run() {
     return kExitConfigError;
   }
   spdlog::info("executor for {} holds port {}", task_.ToString(), port_.port());
+  if (auto delay = TestHook(env_, "LOOM_TEST_DELAY_REGISTRATION_MS", task_.ToString())) {
+    spdlog::warn("test hook: delaying registration by {} ms", *delay);
+    std::this_thread::sleep_for(milliseconds(*delay));
+  }
   s = Register();
   if (!s.ok()) {
     spdlog::error("{}", s.ToString());
@@ -432,6 +441,13 @@ int TaskExecutor::Run() {
     stop_reason_ = s.message();
     Report(ExitInfo{127, 0});
     return 127;
+  }
+  if (auto after = TestHook(env_, "LOOM_TEST_CRASH_EXECUTOR_MS", task_.ToString())) {
+    std::thread([after] {
+      std::this_thread::sleep_for(milliseconds(*after));
+      spdlog::warn("test hook: executor crashing");
+      ::_exit(99);
+    }).detach();
   }
   int code = Supervise();
   StopHeartbeats();

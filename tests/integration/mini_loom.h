@@ -50,11 +50,13 @@ class MiniLoom {
   }
 
   // Starts `loom args...` with stdout/stderr to files; the caller waits.
-  Subprocess Start(const std::vector<std::string>& args, const std::string& name) {
+  Subprocess Start(const std::vector<std::string>& args, const std::string& name,
+                   const std::map<std::string, std::string>& extra_env = {}) {
     SpawnOptions o;
     o.argv = {Binary()};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.env = Env();
+    for (const auto& [k, v] : extra_env) o.env[k] = v;
     o.stdout_path = (home_ / (name + ".out")).string();
     o.stderr_path = (home_ / (name + ".err")).string();
     o.cwd = home_.string();
@@ -72,9 +74,9 @@ class MiniLoom {
     return r;
   }
 
-  RunResult Run(const std::vector<std::string>& args) {
+  RunResult Run(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra_env = {}) {
     std::string name = "run" + std::to_string(runs_++);
-    Subprocess child = Start(args, name);
+    Subprocess child = Start(args, name, extra_env);
     return Collect(child, name);
   }
 
