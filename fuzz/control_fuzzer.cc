@@ -1,0 +1,107 @@
+// Fuzzes the ApplicationMaster's control plane with arbitrary messages: the first byte picks the
+// call (Register, GetClusterSpec, TaskStarted, Heartbeat, ReportExit, JobState), the rest is
+// parsed as that protobuf message and handed to a real AM (with a test-double broker) exactly
+// as its gRPC service would. Malformed or hostile messages must never crash it.
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "am/application_master.h"
+#include "cluster/fake_container_broker.h"
+
+namespace {
+
+struct Harness {
+  Harness() {
+    spdlog::set_level(spdlog::level::off);
+    dir = std::filesystem::temp_directory_path() / ("loom_fuzz_am_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    loom::TaskTypeSpec worker;
+    worker.name = "worker";
+    worker.instances = 3;
+    worker.command = "true";
+    worker.resources = {64, 1, 0};
+    loom::TaskTypeSpec ps = worker;
+    ps.name = "ps";
+    ps.instances = 1;
+    ps.role = loom::TaskRole::kUntracked;
+    loom::am::AmOptions o;
+    o.spec.framework = loom::Framework::kTensorFlow;
+    o.spec.types = {worker, ps};
+    o.spec.max_missed_heartbeats = 1000000;  // no task is ever lost while fuzzing
+    o.job_dir = loom::history::JobDir(dir.string());
+    o.job_id = "job_fuzz";
+    o.secret = std::string(64, 's');
+    o.bind_address = "127.0.0.1";
+    events = std::make_unique<loom::history::EventLog>(dir.string() + "/events.jsonl");
+    am = std::make_unique<loom::am::ApplicationMaster>(o, broker, *events);
+    runner = std::thread([this] { (void)am->Run(); });
+    while (am->port() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (broker.requested() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    broker.GrantAll();
+    while (broker.launched() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::filesystem::path dir;
+  loom::cluster::FakeContainerBroker broker;
+  std::unique_ptr<loom::history::EventLog> events;
+  std::unique_ptr<loom::am::ApplicationMaster> am;
+  std::thread runner;  // left running: the fuzzer process exits without tearing the AM down
+};
+
+template <typename Req, typename Resp, typename Call>
+void Send(const uint8_t* data, size_t size, Call call) {
+  Req req;
+  if (!req.ParseFromArray(data, static_cast<int>(size))) return;
+  std::promise<void> done;
+  call(req, [&done](const loom::Status&, const Resp&) { done.set_value(); });
+  // Unanswered calls are legal (GetClusterSpec waits for the gang); don't wait for those long.
+  done.get_future().wait_for(std::chrono::milliseconds(50));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Harness* h = new Harness();
+  if (size < 1) return 0;
+  auto* am = h->am.get();
+  const uint8_t* body = data + 1;
+  size_t n = size - 1;
+  using namespace loom::control;
+  switch (data[0] % 6) {
+    case 0:
+      Send<RegisterRequest, RegisterResponse>(body, n, [am](auto& r, auto reply) { am->HandleRegister(r, reply); });
+      break;
+    case 1: {
+      // May legitimately wait for the gang: answered later or when the job ends.
+      ClusterSpecRequest req;
+      if (req.ParseFromArray(body, static_cast<int>(n))) {
+        auto keep = std::make_shared<std::promise<void>>();
+        am->HandleGetClusterSpec(req, [keep](const loom::Status&, const ClusterSpecResponse&) {});
+      }
+      break;
+    }
+    case 2:
+      Send<TaskStartedRequest, Ack>(body, n, [am](auto& r, auto reply) { am->HandleTaskStarted(r, reply); });
+      break;
+    case 3: {
+      HeartbeatRequest req;
+      HeartbeatResponse resp;
+      if (req.ParseFromArray(body, static_cast<int>(n))) (void)am->HandleHeartbeat(req, &resp);
+      break;
+    }
+    case 4:
+      Send<ExitReport, Ack>(body, n, [am](auto& r, auto reply) { am->HandleReportExit(r, reply); });
+      break;
+    case 5:
+      Send<JobStateRequest, JobStateResponse>(body, n, [am](auto& r, auto reply) { am->HandleJobState(r, reply); });
+      break;
+  }
+  return 0;
+}
