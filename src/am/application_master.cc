@@ -114,7 +114,8 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     for (const auto& [k, v] : opts_.spec.container_env) launch.env[k] = v;
     launch.env["LOOM_JOB_ID"] = opts_.job_id;
     launch.env["LOOM_TASK_ID"] = container.task.ToString();
-    launch.env["LOOM_RESTART_COUNT"] = std::to_string(attempt_);
+    launch.env["LOOM_RESTART_COUNT"] = std::to_string(attempt_ + slot->restarts);
+    if (slot->previous_port) launch.env["LOOM_PREFERRED_PORT"] = std::to_string(slot->previous_port);
     launch.env["LOOM_AM_ADDRESS"] = opts_.advertise_host + ":" + std::to_string(port_);
     launch.env["LOOM_SECRET_FILE"] = opts_.secret_file;
     launch.env["LOOM_PORT_RANGE"] = std::to_string(opts_.spec.port_low) + "-" + std::to_string(opts_.spec.port_high);
@@ -186,6 +187,7 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
     }
     std::string diagnostics = code == 0 ? "" : DescribeExit(exit.task, exit);
     if (slot->stop_requested && code != 0) diagnostics = "stopped by Loom";
+    if (code != 0 && !slot->stop_requested && MaybeRestartTask(exit.task, code, diagnostics)) return;
     auto stop = tracker_->OnTaskFinished(exit.task, code, slot->stop_requested, diagnostics);
     json extra = {{"exit_code", code}};
     if (!diagnostics.empty()) extra["diagnostics"] = diagnostics;
@@ -210,6 +212,33 @@ int64_t ApplicationMaster::NowNs() {
 void ApplicationMaster::RequestStop(TaskSlot& slot) {
   slot.stop_requested = true;
   slot.stop = true;
+}
+
+bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const std::string& diagnostics) {
+  const TaskTypeSpec* type = opts_.spec.FindType(id.type);
+  TaskSlot* slot = Slot(id);
+  if (!type || !slot || IsTerminal(tracker_->state()) || !type->Restartable(exit_code) ||
+      slot->restarts >= type->max_restarts) {
+    return false;
+  }
+  ++slot->restarts;
+  const TaskRecord* r = tracker_->Find(id);
+  slot->previous_port = r ? r->port : 0;
+  spdlog::warn("task {} failed ({}); restart {} of loom.{}.max-restarts={}", id.ToString(), diagnostics, slot->restarts,
+               id.type, type->max_restarts);
+  (void)events_.Append("TASK_RESTARTING", {{"task", id.ToString()},
+                                           {"restart", slot->restarts},
+                                           {"exit_code", exit_code},
+                                           {"diagnostics", diagnostics}});
+  slot->container.reset();
+  slot->report.reset();
+  for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task restarting"), {});
+  slot->spec_waiters.clear();
+  tracker_->RestartTask(id);
+  RecordTask(id);
+  Status s = broker_.Request({id, type->resources, type->node_label});
+  if (!s.ok()) Fail("cannot get a container to restart " + id.ToString() + ": " + s.message());
+  return true;
 }
 
 void ApplicationMaster::StopTasks(const std::vector<TaskId>& ids) {
@@ -270,6 +299,8 @@ void ApplicationMaster::StartNextAttempt() {
     slot.report.reset();
     slot.stop_requested = false;
     slot.stop = false;
+    slot.restarts = 0;
+    slot.previous_port = 0;
     slot.last_heartbeat_ns = 0;
     for (auto& waiter : slot.spec_waiters) waiter(Status::Aborted("gang restarting"), {});
     slot.spec_waiters.clear();
@@ -469,7 +500,8 @@ control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const 
   control::ClusterSpecResponse resp;
   const TaskTypeSpec* type = opts_.spec.FindType(id.type);
   resp.set_command(type ? type->command : "");
-  runtime::TaskContext ctx{id, opts_.job_id, attempt_};
+  auto it = slots_.find(id);
+  runtime::TaskContext ctx{id, opts_.job_id, attempt_ + (it == slots_.end() ? 0 : it->second.restarts)};
   auto env = runtime::BuildFrameworkEnv(opts_.spec, cluster_spec_, ctx);
   for (const auto& [k, v] : opts_.spec.execution_env) env[k] = v;
   resp.mutable_env()->insert(env.begin(), env.end());

@@ -77,6 +77,8 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
     std::optional<cluster::Container> container;
     std::optional<control::ExitReport> report;
     bool stop_requested = false;
+    int restarts = 0;        // of this task alone, under its type's restart-policy
+    int previous_port = 0;   // asked for again by a restarted task, so the cluster spec can stay
     std::vector<Reply<control::ClusterSpecResponse>> spec_waiters;
     std::atomic<int64_t> last_heartbeat_ns{0};  // steady clock
     std::atomic<int64_t> rss_bytes{0};
@@ -99,6 +101,8 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void Fail(const std::string& reason, bool retryable = true);
   // Starts the whole gang again (loom.am.retry-count): new containers, LOOM_RESTART_COUNT+1.
   void StartNextAttempt();
+  // Restarts one failed task if its type's restart-policy allows; returns whether it did.
+  bool MaybeRestartTask(const TaskId& id, int exit_code, const std::string& diagnostics);
   void AfterTransition();
   void CheckHeartbeats();
   void AnswerSpecWaiters();

@@ -72,6 +72,10 @@ std::string DescribeEvent(const json& e) {
     return when + "  gang complete: " + (e.contains("cluster_spec") ? e["cluster_spec"].dump() : "");
   }
   if (type == "JOB_FINISHED") return when + "  job " + e.value("state", "?");
+  if (type == "TASK_RESTARTING") {
+    return when + "  " + e.value("task", "?") + " failed (exit " + std::to_string(e.value("exit_code", 0)) +
+           "); restarting it alone, restart " + std::to_string(e.value("restart", 0));
+  }
   if (type == "JOB_RESTARTING") {
     return when + "  gang failed (" + e.value("reason", "") + "); restarting it, attempt " +
            std::to_string(e.value("attempt", 0) + 1);

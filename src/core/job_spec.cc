@@ -45,6 +45,15 @@ std::string Resources::ToString() const {
   return s;
 }
 
+bool TaskTypeSpec::Restartable(int exit_code) const {
+  switch (restart_policy) {
+    case RestartPolicy::kNever: return false;
+    case RestartPolicy::kOnFailure: return exit_code != 0;
+    case RestartPolicy::kExitCode: return exit_code >= 128 && exit_code <= 255;
+  }
+  return false;
+}
+
 const TaskTypeSpec* JobSpec::FindType(const std::string& n) const {
   for (const auto& t : types) {
     if (t.name == n) return &t;
@@ -240,6 +249,11 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
              : untracked.count(name) ? TaskRole::kUntracked
                                      : TaskRole::kTracked;
     t.stop_on_failure = stop_on_failure.count(name) > 0;
+    std::string policy = ToLower(GetString(conf, k + "restart-policy"));
+    t.restart_policy = policy == "on-failure" ? RestartPolicy::kOnFailure
+                       : policy == "exit-code" ? RestartPolicy::kExitCode
+                                               : RestartPolicy::kNever;
+    t.max_restarts = static_cast<int>(GetInt(conf, k + "max-restarts"));
     spec.types.push_back(std::move(t));
   }
   if (!names.empty() && spec.types.empty()) {

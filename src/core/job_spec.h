@@ -46,6 +46,13 @@ struct Resources {
   std::string ToString() const;
 };
 
+// Per-type restart of single tasks, as Kubeflow's restartPolicy.
+enum class RestartPolicy {
+  kNever,
+  kOnFailure,  // any failure
+  kExitCode,   // exit codes 128-255 (signals, OOM kills) are retried; 1-127 are permanent
+};
+
 struct TaskTypeSpec {
   std::string name;
   int instances = 0;
@@ -55,6 +62,10 @@ struct TaskTypeSpec {
   std::string node_label;
   TaskRole role = TaskRole::kTracked;
   bool stop_on_failure = false;
+  RestartPolicy restart_policy = RestartPolicy::kNever;
+  int max_restarts = 3;
+  // Whether a task of this type that ended with `exit_code` (shell convention) is restarted.
+  bool Restartable(int exit_code) const;
 };
 
 // loom.application.dependency.<type>.timeout.after.<group>: `type` may run at most `seconds`

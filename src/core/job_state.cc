@@ -89,6 +89,14 @@ std::vector<TaskId> JobTracker::LiveTasks() const {
   return out;
 }
 
+void JobTracker::RestartTask(const TaskId& id) {
+  TaskRecord* t = Mutable(id);
+  if (!t || IsTerminal(t->state) || IsTerminal(state_)) return;
+  if (t->state != TaskState::kPending && t->state != TaskState::kLaunched) ++awaiting_registration_;
+  t->state = TaskState::kPending;
+  t->port = 0;
+}
+
 std::vector<TaskId> JobTracker::Finish(JobState final_state, const std::string& reason) {
   if (IsTerminal(state_)) return {};
   state_ = final_state;

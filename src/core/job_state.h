@@ -59,6 +59,9 @@ class JobTracker {
   // Returns the tasks to stop now (untracked ones after success; everything after a failure).
   std::vector<TaskId> OnTaskFinished(const TaskId& id, int exit_code, bool stopped_by_loom,
                                      const std::string& diagnostics);
+  // A failed task gets another run of its own (its type's restart-policy): back to PENDING,
+  // and the gang waits for its registration again. Only for a task that is not terminal.
+  void RestartTask(const TaskId& id);
   // Ends the job (kill, timeout, AM error). The first final state wins; later calls are ignored.
   std::vector<TaskId> Finish(JobState final_state, const std::string& reason);
 

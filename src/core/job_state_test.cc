@@ -100,6 +100,35 @@ TEST(JobTracker, FirstFinalStateWins) {
   EXPECT_THAT(jt.diagnostics(), HasSubstr("first"));
 }
 
+TEST(JobTracker, RestartedTaskRejoinsTheGang) {
+  JobSpec spec = MakeSpec({{"worker", 2, TaskRole::kTracked, false}});
+  JobTracker jt(spec);
+  jt.OnRegistered({"worker", 0}, "h", 1);
+  EXPECT_TRUE(jt.OnRegistered({"worker", 1}, "h", 2));
+  jt.OnRunning({"worker", 1});
+  jt.RestartTask({"worker", 1});
+  EXPECT_EQ(jt.Find({"worker", 1})->state, TaskState::kPending);
+  EXPECT_FALSE(jt.GangComplete());
+  EXPECT_EQ(jt.state(), JobState::kRunning);
+  EXPECT_TRUE(jt.OnRegistered({"worker", 1}, "h", 3));  // complete again
+  jt.OnTaskFinished({"worker", 0}, 0, false, "");
+  jt.OnTaskFinished({"worker", 1}, 0, false, "");
+  EXPECT_EQ(jt.state(), JobState::kSucceeded);
+}
+
+TEST(RestartPolicy, ExitCodePolicyRetriesOnlySignalsAndHighCodes) {
+  TaskTypeSpec t;
+  EXPECT_FALSE(t.Restartable(1));
+  t.restart_policy = RestartPolicy::kOnFailure;
+  EXPECT_TRUE(t.Restartable(1));
+  EXPECT_FALSE(t.Restartable(0));
+  t.restart_policy = RestartPolicy::kExitCode;
+  EXPECT_FALSE(t.Restartable(3));
+  EXPECT_FALSE(t.Restartable(127));
+  EXPECT_TRUE(t.Restartable(137));
+  EXPECT_TRUE(t.Restartable(255));
+}
+
 TEST(JobTracker, KillStopsEverything) {
   JobSpec spec = MakeSpec({{"worker", 2, TaskRole::kTracked, false}});
   JobTracker jt(spec);

@@ -36,7 +36,7 @@ std::pair<int, int> EphemeralPortRange() {
   return {32768, 60999};
 }
 
-Result<ReservedPort> ReservedPort::Reserve(int low, int high) {
+Result<ReservedPort> ReservedPort::Reserve(int low, int high, int preferred) {
   auto [eph_lo, eph_hi] = EphemeralPortRange();
   std::vector<int> candidates;
   for (int p = low; p <= high; ++p) {
@@ -50,6 +50,7 @@ Result<ReservedPort> ReservedPort::Reserve(int low, int high) {
   (void)!::getrandom(&seed, sizeof(seed), 0);
   std::mt19937_64 rng(seed ^ static_cast<uint64_t>(::getpid()));
   std::shuffle(candidates.begin(), candidates.end(), rng);
+  if (preferred > 0 && preferred <= 65535) candidates.insert(candidates.begin(), preferred);
   for (int p : candidates) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Status::FromErrno("socket", errno);

@@ -33,7 +33,8 @@ class ReservedPort {
 
   // Binds a free port in [low, high], skipping the ephemeral range; random order, so
   // concurrent executors on one host rarely collide (and retry when they do).
-  static Result<ReservedPort> Reserve(int low, int high);
+  // `preferred` (a restarted task's old port) is tried first, so its address can stay the same.
+  static Result<ReservedPort> Reserve(int low, int high, int preferred = 0);
 
  private:
   int fd_ = -1;

@@ -122,7 +122,11 @@ Status TaskExecutor::Init() {
       high = static_cast<int>(*ParseInt(parts[1]));
     }
   }
-  LOOM_ASSIGN_OR_RETURN(port_, ReservedPort::Reserve(low, high));
+  int preferred = 0;
+  if (auto it = env_.find("LOOM_PREFERRED_PORT"); it != env_.end()) {
+    if (auto p = ParseInt(it->second); p.ok()) preferred = static_cast<int>(*p);
+  }
+  LOOM_ASSIGN_OR_RETURN(port_, ReservedPort::Reserve(low, high, preferred));
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
   stub_ = control::Control::NewStub(grpc::CreateCustomChannel(am, grpc::InsecureChannelCredentials(), args));
@@ -297,7 +301,8 @@ Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) 
   if (o.argv.empty()) o.argv = {"/bin/sh", "-c", cmd};
   o.env = env_;
   // The executor's own wiring is not the user's business, and the secret path least of all.
-  for (const char* k : {"LOOM_AM_ADDRESS", "LOOM_SECRET_FILE", "LOOM_PORT_RANGE", "LOOM_MEMORY_ENFORCED_BY"}) {
+  for (const char* k : {"LOOM_AM_ADDRESS", "LOOM_SECRET_FILE", "LOOM_PORT_RANGE", "LOOM_MEMORY_ENFORCED_BY",
+                        "LOOM_PREFERRED_PORT"}) {
     o.env.erase(k);
   }
   o.env.erase("MALLOC_ARENA_MAX");  // TonY#346

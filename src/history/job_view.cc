@@ -53,6 +53,8 @@ void JobView::ApplyChecked(const json& e) {
     if (t->state == "SUCCEEDED" || t->state == "FAILED" || t->state == "KILLED" || t->state == "LOST") {
       t->finished_ms = ts;
     }
+  } else if (type == "TASK_RESTARTING") {
+    FindTask(e.value("task", "?"))->restarts = e.value("restart", 0);
   } else if (type == "JOB_RESTARTING") {
     attempt = e.value("attempt", attempt);
     for (auto& t : tasks) t = TaskView{t.id};  // a new attempt starts every task afresh

@@ -21,6 +21,7 @@ struct TaskView {
   int64_t peak_rss_bytes = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
+  int restarts = 0;  // of this task alone (its type's restart-policy)
 };
 
 struct JobView {

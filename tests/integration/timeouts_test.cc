@@ -102,5 +102,44 @@ TEST(FaultHooks, CrashedAmFailsTheJob) {
   EXPECT_THAT(o.view.diagnostics, HasSubstr("ApplicationMaster exited unexpectedly"));
 }
 
+// A worker that fails on its first run with `code`, and succeeds when restarted.
+std::vector<std::string> FlakyWorker(const std::string& policy, int code) {
+  return {"--conf", "loom.worker.instances=2", "--conf", "loom.worker.restart-policy=" + policy, "--conf",
+          "loom.worker.max-restarts=2", "--conf",
+          "loom.worker.command=/bin/sh -c 'if [ \"$TASK_INDEX\" = 1 ] && [ \"$LOOM_RESTART_COUNT\" = 0 ]; then "
+          "echo boom >&2; exit " + std::to_string(code) + "; fi; echo ran restart=$LOOM_RESTART_COUNT port=$MASTER_PORT'",
+          "--conf", "loom.application.framework=pytorch"};
+}
+
+TEST(RestartPolicy, OnFailureRestartsTheTaskAlone) {
+  MiniLoom loom;
+  Outcome o = RunJob(loom, FlakyWorker("on-failure", 3));
+  EXPECT_EQ(o.result.exit_code, 0) << o.result.out;
+  EXPECT_THAT(o.result.out, ::testing::HasSubstr("worker:1 failed (exit 3); restarting it alone, restart 1"));
+  std::string id = loom.OnlyJobId();
+  EXPECT_THAT(loom.TaskOutput(id, {"worker", 1}), HasSubstr("ran restart=1"));
+  EXPECT_THAT(loom.TaskOutput(id, {"worker", 0}), HasSubstr("ran restart=0"));
+  EXPECT_EQ(o.view.attempt, 0);  // no gang restart
+}
+
+TEST(RestartPolicy, ExitCodePolicyTreatsLowCodesAsPermanent) {
+  MiniLoom permanent;
+  Outcome p = RunJob(permanent, FlakyWorker("exit-code", 3));
+  EXPECT_EQ(p.result.exit_code, 1);
+  EXPECT_THAT(p.view.diagnostics, HasSubstr("task worker:1 failed: exit code 3"));
+  MiniLoom retried;
+  Outcome r = RunJob(retried, FlakyWorker("exit-code", 137));
+  EXPECT_EQ(r.result.exit_code, 0) << r.result.out;
+}
+
+TEST(RestartPolicy, RestartsAreBounded) {
+  MiniLoom loom;
+  Outcome o = RunJob(loom, {"--conf", "loom.worker.instances=1", "--conf", "loom.worker.restart-policy=on-failure",
+                            "--conf", "loom.worker.max-restarts=2", "--conf", "loom.worker.command=/bin/sh -c 'exit 5'"});
+  EXPECT_EQ(o.result.exit_code, 1);
+  EXPECT_THAT(o.result.out, HasSubstr("restart 2"));
+  EXPECT_THAT(o.result.out, ::testing::Not(HasSubstr("restart 3")));
+}
+
 }  // namespace
 }  // namespace loom::testing

@@ -41,6 +41,10 @@ const std::vector<KeyInfo>& TaskTypeAttributes() {
       {"placement-spec", VT::kString, "", "YARN placement constraint for this type."},
       {"allocation-tags", VT::kString, "", "YARN allocation tags for this type."},
       {"depends-on", VT::kList, "", "Accepted for TonY compatibility; TonY never reads it either."},
+      {"restart-policy", VT::kEnum, "never",
+       "Restart a failed task of this type alone: never, on-failure, or exit-code (1-127 permanent, 128-255 retried).",
+       {"never", "on-failure", "exit-code"}},
+      {"max-restarts", VT::kNonNegative, "3", "Restarts per task of this type under its restart-policy."},
   };
   return kAttrs;
 }
