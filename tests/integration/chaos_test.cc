@@ -54,16 +54,8 @@ TEST(Chaos, RandomKillsAndStopsEndEveryJobCleanly) {
          "loom.task.max-missed-heartbeats=10", "--conf", "loom.task.stop-grace-ms=500", "--conf",
          "loom.task.executor.execution-timeout-ms=8000", "--conf", "loom.application.timeout=20000"},
         "submit");
-    std::string id;
-    ASSERT_TRUE(MiniLoom::Eventually(
-        [&] {
-          auto ids = loom.JobIds();
-          if (ids.empty()) return false;
-          id = ids[0];
-          auto v = loom.View(id);
-          return v.tasks.size() == 2 && v.tasks[0].state == "RUNNING" && v.tasks[1].state == "RUNNING";
-        },
-        30s));
+    std::string id = loom.WaitUntilRunning(2, 30s);
+    ASSERT_FALSE(id.empty());
     std::this_thread::sleep_for(delay);
     pid_t pid = FindPid(loom, id, victim, task);
     ASSERT_GT(pid, 1);

@@ -82,18 +82,8 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
                                             {"--task_params", "--spawn-child", "--conf", "loom.worker.instances=2",
                                              "--conf", "loom.ps.instances=1", "--conf", "loom.task.stop-grace-ms=1000"}),
                                  "submit");
-  std::string id;
-  ASSERT_TRUE(MiniLoom::Eventually(
-      [&] {
-        auto ids = loom.JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        auto view = loom.View(id);
-        int running = 0;
-        for (const auto& t : view.tasks) running += t.state == "RUNNING";
-        return running == 3;
-      },
-      30s));
+  std::string id = loom.WaitUntilRunning(3, 30s);
+  ASSERT_FALSE(id.empty());
   // Each task runs python plus a child: AM + 3 executors + 6 user processes.
   ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 10; }, 10s))
       << MiniLoom::JobProcesses(id).size();
@@ -113,16 +103,8 @@ TEST(LocalJob, InterruptingSubmitKillsTheJob) {
   Subprocess submit = loom.Start(
       SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=2", "--conf", "loom.task.stop-grace-ms=500"}),
       "submit");
-  std::string id;
-  ASSERT_TRUE(MiniLoom::Eventually(
-      [&] {
-        auto ids = loom.JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        auto v = loom.View(id);
-        return v.tasks.size() == 2 && v.tasks[0].state == "RUNNING" && v.tasks[1].state == "RUNNING";
-      },
-      30s));
+  std::string id = loom.WaitUntilRunning(2, 30s);
+  ASSERT_FALSE(id.empty());
   ::kill(submit.pid(), SIGINT);
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1);
@@ -235,16 +217,8 @@ TEST(LocalJob, ExecutorsStopTheirTasksWhenTheAmIsLost) {
                                              "--conf", "loom.task.heartbeat-interval-ms=100", "--conf",
                                              "loom.task.max-missed-heartbeats=5", "--conf", "loom.task.stop-grace-ms=500"}),
                                  "submit");
-  std::string id;
-  ASSERT_TRUE(MiniLoom::Eventually(
-      [&] {
-        auto ids = loom.JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        auto v = loom.View(id);
-        return v.tasks.size() == 2 && v.tasks[0].state == "RUNNING" && v.tasks[1].state == "RUNNING";
-      },
-      30s));
+  std::string id = loom.WaitUntilRunning(2, 30s);
+  ASSERT_FALSE(id.empty());
   auto am_pid = std::stoi(ReadFile(loom.Dir(id).am_pid()).value_or("0"));
   ASSERT_GT(am_pid, 1);
   // A hung AM: alive, connected, silent. Its executors give up on it and take their tasks

@@ -100,6 +100,22 @@ class MiniLoom {
   std::string TaskOutput(const std::string& id, const TaskId& task, bool err = false) const {
     return ReadFile(err ? Dir(id).task_stderr(task) : Dir(id).task_stdout(task)).value_or("");
   }
+  // Waits until the (only) job has `tasks` tasks, all RUNNING; returns its id, "" on timeout.
+  std::string WaitUntilRunning(size_t tasks, std::chrono::milliseconds timeout) const {
+    std::string id;
+    bool ok = Eventually(
+        [&] {
+          auto ids = JobIds();
+          if (ids.empty()) return false;
+          id = ids[0];
+          auto v = View(id);
+          return v.tasks.size() == tasks &&
+                 std::all_of(v.tasks.begin(), v.tasks.end(), [](const auto& t) { return t.state == "RUNNING"; });
+        },
+        timeout);
+    return ok ? id : "";
+  }
+
   // Processes of the job still alive, found by the marker every Loom process carries.
   static std::vector<pid_t> JobProcesses(const std::string& id) { return FindProcessesWithEnv("LOOM_JOB_ID=" + id); }
 
