@@ -232,8 +232,17 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     t.resources = {GetMemoryMib(conf, k + "memory"), static_cast<int>(GetInt(conf, k + "vcores")),
                    static_cast<int>(GetInt(conf, k + "gpus"))};
     t.node_label = GetString(conf, k + "node-label");
-    t.extra_files = GetList(conf, k + "resources");
-    for (auto& f : GetList(conf, "loom.containers.resources")) t.extra_files.push_back(f);
+    // TonY's src[::name][#archive]: the src part is a path on the submitting host.
+    for (const std::string& f : GetList(conf, k + "resources")) t.extra_files.push_back(f);
+    for (const std::string& f : GetList(conf, "loom.containers.resources")) t.extra_files.push_back(f);
+    for (std::string& f : t.extra_files) {
+      size_t end = std::min(f.find("::"), f.find('#'));
+      std::string src = f.substr(0, end);
+      if (check_files && !PathExists(resolve(src))) {
+        problems.push_back(k + "resources: " + src + " does not exist");
+      }
+      f = resolve(src) + (end == std::string::npos ? "" : f.substr(end));
+    }
     int64_t max_instances = GetInt(conf, k + "max-instances");
     if (max_instances >= 0 && t.instances > max_instances) {
       problems.push_back(k + "instances=" + std::to_string(t.instances) + " exceeds " + k +

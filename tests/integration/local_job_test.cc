@@ -195,6 +195,22 @@ TEST(LocalJob, ExecutionTimeoutStopsTheTask) {
   EXPECT_THAT(r.out, HasSubstr("execution timeout"));
 }
 
+TEST(LocalJob, ResourcesAreShippedIntoEachTask) {
+  MiniLoom loom;
+  std::string data = loom.home() + "/vocab.txt";
+  WriteFileAtomic(data, "hello resources\n").ok();
+  RunResult r = loom.Run({"submit", "--conf", "loom.worker.instances=2", "--conf",
+                          "tony.worker.resources=" + data + "::words.txt", "--conf",
+                          "loom.worker.command=cat words.txt"});
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(loom.TaskOutput(id, {"worker", 1}), "hello resources\n");
+  RunResult missing = loom.Run({"submit", "--conf", "loom.worker.instances=1", "--conf",
+                                "loom.worker.resources=/nonexistent/x.bin", "--conf", "loom.worker.command=true"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("loom.worker.resources: /nonexistent/x.bin does not exist"));
+}
+
 TEST(LocalJob, GpusArePinnedPerTask) {
   MiniLoom loom;
   // No GPU here: loom.local.gpus declares two, which is all the local backend needs to pin them.
