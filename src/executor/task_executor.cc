@@ -334,7 +334,7 @@ int TaskExecutor::Supervise() {
   const bool watchdog = env_["LOOM_MEMORY_ENFORCED_BY"] == "watchdog" && params_.memory_limit_bytes() > 0;
   std::optional<Clock::time_point> exec_deadline;
   if (params_.execution_timeout_ms() > 0) exec_deadline = Clock::now() + milliseconds(params_.execution_timeout_ms());
-  bool terminating = false;
+  bool terminating = false, killed_for_memory = false;
   auto terminate = [&](const std::string& reason) {
     if (terminating) return;
     terminating = true;
@@ -344,9 +344,10 @@ int TaskExecutor::Supervise() {
   };
 
   while (!user_exit_) {
-    int timeout = 500;
+    // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the RSS
+    // sampling and the execution deadline.
     pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    ::poll(fds, 2, timeout);
+    ::poll(fds, 2, 500);
     if (fds[1].revents & POLLIN) {
       uint64_t v;
       (void)!::read(wake_fd_, &v, sizeof(v));
@@ -363,13 +364,13 @@ int TaskExecutor::Supervise() {
     int64_t rss = ProcessGroupRssBytes(pgid);
     rss_for_heartbeat_ = rss;
     peak_rss_ = std::max(peak_rss_, rss);
-    if (watchdog && rss > params_.memory_limit_bytes()) {
-      terminating = false;  // memory is urgent: no grace
+    if (watchdog && rss > params_.memory_limit_bytes() && !killed_for_memory) {
+      // Memory is urgent: no grace, even if a gentler stop is already under way.
+      killed_for_memory = terminating = true;
       stop_reason_ = "memory limit exceeded: RSS " + std::to_string(rss >> 20) + " MiB > " +
                      std::to_string(params_.memory_limit_bytes() >> 20) + " MiB";
       spdlog::warn("{}", stop_reason_);
       ::kill(-pgid, SIGKILL);
-      terminating = true;
     }
   }
   // The main process is gone; whatever it left in its group goes too.

@@ -211,6 +211,30 @@ TEST(LocalJob, ResourcesAreShippedIntoEachTask) {
   EXPECT_THAT(missing.err, HasSubstr("loom.worker.resources: /nonexistent/x.bin does not exist"));
 }
 
+TEST(LocalJob, PythonVenvZipIsUnzippedInEveryTask) {
+  MiniLoom loom;
+  // A stand-in environment: bin/python announces itself, then runs the system's python.
+  std::string venv = loom.home() + "/venv";
+  std::filesystem::create_directories(venv + "/bin");
+  WriteFileAtomic(venv + "/bin/python", "#!/bin/sh\necho \"from the venv\" >&2\nexec /usr/bin/python3 \"$@\"\n", 0755).ok();
+  SpawnOptions zip;
+  zip.argv = {"zip", "-q", "-r", loom.home() + "/venv.zip", "bin"};
+  zip.env = CurrentEnvironment();
+  zip.cwd = venv;
+  auto z = Subprocess::Spawn(zip);
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  ASSERT_TRUE(z->Wait()->success());
+  RunResult r = loom.Run({"submit", "--src_dir", MiniLoom::Source(kScripts), "--executes", "check_torch_env.py",
+                          "--python_venv", loom.home() + "/venv.zip", "--python_binary_path", "bin/python", "--conf",
+                          "loom.worker.instances=2", "--conf", "loom.application.framework=pytorch"});
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(loom.TaskOutput(id, {"worker", i}, true), HasSubstr("from the venv"));
+    EXPECT_TRUE(PathExists(loom.Dir(id).task_work({"worker", i}) + "/venv/bin/python"));
+  }
+}
+
 TEST(LocalJob, GpusArePinnedPerTask) {
   MiniLoom loom;
   // No GPU here: loom.local.gpus declares two, which is all the local backend needs to pin them.
