@@ -7,7 +7,8 @@
 // runs and writes the final status once.
 //
 // Threading: all job state lives on one EventLoop thread. gRPC handlers and broker callbacks
-// only post closures onto it; RequestKill() is safe from any thread (a signal thread).
+// only post closures onto it, except heartbeats, which touch per-task atomics only;
+// RequestKill() is safe from any thread (a signal thread).
 
 #include <atomic>
 #include <chrono>
