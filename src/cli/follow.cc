@@ -150,7 +150,7 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
       }
       std::fprintf(stderr, "\nloom: %s; killing job %s\n", killing ? "killing again" : "interrupted", view.id.c_str());
       killing = true;
-      (void)submitter.Kill(dir, std::chrono::milliseconds(5000));
+      (void)submitter.Kill(dir, std::chrono::milliseconds(10000));
     }
     if (am_fd >= 0 && (fds[2].revents & POLLIN)) {
       // The AM has exited; its status.json (if it wrote one) is already on disk.
@@ -163,7 +163,7 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
       am_hung = true;
       std::fprintf(stderr, "loom: the AM has not answered for %lld ms; killing it\n",
                    static_cast<long long>(am_silence_limit.count()));
-      KillProcessesWithEnv("LOOM_JOB_ID=" + view.id);
+      (void)submitter.Kill(dir, std::chrono::milliseconds(0));
     }
     if (am_gone_at && !PathExists(dir.status())) {
       std::string why = killing ? "killed; the AM ended before writing a final status"
@@ -172,8 +172,8 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
                                   : "the ApplicationMaster exited unexpectedly; see " + dir.am_log();
       (void)history::WriteFinalStatus(dir, {{"job_id", view.id}, {"state", killing ? "KILLED" : "FAILED"},
                                             {"diagnostics", why}, {"finished_ms", history::NowMillis()}});
-      // Its tasks carry the job's marker: none may outlive it.
-      KillProcessesWithEnv("LOOM_JOB_ID=" + view.id);
+      // None of its tasks may outlive it.
+      (void)submitter.Kill(dir, std::chrono::milliseconds(0));
     }
   }
   // The job is over only when its AM is gone too: wait for it (it is stopping its last
@@ -182,7 +182,7 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
     pollfd pfd{am_fd, POLLIN, 0};
     if (::poll(&pfd, 1, 10000) == 0) {
       std::fprintf(stderr, "loom: the AM did not exit after the job ended; killing it\n");
-      KillProcessesWithEnv("LOOM_JOB_ID=" + view.id);
+      (void)submitter.Kill(dir, std::chrono::milliseconds(0));
     }
   }
   auto final_view = history::LoadJobView(dir);

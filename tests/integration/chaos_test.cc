@@ -9,6 +9,7 @@
 
 #include <gmock/gmock.h>
 
+#include "cluster/local/cgroup.h"
 #include "history/event_log.h"
 #include "mini_loom.h"
 
@@ -70,6 +71,11 @@ TEST(Chaos, RandomKillsAndStopsEndEveryJobCleanly) {
     // Nothing of the job survives: not the AM, executors, workers nor their children.
     EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
         << MiniLoom::JobProcesses(id).size() << " processes left; " << view.diagnostics;
+    // ... nor its cgroups, whoever had to clean up (the AM, or the client after the AM died).
+    if (auto self = cluster::local::TaskCgroup::WritableSelfCgroup()) {
+      EXPECT_TRUE(MiniLoom::Eventually([&] { return !PathExists(*self + "/loom/" + id); }, 3s))
+          << "cgroups left under " << *self << "/loom/" << id;
+    }
     if (sig == SIGSTOP) ::kill(pid, SIGCONT);  // harmless if it is gone
     std::printf("chaos job %2d: %-7s to %-8s after %4lld ms -> %s in %lld ms: %s\n", job, SignalName(sig).c_str(),
                 Name(victim), static_cast<long long>(delay.count()), view.state.c_str(),

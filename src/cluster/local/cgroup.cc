@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -117,6 +118,20 @@ void RemoveEmptyCgroupTree(const std::string& relative) {
     if (::rmdir((*self + "/" + Join(parts, "/")).c_str()) != 0) return;
     parts.pop_back();
   }
+}
+
+void KillAndRemoveCgroupTree(const std::string& relative) {
+  auto self = TaskCgroup::WritableSelfCgroup();
+  if (!self) return;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(*self + "/" + relative, ec)) {
+    if (!entry.is_directory()) continue;
+    TaskCgroup task;
+    task.path_ = entry.path().string();
+    task.KillAll();
+    (void)task.Remove();
+  }
+  RemoveEmptyCgroupTree(relative);
 }
 
 }  // namespace loom::cluster::local

@@ -34,11 +34,16 @@ class TaskCgroup {
   int64_t OomKills() const;
 
  private:
+  friend void KillAndRemoveCgroupTree(const std::string& relative);
   std::string path_;
   bool memory_enforced_ = false;
 };
 
 // Removes empty cgroup directories from `<self cgroup>/<relative>` upward to the self cgroup.
 void RemoveEmptyCgroupTree(const std::string& relative);
+
+// Kills whatever is left in every task group under `<self cgroup>/<relative>` and removes the
+// groups: the clean-up for a job whose AM died before it could do it.
+void KillAndRemoveCgroupTree(const std::string& relative);
 
 }  // namespace loom::cluster::local

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "cluster/local/cgroup.h"
 #include "control/auth.h"
 #include "core/files.h"
 #include "core/strings.h"
@@ -52,7 +53,7 @@ Status LocalJobSubmitter::Kill(const history::JobDir& dir, std::chrono::millisec
   std::optional<pid_t> pid = LiveAmPid(dir);
   if (pid) {
     ::kill(*pid, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + grace + std::chrono::seconds(5);
+    auto deadline = std::chrono::steady_clock::now() + grace;
     while (ProcessAlive(*pid) && std::chrono::steady_clock::now() < deadline) {
       if (am_ && am_->pid() == *pid) {
         int wstatus;
@@ -65,8 +66,9 @@ Status LocalJobSubmitter::Kill(const history::JobDir& dir, std::chrono::millisec
     }
   }
   // Whatever is left of the job (an AM that ignored SIGTERM, or tasks of an AM that died
-  // before it could stop them) carries the job's marker.
+  // before it could stop them) carries the job's marker, and its task cgroups go too.
   KillProcessesWithEnv("LOOM_JOB_ID=" + dir.job_id());
+  KillAndRemoveCgroupTree("loom/" + dir.job_id());
   return Status::Ok();
 }
 
