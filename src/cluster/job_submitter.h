@@ -21,8 +21,6 @@ class JobSubmitter {
   // Ends the job: its AM stops every task. Returns once the AM is gone or `grace` passed; then
   // whatever is left of the job (processes, cgroups) is removed by force.
   virtual Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace) = 0;
-  // Whether the AM of the job is still alive.
-  virtual bool AmAlive(const history::JobDir& dir) const = 0;
 };
 
 }  // namespace loom::cluster

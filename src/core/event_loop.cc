@@ -18,16 +18,6 @@ EventLoop::TimerId EventLoop::PostAfter(std::chrono::milliseconds delay, std::fu
   return id;
 }
 
-void EventLoop::Cancel(TimerId id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = timers_.begin(); it != timers_.end(); ++it) {
-    if (it->second.first == id) {
-      timers_.erase(it);
-      return;
-    }
-  }
-}
-
 void EventLoop::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopped_) {

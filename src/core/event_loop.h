@@ -20,7 +20,6 @@ class EventLoop {
 
   void Post(std::function<void()> fn);
   TimerId PostAfter(std::chrono::milliseconds delay, std::function<void()> fn);
-  void Cancel(TimerId id);
   // Runs until Stop(); returns after the closure that called Stop() finishes.
   void Run();
   // After Run() returned: runs the closures still queued (not the timers), so that nothing

@@ -55,6 +55,8 @@ class TaskExecutor {
   void Wake();
   // Drains the signalfd; returns the first terminating signal seen (0 if none).
   int DrainSignals();
+  // Waits up to `timeout_ms` for a signal or a Wake(); returns the terminating signal, if any.
+  int WaitForEvent(int timeout_ms);
   void ReapChildren();
   void AttachSecret(grpc::ClientContext& ctx) const { ctx.AddMetadata(control::kSecretMetadataKey, secret_); }
   control::TaskRef Ref() const;
@@ -239,6 +241,16 @@ int TaskExecutor::DrainSignals() {
   return terminating;
 }
 
+int TaskExecutor::WaitForEvent(int timeout_ms) {
+  pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  ::poll(fds, 2, timeout_ms);
+  if (fds[1].revents & POLLIN) {
+    uint64_t v;
+    (void)!::read(wake_fd_, &v, sizeof(v));
+  }
+  return DrainSignals();
+}
+
 void TaskExecutor::ReapChildren() {
   // We are a subreaper: orphans of the user process land here and are reaped too.
   int wstatus;
@@ -268,13 +280,7 @@ Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSp
   });
   bool cancelled = false;
   while (!done) {
-    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    ::poll(fds, 2, 1000);
-    if (fds[1].revents & POLLIN) {
-      uint64_t v;
-      (void)!::read(wake_fd_, &v, sizeof(v));
-    }
-    int sig = (fds[0].revents & POLLIN) ? DrainSignals() : 0;
+    int sig = WaitForEvent(1000);
     if ((sig || am_lost_ || am_wants_stop_) && !cancelled) {
       stop_reason_ = sig ? "stopped by " + SignalName(sig) + " while waiting for the gang"
                          : am_lost_ ? "AM lost while waiting for the gang" : "stopped by the AM";
@@ -346,13 +352,7 @@ int TaskExecutor::Supervise() {
   while (!user_exit_) {
     // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the RSS
     // sampling and the execution deadline.
-    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    ::poll(fds, 2, 500);
-    if (fds[1].revents & POLLIN) {
-      uint64_t v;
-      (void)!::read(wake_fd_, &v, sizeof(v));
-    }
-    int sig = DrainSignals();
+    int sig = WaitForEvent(500);
     if (user_exit_) break;
     if (sig) terminate("stopped by " + SignalName(sig));
     if (am_wants_stop_) terminate("stopped by the AM");

@@ -69,13 +69,6 @@ Result<TaskCgroup> TaskCgroup::Create(const std::string& relative, int64_t memor
   return cg;
 }
 
-bool TaskCgroup::Populated() const {
-  auto events = ReadFile(path_ + "/cgroup.events");
-  if (events.ok()) return events->find("populated 1") != std::string::npos;
-  auto procs = ReadFile(procs_path());
-  return procs.ok() && !Trim(*procs).empty();
-}
-
 void TaskCgroup::KillAll() const {
   if (WriteSmall(path_ + "/cgroup.kill", "1")) return;
   // Kernels before 5.14: kill the members one by one until none is left.

@@ -24,7 +24,6 @@ class TaskCgroup {
   const std::string& path() const { return path_; }
   std::string procs_path() const { return path_ + "/cgroup.procs"; }
   bool memory_enforced() const { return memory_enforced_; }
-  bool Populated() const;
   // SIGKILLs every process in the group (cgroup.kill, or one by one on older kernels).
   void KillAll() const;
   // Removes the group once it is empty; waits up to 2 s for the kernel to drain it.

@@ -47,8 +47,6 @@ std::optional<pid_t> LocalJobSubmitter::LiveAmPid(const history::JobDir& dir) {
   return std::nullopt;
 }
 
-bool LocalJobSubmitter::AmAlive(const history::JobDir& dir) const { return LiveAmPid(dir).has_value(); }
-
 Status LocalJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseconds grace) {
   std::optional<pid_t> pid = LiveAmPid(dir);
   if (pid) {

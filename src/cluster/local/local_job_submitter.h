@@ -20,7 +20,6 @@ class LocalJobSubmitter : public JobSubmitter {
   Status CheckFits(const JobSpec& spec) const override { return inventory_.CheckFits(spec); }
   Status Submit(const history::JobDir& dir) override;
   Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace) override;
-  bool AmAlive(const history::JobDir& dir) const override;
 
   // The AM's pid for `dir`, if it is alive and really that job's AM (not a recycled pid).
   static std::optional<pid_t> LiveAmPid(const history::JobDir& dir);
