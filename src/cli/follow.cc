@@ -59,26 +59,26 @@ class EventTail {
 
 std::string DescribeEvent(const json& e) {
   std::string type = e.value("event", "");
-  std::string when = ClockTime(e.value("ts", int64_t{0}));
+  std::string when = ClockTime(history::EventMillis(e, "ts", 0));
   if (type == "TASK_STATE") {
     std::string line = when + "  " + e.value("task", "?") + " " + e.value("state", "?");
     if (e.contains("address")) line += " " + e.value("address", "");
-    if (e.contains("exit_code") && e.value("state", "") != "SUCCEEDED") line += " exit " + std::to_string(e.value("exit_code", 0));
+    if (e.contains("exit_code") && e.value("state", "") != "SUCCEEDED") line += " exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics") && e.value("state", "") == "FAILED") line += "\n    " + e.value("diagnostics", "");
     return line;
   }
-  if (type == "AM_STARTED") return when + "  AM started (pid " + std::to_string(e.value("pid", 0)) + ", " + e.value("address", "") + ")";
+  if (type == "AM_STARTED") return when + "  AM started (pid " + std::to_string(history::EventInt(e, "pid", 0, 0, 1 << 30)) + ", " + e.value("address", "") + ")";
   if (type == "GANG_COMPLETE") {
     return when + "  gang complete: " + (e.contains("cluster_spec") ? e["cluster_spec"].dump() : "");
   }
   if (type == "JOB_FINISHED") return when + "  job " + e.value("state", "?");
   if (type == "TASK_RESTARTING") {
-    return when + "  " + e.value("task", "?") + " failed (exit " + std::to_string(e.value("exit_code", 0)) +
-           "); restarting it alone, restart " + std::to_string(e.value("restart", 0));
+    return when + "  " + e.value("task", "?") + " failed (exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255)) +
+           "); restarting it alone, restart " + std::to_string(history::EventInt(e, "restart", 0, 0, 1 << 20));
   }
   if (type == "JOB_RESTARTING") {
     return when + "  gang failed (" + e.value("reason", "") + "); restarting it, attempt " +
-           std::to_string(e.value("attempt", 0) + 1);
+           std::to_string(history::EventInt(e, "attempt", 0, 0, 1 << 20) + 1);
   }
   if (type == "JOB_SUBMITTED") return when + "  submitted";
   return when + "  " + type;

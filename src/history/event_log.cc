@@ -51,4 +51,20 @@ std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped) {
   return out;
 }
 
+int64_t EventInt(const nlohmann::json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return fallback;
+  if (it->is_number_unsigned()) {
+    uint64_t u = it->get<uint64_t>();
+    return hi >= 0 && u <= static_cast<uint64_t>(hi) && static_cast<int64_t>(u) >= lo ? static_cast<int64_t>(u) : fallback;
+  }
+  int64_t v = it->get<int64_t>();
+  return v >= lo && v <= hi ? v : fallback;
+}
+
+int64_t EventMillis(const nlohmann::json& j, const char* key, int64_t fallback) {
+  return EventInt(j, key, fallback, 0, int64_t{1} << 50);
+}
+
 }  // namespace loom::history

@@ -34,4 +34,11 @@ class EventLog {
 // Reads every complete event; malformed lines are skipped (and counted in `skipped`).
 std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped = nullptr);
 
+// Reads an integer field of an event (or any JSON read from a file): anything but an integer in
+// [lo, hi] gives `fallback`. Converting a float such as 4.9e79 is undefined behaviour, and a
+// timestamp far out of range would overflow the durations computed from it.
+int64_t EventInt(const nlohmann::json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi);
+// A timestamp or duration in milliseconds: [0, 2^50], about the year 37000.
+int64_t EventMillis(const nlohmann::json& j, const char* key, int64_t fallback);
+
 }  // namespace loom::history

@@ -31,7 +31,7 @@ void JobView::Apply(const json& e) {
 void JobView::ApplyChecked(const json& e) {
   if (!e.is_object()) return;
   std::string type = e.value("event", "");
-  int64_t ts = e.value("ts", int64_t{0});
+  int64_t ts = EventMillis(e, "ts", 0);
   if (type == "JOB_SUBMITTED") {
     id = e.value("job_id", id);
     name = e.value("name", name);
@@ -46,17 +46,17 @@ void JobView::ApplyChecked(const json& e) {
     TaskView* t = FindTask(e.value("task", "?"));
     t->state = e.value("state", t->state);
     if (e.contains("address")) t->address = e.value("address", "");
-    if (e.contains("exit_code")) t->exit_code = e.value("exit_code", 0);
+    if (e.contains("exit_code")) t->exit_code = static_cast<int>(EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics")) t->diagnostics = e.value("diagnostics", "");
-    if (e.contains("peak_rss_bytes")) t->peak_rss_bytes = e.value("peak_rss_bytes", int64_t{0});
+    if (e.contains("peak_rss_bytes")) t->peak_rss_bytes = EventInt(e, "peak_rss_bytes", 0, 0, int64_t{1} << 60);
     if (t->state == "RUNNING") t->started_ms = ts;
     if (t->state == "SUCCEEDED" || t->state == "FAILED" || t->state == "KILLED" || t->state == "LOST") {
       t->finished_ms = ts;
     }
   } else if (type == "TASK_RESTARTING") {
-    FindTask(e.value("task", "?"))->restarts = e.value("restart", 0);
+    FindTask(e.value("task", "?"))->restarts = static_cast<int>(EventInt(e, "restart", 0, 0, 1 << 20));
   } else if (type == "JOB_RESTARTING") {
-    attempt = e.value("attempt", attempt);
+    attempt = static_cast<int>(EventInt(e, "attempt", attempt, 0, 1 << 20));
     for (auto& t : tasks) t = TaskView{t.id};  // a new attempt starts every task afresh
   } else if (type == "JOB_FINISHED") {
     state = e.value("state", state);
@@ -74,7 +74,7 @@ Result<JobView> LoadJobView(const JobDir& dir) {
       json j = json::parse(*text);
       view.name = j.value("name", "");
       view.backend = j.value("backend", "");
-      view.submitted_ms = j.value("submitted_ms", int64_t{0});
+      view.submitted_ms = EventMillis(j, "submitted_ms", 0);
     } catch (const json::exception&) {
     }
   }
@@ -84,7 +84,7 @@ Result<JobView> LoadJobView(const JobDir& dir) {
       json s = json::parse(*text);
       view.state = s.value("state", view.state);
       view.diagnostics = s.value("diagnostics", view.diagnostics);
-      view.finished_ms = s.value("finished_ms", view.finished_ms);
+      view.finished_ms = EventMillis(s, "finished_ms", view.finished_ms);
       view.final = true;
     } catch (const json::exception&) {
     }

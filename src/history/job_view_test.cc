@@ -43,6 +43,24 @@ TEST_F(JobViewTest, FoldsEventsInOrder) {
   EXPECT_FALSE(view->final);
 }
 
+// Found by events_fuzzer: a float or out-of-range number where an integer belongs must be
+// ignored, not converted (undefined behaviour) or subtracted (overflow).
+TEST_F(JobViewTest, NumbersOutOfRangeAreIgnored) {
+  JobView view;
+  view.Apply(nlohmann::json::parse(R"({"ts": 4.9e79, "event": "TASK_STATE", "task": "w:0", "state": "RUNNING"})"));
+  view.Apply(nlohmann::json::parse(
+      R"({"ts": -9223372036854775807, "event": "TASK_STATE", "task": "w:0", "state": "FAILED", "exit_code": 1e300})"));
+  view.Apply(nlohmann::json::parse(R"({"ts": 18446744073709551615, "event": "TASK_RESTARTING", "task": "w:0", "restart": 2})"));
+  ASSERT_EQ(view.tasks.size(), 1u);
+  EXPECT_EQ(view.tasks[0].started_ms, 0);
+  EXPECT_EQ(view.tasks[0].finished_ms, 0);
+  EXPECT_EQ(view.tasks[0].exit_code, 0);
+  EXPECT_EQ(view.tasks[0].restarts, 2);
+  EXPECT_EQ(EventInt(nlohmann::json::parse(R"({"n": 18446744073709551615})"), "n", -1, 0, 100), -1);
+  EXPECT_EQ(EventInt(nlohmann::json::parse(R"({"n": 42})"), "n", -1, 0, 100), 42);
+  (void)RenderTaskTable(view);
+}
+
 TEST_F(JobViewTest, FinalStatusFirstWriterWins) {
   ASSERT_OK(WriteFinalStatus(dir_, {{"state", "FAILED"}, {"diagnostics", "first"}}));
   EXPECT_STATUS(WriteFinalStatus(dir_, {{"state", "KILLED"}, {"diagnostics", "second"}}), kAlreadyExists,
