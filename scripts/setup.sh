@@ -10,6 +10,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libpugixml-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
+  # the yarn backend: WebHDFS staging (libcurl) and DIGEST-MD5 (OpenSSL libcrypto)
+  libcurl4-openssl-dev libssl-dev
   # fuzzing (scripts/fuzz.sh, label slow): clang with libFuzzer, ASan and UBSan runtimes
   clang libclang-rt-14-dev
   # runtime: unzipping --python_venv archives, the PyTorch examples and tests

@@ -1,7 +1,12 @@
 #include "am/application_master.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -60,6 +65,7 @@ Result<JobState> ApplicationMaster::Run() {
 
   // Stragglers (a task that ignored SIGTERM) are forced; this returns once nothing is left.
   broker_.Shutdown(std::chrono::milliseconds(opts_.spec.stop_grace_ms));
+  WaitForEventsFetched();
   // Calls that arrived while the job was ending get their answer ("job is ending"), before and
   // while the server shuts down.
   loop_.RunPending();
@@ -568,13 +574,45 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
   });
 }
 
-void ApplicationMaster::HandleJobState(const control::JobStateRequest&, Reply<control::JobStateResponse> reply) {
-  loop_.Post([this, reply] {
-    control::JobStateResponse resp;
+void ApplicationMaster::HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) {
+  control::JobStateResponse events;
+  if (req.events_offset() >= 0) ReadEventsFrom(req.events_offset(), &events);
+  loop_.Post([this, reply, events] {
+    control::JobStateResponse resp = events;
     resp.set_state(JobStateName(tracker_->state()));
     resp.set_attempt(attempt_);
     reply(Status::Ok(), resp);
   });
+}
+
+void ApplicationMaster::ReadEventsFrom(int64_t offset, control::JobStateResponse* resp) const {
+  constexpr int64_t kMaxChunk = 1 << 20;
+  resp->set_events_end(offset);
+  int fd = ::open(opts_.job_dir.events().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string buf(kMaxChunk, '\0');
+  ssize_t n = ::pread(fd, buf.data(), buf.size(), offset);
+  ::close(fd);
+  if (n <= 0) return;
+  buf.resize(static_cast<size_t>(n));
+  size_t complete = buf.rfind('\n');  // never hand out half a line
+  if (complete == std::string::npos) return;
+  buf.resize(complete + 1);
+  resp->set_events_end(offset + static_cast<int64_t>(buf.size()));
+  resp->set_events(std::move(buf));
+  int64_t prev = events_fetched_to_.load();
+  while (resp->events_end() > prev && !events_fetched_to_.compare_exchange_weak(prev, resp->events_end())) {
+  }
+}
+
+void ApplicationMaster::WaitForEventsFetched() {
+  if (opts_.events_linger.count() <= 0 || events_fetched_to_.load() < 0) return;
+  auto deadline = std::chrono::steady_clock::now() + opts_.events_linger;
+  while (std::chrono::steady_clock::now() < deadline) {
+    struct stat st {};
+    if (::stat(opts_.job_dir.events().c_str(), &st) != 0 || events_fetched_to_.load() >= st.st_size) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 }  // namespace loom::am

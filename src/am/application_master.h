@@ -42,6 +42,9 @@ struct AmOptions {
   std::string bind_address = "0.0.0.0";
   std::string advertise_host = "127.0.0.1";  // how executors reach the AM
   std::map<std::string, std::string> executor_env;  // base environment of every executor
+  // After the job ends, keep answering for up to this long until a client that mirrors the
+  // events (YARN, Slurm: its job dir is elsewhere) has fetched them all.
+  std::chrono::milliseconds events_linger{0};
 };
 
 class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler {
@@ -69,6 +72,9 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   Status HandleHeartbeat(const control::HeartbeatRequest& req, control::HeartbeatResponse* resp) override;
   void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) override;
   void HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) override;
+  // Complete lines of events.jsonl from `offset` into resp (events, events_end). Any thread.
+  void ReadEventsFrom(int64_t offset, control::JobStateResponse* resp) const;
+  void WaitForEventsFetched();
 
  private:
   // One per task, created in the constructor; the map is never changed afterwards, so gRPC
@@ -131,6 +137,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   std::unique_ptr<ControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  mutable std::atomic<int64_t> events_fetched_to_{-1};  // by a mirroring client; -1: none ever
 };
 
 }  // namespace loom::am

@@ -37,12 +37,15 @@ void AmProbe::Loop() {
         secret = *s;
         stub = control::Control::NewStub(grpc::CreateChannel(Trim(*addr), grpc::InsecureChannelCredentials()));
       }
+      // No address yet (a YARN AM still queued) is not silence: the clock starts with one.
+      last_ok = Clock::now();
     }
     if (stub) {
       grpc::ClientContext ctx;
       ctx.AddMetadata(control::kSecretMetadataKey, secret);
       ctx.set_deadline(std::chrono::system_clock::now() + std::max(interval_, std::chrono::milliseconds(1000)));
       control::JobStateRequest req;
+      req.set_events_offset(-1);  // liveness only
       control::JobStateResponse resp;
       if (stub->JobState(&ctx, req, &resp).ok()) last_ok = Clock::now();
     }

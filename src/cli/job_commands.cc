@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cluster/local/local_job_submitter.h"
+#include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -166,8 +167,16 @@ int KillCommand(std::vector<std::string> args) {
     std::printf("Job %s already ended: %s\n", dir->job_id().c_str(), view.ok() ? view->state.c_str() : "?");
     return kExitOk;
   }
-  cluster::local::LocalJobSubmitter submitter({}, SelfExecutable());
-  (void)submitter.Kill(*dir, std::chrono::milliseconds(10000));
+  if (PathExists(cluster::yarn::YarnJobRecord::PathIn(*dir))) {
+    cluster::yarn::YarnJobSubmitter yarn({}, "", SelfExecutable(), {});
+    if (Status s = yarn.Kill(*dir, std::chrono::milliseconds(10000)); !s.ok()) {
+      std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
+      return kExitJobFailed;
+    }
+  } else {
+    cluster::local::LocalJobSubmitter submitter({}, SelfExecutable());
+    (void)submitter.Kill(*dir, std::chrono::milliseconds(10000));
+  }
   // The AM writes KILLED; if it was already dead, the record is ours to finish.
   (void)history::WriteFinalStatus(*dir, {{"job_id", dir->job_id()},
                                          {"state", "KILLED"},

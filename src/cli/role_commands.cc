@@ -14,8 +14,11 @@
 #include "cli/commands.h"
 #include "cluster/local/host_inventory.h"
 #include "cluster/local/local_container_broker.h"
+#include "cluster/yarn/yarn_container_broker.h"
+#include "cluster/yarn/yarn_job_submitter.h"
 #include "control/auth.h"
 #include "core/files.h"
+#include "core/strings.h"
 #include "core/subprocess.h"
 #include "core/test_hooks.h"
 #include "executor/task_executor.h"
@@ -38,8 +41,11 @@ int AmFailed(const history::JobDir& dir, const std::string& why) {
 
 int AmCommand(std::vector<std::string> args) {
   std::string job_dir;
+  std::string backend = "local";
   CLI::App app("ApplicationMaster of one job (started by loom submit)", "am");
   app.add_option("--job-dir", job_dir, "The job directory")->required();
+  app.add_option("--backend", backend, "local, or yarn (the AM runs in a YARN container)")
+      ->check(CLI::IsMember({"local", "yarn"}));
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
@@ -55,6 +61,19 @@ int AmCommand(std::vector<std::string> args) {
   ::signal(SIGPIPE, SIG_IGN);
 
   history::JobDir dir(AbsolutePath(job_dir));
+  if (backend == "yarn") {
+    // The client shipped the job's files as LocalResources in the working dir; the AM keeps
+    // its own job dir beside them.
+    Status s = MakeDirs(dir.tasks_dir());
+    for (const char* f : {cluster::yarn::kConfigResource, cluster::yarn::kJobJsonResource}) {
+      auto text = ReadFile(f);
+      if (s.ok()) s = text.ok() ? WriteFileAtomic(dir.root() + "/" + f, *text) : text.status();
+    }
+    if (!s.ok()) {
+      spdlog::error("AM cannot set up its job dir: {}", s.ToString());
+      return kExitJobFailed;
+    }
+  }
   config::Config conf;
   if (Status s = conf.MergeXmlFile(dir.config()); !s.ok()) return AmFailed(dir, "AM cannot read its config: " + s.message());
   std::string cwd = dir.root();
@@ -70,12 +89,24 @@ int AmCommand(std::vector<std::string> args) {
   std::string secret_file = env.count(control::kSecretFileEnv) ? env[control::kSecretFileEnv] : dir.secret();
   auto secret = control::ReadSecretFile(secret_file);
   if (!secret.ok()) return AmFailed(dir, secret.status().message());
-  auto inventory = cluster::local::HostInventory::Detect(conf);
-  if (!inventory.ok()) return AmFailed(dir, inventory.status().message());
-
-  cluster::local::LocalContainerBroker broker(*inventory, dir);
   history::EventLog events(dir.events());
   am::AmOptions opts;
+  am::ApplicationMaster* master_ptr = nullptr;  // the YARN broker registers the AM's port
+  std::unique_ptr<cluster::ContainerBroker> broker_owner;
+  cluster::yarn::YarnContainerBroker* yarn = nullptr;
+  if (backend == "yarn") {
+    auto yopts = cluster::yarn::YarnBrokerOptionsFromContainer(env);
+    if (!yopts.ok()) return AmFailed(dir, "AM cannot reach YARN: " + yopts.status().message());
+    yopts->am_port = [&master_ptr] { return master_ptr ? master_ptr->port() : -1; };
+    auto owned = std::make_unique<cluster::yarn::YarnContainerBroker>(std::move(*yopts));
+    yarn = owned.get();
+    broker_owner = std::move(owned);
+  } else {
+    auto inventory = cluster::local::HostInventory::Detect(conf);
+    if (!inventory.ok()) return AmFailed(dir, inventory.status().message());
+    broker_owner = std::make_unique<cluster::local::LocalContainerBroker>(*inventory, dir);
+  }
+  cluster::ContainerBroker& broker = *broker_owner;
   opts.spec = *spec;
   opts.job_dir = dir;
   opts.job_id = dir.job_id();
@@ -86,7 +117,22 @@ int AmCommand(std::vector<std::string> args) {
   opts.advertise_host = "127.0.0.1";
   opts.executor_env = env;
   opts.executor_env.erase(control::kSecretFileEnv);
+  if (yarn) {
+    // Executors run on other nodes: they reach the AM at its node's address, find `loom` as a
+    // LocalResource, and get only a portable environment (the NodeManager sets the rest).
+    opts.bind_address = "0.0.0.0";
+    opts.advertise_host = env.count("NM_HOST") ? env["NM_HOST"] : "localhost";
+    opts.executor_binary = std::string("./") + cluster::yarn::kLoomBinaryResource;
+    opts.executor_env.clear();
+    for (const auto& [k, v] : env) {
+      if (k == "PATH" || k == "LANG" || k == "TZ" || StartsWith(k, "LC_") || StartsWith(k, "LOOM_TEST_")) {
+        opts.executor_env[k] = v;
+      }
+    }
+    opts.events_linger = std::chrono::milliseconds(3000);
+  }
   am::ApplicationMaster master(std::move(opts), broker, events);
+  master_ptr = &master;
 
   std::thread signals([&master, mask] {
     int sig = 0;
@@ -103,6 +149,19 @@ int AmCommand(std::vector<std::string> args) {
     }).detach();
   }
   auto state = master.Run();
+  if (yarn) {
+    // Unregister with the job's outcome: `yarn application -status` shows it, and the RM
+    // ends the application FINISHED with this final status.
+    auto view = history::LoadJobView(dir);
+    std::string final_state = state.ok() ? JobStateName(*state) : "FAILED";
+    std::string diagnostics = state.ok() ? (view.ok() ? view->diagnostics : "") : state.status().message();
+    if (Status s = yarn->Finish(final_state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());
+    if (auto text = ReadFile(cluster::yarn::kManifestResource); text.ok()) {
+      if (auto m = cluster::yarn::StagingManifest::FromJson(*text); m.ok()) {
+        (void)cluster::yarn::CleanStaging(m->webhdfs, m->user, m->dir, &dir);
+      }
+    }
+  }
   if (!state.ok()) return AmFailed(dir, state.status().message());
   return *state == JobState::kSucceeded ? kExitOk : kExitJobFailed;
 }

@@ -10,6 +10,7 @@
 #include "cli/follow.h"
 #include "cluster/local/host_inventory.h"
 #include "cluster/local/local_job_submitter.h"
+#include "cluster/yarn/yarn_job_submitter.h"
 #include "control/auth.h"
 #include "core/config/key_registry.h"
 #include "core/files.h"
@@ -112,9 +113,8 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   } catch (const CLI::ParseError& e) {
     return UsageError(std::string("submit: ") + e.what());
   }
-  if (f.cluster != "local") {
-    return UsageError("--cluster " + f.cluster + ": this build runs jobs on the local backend only; the " + f.cluster +
-                      " backend is not available yet");
+  if (f.cluster == "slurm") {
+    return UsageError("--cluster slurm: the slurm backend is not available yet (local and yarn are)");
   }
 
   auto conf = BuildConfig(f);
@@ -122,9 +122,17 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   std::string cwd = AbsolutePath(".");
   auto spec = BuildJobSpec(*conf, cwd);
   if (!spec.ok()) return UsageError(spec.status().message());
-  auto inventory = cluster::local::HostInventory::Detect(*conf);
-  if (!inventory.ok()) return UsageError(inventory.status().message());
-  cluster::local::LocalJobSubmitter submitter(*inventory, SelfExecutable());
+  std::unique_ptr<cluster::JobSubmitter> backend;
+  if (f.cluster == "yarn") {
+    auto hadoop = cluster::yarn::HadoopConf::FromEnvironment(CurrentUser());
+    if (!hadoop.ok()) return UsageError("--cluster yarn: " + hadoop.status().message());
+    backend = std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, CurrentUser(), SelfExecutable(), *conf);
+  } else {
+    auto inventory = cluster::local::HostInventory::Detect(*conf);
+    if (!inventory.ok()) return UsageError(inventory.status().message());
+    backend = std::make_unique<cluster::local::LocalJobSubmitter>(*inventory, SelfExecutable());
+  }
+  cluster::JobSubmitter& submitter = *backend;
   if (Status fits = submitter.CheckFits(*spec); !fits.ok()) return UsageError(fits.message());
 
   // Everything is valid: write the job directory, then start the AM.

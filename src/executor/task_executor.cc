@@ -12,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -104,6 +106,25 @@ void TaskExecutor::Wake() {
   (void)!::write(wake_fd_, &one, sizeof(one));
 }
 
+namespace {
+
+// A backend that ships --src_dir as an archive (YARN unpacks it into its own directory) asks
+// for its entries to appear in the working dir, where the user's command and relative paths
+// expect them, as the local backend copies them.
+void LinkIntoWorkdir(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (PathExists(name)) continue;  // the container's own files win
+    if (::symlink((dir + "/" + name).c_str(), name.c_str()) != 0) {
+      spdlog::warn("cannot link {} into the working dir: {}", name, std::strerror(errno));
+    }
+  }
+  if (ec) spdlog::warn("cannot read {}: {}", dir, ec.message());
+}
+
+}  // namespace
+
 Status TaskExecutor::Init() {
   auto get = [&](const char* key) -> Result<std::string> {
     auto it = env_.find(key);
@@ -116,6 +137,7 @@ Status TaskExecutor::Init() {
   LOOM_ASSIGN_OR_RETURN(std::string secret_file, get(control::kSecretFileEnv));
   LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(secret_file));
   log_dir_ = env_.count("LOOM_LOG_DIR") ? env_["LOOM_LOG_DIR"] : ".";
+  if (auto it = env_.find("LOOM_LINK_INTO_WORKDIR"); it != env_.end()) LinkIntoWorkdir(it->second);
   int low = 20000, high = 32000;
   if (auto it = env_.find("LOOM_PORT_RANGE"); it != env_.end()) {
     auto parts = Split(it->second, '-');

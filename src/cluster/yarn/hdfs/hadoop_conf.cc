@@ -1,0 +1,216 @@
+#include "cluster/yarn/hdfs/hadoop_conf.h"
+
+#include <cstdlib>
+#include <map>
+
+#include <pugixml.hpp>
+
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace loom::cluster::yarn {
+namespace {
+
+constexpr char kDefaultSource[] = "Hadoop's default";
+
+struct Value {
+  std::string text;    // as written, before ${var} expansion
+  std::string source;  // the file it came from, or kDefaultSource
+};
+using Props = std::map<std::string, Value>;
+
+// The subset of core-default.xml, hdfs-default.xml and yarn-default.xml that Loom reads.
+// They take part in ${var} expansion like in Hadoop, where the *-default.xml files are
+// loaded first.
+Props Defaults() {
+  Props p;
+  auto set = [&](const char* key, const char* value) { p[key] = {value, kDefaultSource}; };
+  set("fs.defaultFS", "file:///");
+  set("hadoop.security.authentication", "simple");
+  set("hadoop.rpc.protection", "authentication");
+  set("yarn.resourcemanager.hostname", "0.0.0.0");
+  set("yarn.resourcemanager.address", "${yarn.resourcemanager.hostname}:8032");
+  set("yarn.resourcemanager.scheduler.address", "${yarn.resourcemanager.hostname}:8030");
+  set("yarn.resourcemanager.webapp.address", "${yarn.resourcemanager.hostname}:8088");
+  set("dfs.namenode.http-address", "0.0.0.0:9870");
+  return p;
+}
+
+// Merges one *-site.xml. A missing file is fine (Hadoop's defaults apply); an unreadable or
+// malformed one is an error naming it, since silently ignoring it would send Loom to 0.0.0.0.
+Status MergeSiteFile(const std::string& path, Props& props) {
+  if (!PathExists(path)) return Status::Ok();
+  pugi::xml_document doc;
+  pugi::xml_parse_result r = doc.load_file(path.c_str());
+  if (!r) {
+    return Status::InvalidArgument(path + ": malformed XML at offset " + std::to_string(r.offset) +
+                                   ": " + r.description());
+  }
+  pugi::xml_node root = doc.child("configuration");
+  if (!root) return Status::InvalidArgument(path + ": no <configuration> root element");
+  int index = 0;
+  for (pugi::xml_node prop : root.children("property")) {
+    ++index;
+    std::string name = Trim(prop.child_value("name"));
+    if (name.empty()) {
+      return Status::InvalidArgument(path + ": <property> #" + std::to_string(index) +
+                                     " has no <name>");
+    }
+    // Hadoop skips a property without <value>; so do we.
+    if (!prop.child("value")) continue;
+    props[name] = {Trim(prop.child_value("value")), path};
+  }
+  return Status::Ok();
+}
+
+// Hadoop's substituteVars: ${key} is another property, ${env.NAME} an environment variable;
+// an unresolvable reference stays as written. Hadoop stops after 20 rounds, which also
+// catches cycles.
+Result<std::string> Expand(const Props& props, const std::string& key) {
+  auto it = props.find(key);
+  if (it == props.end()) return std::string();
+  std::string value = it->second.text;
+  for (int round = 0; round < 20; ++round) {
+    size_t search = 0, begin = std::string::npos, end = std::string::npos;
+    std::string replacement;
+    while ((begin = value.find("${", search)) != std::string::npos) {
+      end = value.find('}', begin + 2);
+      if (end == std::string::npos) return value;
+      std::string var = value.substr(begin + 2, end - begin - 2);
+      bool found = false;
+      if (StartsWith(var, "env.")) {
+        const char* env = std::getenv(var.c_str() + 4);
+        if (env != nullptr) replacement = env, found = true;
+      } else if (auto ref = props.find(var); ref != props.end()) {
+        replacement = ref->second.text;
+        found = true;
+      }
+      if (found) break;
+      search = end + 1;
+    }
+    if (begin == std::string::npos) return value;
+    value.replace(begin, end - begin + 1, replacement);
+  }
+  return Status::InvalidArgument(it->second.source + ": " + key +
+                                 ": variable substitution depth too large (a ${...} cycle?)");
+}
+
+std::string SourceOf(const Props& props, const std::string& key) {
+  auto it = props.find(key);
+  return it == props.end() ? kDefaultSource : it->second.source;
+}
+
+Result<HostPort> ParseHostPort(const Props& props, const std::string& key) {
+  LOOM_ASSIGN_OR_RETURN(std::string value, Expand(props, key));
+  size_t colon = value.rfind(':');
+  auto bad = [&] {
+    return Status::InvalidArgument(SourceOf(props, key) + ": " + key + " = '" + value +
+                                   "' is not host:port");
+  };
+  if (colon == std::string::npos || colon == 0) return bad();
+  Result<int64_t> port = ParseInt(value.substr(colon + 1));
+  if (!port.ok() || *port <= 0 || *port > 65535) return bad();
+  return HostPort{value.substr(0, colon), static_cast<int>(*port)};
+}
+
+// fs.defaultFS "hdfs://host[:port][/]" -> scheme, host, port (-1 when absent, as for an HA
+// nameservice). Only hdfs:// can carry YARN's staged files.
+Status ParseDefaultFs(const Props& props, HadoopConf& conf) {
+  LOOM_ASSIGN_OR_RETURN(conf.default_fs, Expand(props, "fs.defaultFS"));
+  const std::string& fs = conf.default_fs;
+  size_t scheme_end = fs.find("://");
+  conf.fs_scheme = scheme_end == std::string::npos ? "" : ToLower(fs.substr(0, scheme_end));
+  if (conf.fs_scheme != "hdfs") {
+    std::string where = SourceOf(props, "fs.defaultFS");
+    if (where == kDefaultSource) where += " (no fs.defaultFS in " + conf.conf_dir + "/core-site.xml)";
+    return Status::FailedPrecondition("YARN staging needs an hdfs:// defaultFS, but fs.defaultFS is '" +
+                                      fs + "' from " + where);
+  }
+  std::string authority = fs.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find('/'));
+  if (authority.empty()) {
+    return Status::InvalidArgument(SourceOf(props, "fs.defaultFS") + ": fs.defaultFS = '" + fs +
+                                   "' names no host");
+  }
+  size_t colon = authority.rfind(':');
+  conf.fs_host = authority.substr(0, colon);
+  conf.fs_port = -1;
+  if (colon != std::string::npos) {
+    Result<int64_t> port = ParseInt(authority.substr(colon + 1));
+    if (!port.ok() || *port <= 0 || *port > 65535) {
+      return Status::InvalidArgument(SourceOf(props, "fs.defaultFS") + ": fs.defaultFS = '" + fs +
+                                     "' has a bad port");
+    }
+    conf.fs_port = static_cast<int>(*port);
+  }
+  return Status::Ok();
+}
+
+// dfs.namenode.http-address. With an HA nameservice as the fs host, the per-NameNode key of
+// the first NameNode listed is used (no failover). A wildcard host means "the NameNode's
+// own host", which a client knows from fs.defaultFS.
+Result<HostPort> NameNodeHttp(const Props& props, const HadoopConf& conf) {
+  std::string key = "dfs.namenode.http-address";
+  LOOM_ASSIGN_OR_RETURN(std::string nameservices, Expand(props, "dfs.nameservices"));
+  for (const std::string& ns : Split(nameservices, ',')) {
+    if (ns != conf.fs_host) continue;
+    LOOM_ASSIGN_OR_RETURN(std::string nns, Expand(props, "dfs.ha.namenodes." + ns));
+    std::vector<std::string> ids = Split(nns, ',');
+    std::string ha_key = ids.empty() ? key + "." + ns : key + "." + ns + "." + ids[0];
+    if (props.count(ha_key) == 0) {
+      return Status::InvalidArgument("fs.defaultFS names the nameservice " + ns + " but " +
+                                     ha_key + " is not set in " + conf.conf_dir +
+                                     "/hdfs-site.xml");
+    }
+    key = ha_key;
+  }
+  LOOM_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(props, key));
+  if (hp.host == "0.0.0.0") hp.host = conf.fs_host;
+  return hp;
+}
+
+Status Fill(const Props& props, HadoopConf& conf) {
+  LOOM_RETURN_IF_ERROR(ParseDefaultFs(props, conf));
+  LOOM_ASSIGN_OR_RETURN(conf.rm, ParseHostPort(props, "yarn.resourcemanager.address"));
+  LOOM_ASSIGN_OR_RETURN(conf.scheduler, ParseHostPort(props, "yarn.resourcemanager.scheduler.address"));
+  LOOM_ASSIGN_OR_RETURN(HostPort webapp, ParseHostPort(props, "yarn.resourcemanager.webapp.address"));
+  conf.rm_webapp = webapp.ToString();
+  LOOM_ASSIGN_OR_RETURN(conf.namenode_http, NameNodeHttp(props, conf));
+  LOOM_ASSIGN_OR_RETURN(conf.security, Expand(props, "hadoop.security.authentication"));
+  conf.security = ToLower(conf.security);
+  LOOM_ASSIGN_OR_RETURN(conf.rpc_protection, Expand(props, "hadoop.rpc.protection"));
+  conf.rpc_protection = ToLower(conf.rpc_protection);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<HadoopConf> HadoopConf::Load(const std::string& conf_dir, const std::string& user) {
+  if (user.empty()) return Status::InvalidArgument("Hadoop configuration: no user name");
+  if (!IsDirectory(conf_dir)) {
+    return Status::FailedPrecondition("Hadoop configuration directory " + conf_dir +
+                                      " does not exist or is not a directory");
+  }
+  Props props = Defaults();
+  // Same order as a Hadoop client: core first, then the HDFS and YARN layers over it.
+  for (const char* file : {"core-site.xml", "hdfs-site.xml", "yarn-site.xml"}) {
+    LOOM_RETURN_IF_ERROR(MergeSiteFile(conf_dir + "/" + file, props));
+  }
+  HadoopConf conf;
+  conf.conf_dir = conf_dir;
+  LOOM_RETURN_IF_ERROR(Fill(props, conf));
+  conf.staging_dir = "/user/" + user + "/.loom";
+  return conf;
+}
+
+Result<HadoopConf> HadoopConf::FromEnvironment(const std::string& user) {
+  const char* dir = std::getenv("HADOOP_CONF_DIR");
+  if (dir == nullptr || *dir == '\0') {
+    return Status::FailedPrecondition(
+        "HADOOP_CONF_DIR is not set: point it at the cluster's client configuration "
+        "(core-site.xml, yarn-site.xml)");
+  }
+  return Load(dir, user);
+}
+
+}  // namespace loom::cluster::yarn

@@ -1,0 +1,37 @@
+#pragma once
+// The cluster's addresses, read from the standard Hadoop client configuration in
+// $HADOOP_CONF_DIR (core-site.xml, hdfs-site.xml, yarn-site.xml), with Hadoop's defaults.
+
+#include <string>
+
+#include "core/status.h"
+
+namespace loom::cluster::yarn {
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+  std::string ToString() const { return host + ":" + std::to_string(port); }
+};
+
+struct HadoopConf {
+  std::string conf_dir;
+  std::string default_fs;            // fs.defaultFS, e.g. "hdfs://127.0.0.1:9000"
+  std::string fs_scheme;             // "hdfs"
+  std::string fs_host;               // "127.0.0.1"
+  int fs_port = -1;                  // -1 when the URI has none (an HA nameservice)
+  HostPort rm;                       // yarn.resourcemanager.address (default <rm host>:8032)
+  HostPort scheduler;                // yarn.resourcemanager.scheduler.address (default <rm host>:8030)
+  std::string rm_webapp;             // yarn.resourcemanager.webapp.address (default <rm host>:8088)
+  HostPort namenode_http;            // dfs.namenode.http-address (default 0.0.0.0:9870 -> fs host)
+  std::string security;              // hadoop.security.authentication ("simple")
+  std::string rpc_protection;        // hadoop.rpc.protection ("authentication")
+  std::string staging_dir;           // loom staging root: "/user/<user>/.loom"
+  // Reads the three files (missing files mean defaults; a malformed one is an error naming it).
+  // yarn.resourcemanager.hostname fills unset addresses, ${var} references are expanded.
+  static Result<HadoopConf> Load(const std::string& conf_dir, const std::string& user);
+  // From $HADOOP_CONF_DIR; FailedPrecondition when it is unset.
+  static Result<HadoopConf> FromEnvironment(const std::string& user);
+};
+
+}  // namespace loom::cluster::yarn

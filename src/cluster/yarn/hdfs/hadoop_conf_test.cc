@@ -1,0 +1,168 @@
+#include "cluster/yarn/hdfs/hadoop_conf.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/files.h"
+#include "core/testing.h"
+
+namespace loom::cluster::yarn {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kCapturedConf =
+    std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/cluster-conf";
+
+std::string Site(const std::string& properties) {
+  return "<?xml version=\"1.0\"?>\n<configuration>\n" + properties + "</configuration>\n";
+}
+
+std::string Prop(const std::string& name, const std::string& value) {
+  return "  <property><name>" + name + "</name><value>" + value + "</value></property>\n";
+}
+
+class HadoopConfTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/hadoop_conf_test." + std::to_string(getpid()) + "." +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_OK(MakeDirs(dir_));
+  }
+  void TearDown() override { (void)RemoveTree(dir_); }
+  void Write(const std::string& file, const std::string& text) {
+    ASSERT_OK(WriteFileAtomic(dir_ + "/" + file, text));
+  }
+  std::string dir_;
+};
+
+TEST(HadoopConfCaptured, ReadsTheRealClusterFiles) {
+  Result<HadoopConf> conf = HadoopConf::Load(kCapturedConf, "root");
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->conf_dir, kCapturedConf);
+  EXPECT_EQ(conf->default_fs, "hdfs://127.0.0.1:9000");
+  EXPECT_EQ(conf->fs_scheme, "hdfs");
+  EXPECT_EQ(conf->fs_host, "127.0.0.1");
+  EXPECT_EQ(conf->fs_port, 9000);
+  EXPECT_EQ(conf->rm.ToString(), "127.0.0.1:8032");
+  EXPECT_EQ(conf->scheduler.ToString(), "127.0.0.1:8030");
+  EXPECT_EQ(conf->rm_webapp, "127.0.0.1:8088");
+  EXPECT_EQ(conf->namenode_http.ToString(), "127.0.0.1:9870");
+  EXPECT_EQ(conf->security, "simple");
+  EXPECT_EQ(conf->rpc_protection, "authentication");
+  EXPECT_EQ(conf->staging_dir, "/user/root/.loom");
+}
+
+TEST_F(HadoopConfTest, AddressesDefaultToTheResourceManagerHostname) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn.example.com:8020/")));
+  Write("yarn-site.xml", Site(Prop("yarn.resourcemanager.hostname", "rm.example.com")));
+  Result<HadoopConf> conf = HadoopConf::Load(dir_, "alice");
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->rm.ToString(), "rm.example.com:8032");
+  EXPECT_EQ(conf->scheduler.ToString(), "rm.example.com:8030");
+  EXPECT_EQ(conf->rm_webapp, "rm.example.com:8088");
+  // No hdfs-site.xml: the NameNode's HTTP server is on the fs.defaultFS host.
+  EXPECT_EQ(conf->namenode_http.ToString(), "nn.example.com:9870");
+  EXPECT_EQ(conf->fs_host, "nn.example.com");
+  EXPECT_EQ(conf->fs_port, 8020);
+  EXPECT_EQ(conf->staging_dir, "/user/alice/.loom");
+}
+
+TEST_F(HadoopConfTest, NoYarnSiteMeansTheWildcardDefaults) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  Result<HadoopConf> conf = HadoopConf::Load(dir_, "bob");
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->rm.ToString(), "0.0.0.0:8032");
+  EXPECT_EQ(conf->scheduler.ToString(), "0.0.0.0:8030");
+  EXPECT_EQ(conf->rm_webapp, "0.0.0.0:8088");
+}
+
+TEST_F(HadoopConfTest, ExpandsReferencesToKeysAndEnvironment) {
+  setenv("LOOM_HADOOP_CONF_TEST_HOST", "envhost", 1);
+  Write("core-site.xml", Site(Prop("my.nn", "nn.example.com") +
+                              Prop("fs.defaultFS", "hdfs://${my.nn}:9000")));
+  Write("hdfs-site.xml", Site(Prop("dfs.namenode.http-address", "${my.nn}:50070")));
+  Write("yarn-site.xml",
+        Site(Prop("yarn.resourcemanager.hostname", "${env.LOOM_HADOOP_CONF_TEST_HOST}") +
+             Prop("yarn.resourcemanager.scheduler.address", "${yarn.resourcemanager.hostname}:18030")));
+  Result<HadoopConf> conf = HadoopConf::Load(dir_, "carol");
+  unsetenv("LOOM_HADOOP_CONF_TEST_HOST");
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->default_fs, "hdfs://nn.example.com:9000");
+  EXPECT_EQ(conf->namenode_http.ToString(), "nn.example.com:50070");
+  EXPECT_EQ(conf->rm.ToString(), "envhost:8032");
+  EXPECT_EQ(conf->scheduler.ToString(), "envhost:18030");
+}
+
+TEST_F(HadoopConfTest, ReferenceCycleIsAnError) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  Write("yarn-site.xml", Site(Prop("a", "${b}") + Prop("b", "${a}") +
+                              Prop("yarn.resourcemanager.hostname", "${a}")));
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u"), kInvalidArgument,
+                HasSubstr("yarn.resourcemanager.address"));
+}
+
+TEST_F(HadoopConfTest, HaNameserviceUsesTheFirstNameNodesHttpAddress) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://mycluster")));
+  Write("hdfs-site.xml", Site(Prop("dfs.nameservices", "mycluster") +
+                              Prop("dfs.ha.namenodes.mycluster", "nn1,nn2") +
+                              Prop("dfs.namenode.http-address.mycluster.nn1", "host1:9870") +
+                              Prop("dfs.namenode.http-address.mycluster.nn2", "host2:9870")));
+  Result<HadoopConf> conf = HadoopConf::Load(dir_, "u");
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->fs_host, "mycluster");
+  EXPECT_EQ(conf->fs_port, -1);
+  EXPECT_EQ(conf->namenode_http.ToString(), "host1:9870");
+}
+
+TEST_F(HadoopConfTest, LocalDefaultFsIsAnErrorNamingKeyAndFile) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "file:///")));
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u"), kFailedPrecondition,
+                ::testing::AllOf(HasSubstr("hdfs://"), HasSubstr("fs.defaultFS"),
+                                 HasSubstr(dir_ + "/core-site.xml")));
+}
+
+TEST_F(HadoopConfTest, MissingCoreSiteMeansTheLocalDefaultFs) {
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u"), kFailedPrecondition,
+                ::testing::AllOf(HasSubstr("file:///"), HasSubstr("core-site.xml")));
+}
+
+TEST_F(HadoopConfTest, MalformedXmlNamesTheFile) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  Write("yarn-site.xml", "<configuration><property><name>x</name><value>1</property>");
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u"), kInvalidArgument,
+                ::testing::AllOf(HasSubstr(dir_ + "/yarn-site.xml"), HasSubstr("malformed XML")));
+}
+
+TEST_F(HadoopConfTest, BadAddressNamesKeyAndFile) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  Write("yarn-site.xml", Site(Prop("yarn.resourcemanager.address", "rm-without-port")));
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u"), kInvalidArgument,
+                ::testing::AllOf(HasSubstr("yarn.resourcemanager.address"),
+                                 HasSubstr(dir_ + "/yarn-site.xml"), HasSubstr("host:port")));
+}
+
+TEST_F(HadoopConfTest, MissingDirectoryIsAnError) {
+  EXPECT_STATUS(HadoopConf::Load(dir_ + "/nope", "u"), kFailedPrecondition, HasSubstr("/nope"));
+}
+
+TEST(HadoopConfEnvironment, UnsetHadoopConfDirSaysWhatToDo) {
+  const char* saved = std::getenv("HADOOP_CONF_DIR");
+  std::string saved_value = saved ? saved : "";
+  unsetenv("HADOOP_CONF_DIR");
+  EXPECT_STATUS(HadoopConf::FromEnvironment("u"), kFailedPrecondition,
+                HasSubstr("HADOOP_CONF_DIR is not set"));
+  setenv("HADOOP_CONF_DIR", kCapturedConf.c_str(), 1);
+  Result<HadoopConf> conf = HadoopConf::FromEnvironment("root");
+  EXPECT_OK(conf);
+  if (saved) {
+    setenv("HADOOP_CONF_DIR", saved_value.c_str(), 1);
+  } else {
+    unsetenv("HADOOP_CONF_DIR");
+  }
+}
+
+}  // namespace
+}  // namespace loom::cluster::yarn

@@ -1,0 +1,367 @@
+#include "cluster/yarn/hdfs/webhdfs.h"
+
+#include <curl/curl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+namespace loom::cluster::yarn {
+namespace {
+
+using nlohmann::json;
+
+void InitCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// RFC 3986 unreserved characters stay; everything else (space, '%', '?', '#', non-ASCII) is
+// escaped so that the NameNode decodes back exactly the bytes of the HDFS name.
+std::string PercentEncode(std::string_view s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// "/a b/c" -> "/a%20b/c": each segment escaped, the separators kept.
+std::string EncodePath(const std::string& path) {
+  std::string out;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    out += '/';
+    out += PercentEncode(std::string_view(path).substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// A request body: a local file (streamed, so any size) or bytes in memory.
+struct Body {
+  FILE* file = nullptr;
+  std::string_view bytes;
+  size_t offset = 0;  // into `bytes`
+  int64_t size = 0;
+};
+
+size_t ReadBody(char* buf, size_t size, size_t n, void* userdata) {
+  auto* body = static_cast<Body*>(userdata);
+  size_t want = size * n;
+  if (body->file != nullptr) {
+    size_t got = std::fread(buf, 1, want, body->file);
+    return std::ferror(body->file) ? CURL_READFUNC_ABORT : got;
+  }
+  size_t got = std::min(want, body->bytes.size() - body->offset);
+  std::copy_n(body->bytes.data() + body->offset, got, buf);
+  body->offset += got;
+  return got;
+}
+
+// libcurl rewinds the body when it must resend it (e.g. after an early error reply).
+int SeekBody(void* userdata, curl_off_t offset, int origin) {
+  auto* body = static_cast<Body*>(userdata);
+  if (origin != SEEK_SET || offset < 0 || offset > body->size) return CURL_SEEKFUNC_CANTSEEK;
+  if (body->file != nullptr) {
+    return std::fseek(body->file, static_cast<long>(offset), SEEK_SET) == 0 ? CURL_SEEKFUNC_OK
+                                                                            : CURL_SEEKFUNC_FAIL;
+  }
+  body->offset = static_cast<size_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+size_t AppendToString(char* data, size_t size, size_t n, void* userdata) {
+  static_cast<std::string*>(userdata)->append(data, size * n);
+  return size * n;
+}
+
+struct Response {
+  long code = 0;
+  std::string body;
+  std::string location;  // of a redirect
+};
+
+struct CurlDeleter {
+  void operator()(CURL* h) const { curl_easy_cleanup(h); }
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+// One HTTP exchange on its own connection. Redirects are never followed: WebHDFS's second
+// step must carry the body to the DataNode, which libcurl would not resend on a 307 of a
+// body-less PUT. The DataNode's unsolicited "100 Continue" is an informational reply that
+// libcurl skips.
+Result<Response> Perform(const std::string& method, const std::string& url, Body* body) {
+  InitCurlOnce();
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) return Status::Internal("curl_easy_init failed");
+  CURL* h = curl.get();
+  Response response;
+  char error[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  // No overall timeout (uploads can be large), but a stalled transfer fails.
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 120L);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  // Cluster-internal addresses, like Hadoop's own RPC: an http_proxy meant for the outside
+  // world must not carry them. A redirect may only lead to another HTTP(S) server.
+  curl_easy_setopt(h, CURLOPT_PROXY, "");
+#if LIBCURL_VERSION_NUM >= 0x075500
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendToString);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  std::unique_ptr<curl_slist, CurlDeleter> headers;
+  if (body != nullptr) {
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);  // PUT with the body
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, ReadBody);
+    curl_easy_setopt(h, CURLOPT_READDATA, body);
+    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, SeekBody);
+    curl_easy_setopt(h, CURLOPT_SEEKDATA, body);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body->size));
+    // No "Expect: 100-continue": the body goes out at once. The DataNode sends its 100
+    // regardless, and a server that sent none would cost curl's 1 s wait per file.
+    curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/octet-stream");
+    list = curl_slist_append(list, "Expect:");
+    headers.reset(list);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+  } else if (method != "GET") {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
+  CURLcode rc = curl_easy_perform(h);
+  if (rc != CURLE_OK) {
+    return Status::Unavailable("WebHDFS " + method + " " + url + ": " +
+                               (error[0] != '\0' ? error : curl_easy_strerror(rc)));
+  }
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.code);
+  char* location = nullptr;
+  curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
+  if (location != nullptr) response.location = location;
+  return response;
+}
+
+// Never throws: a body that is not JSON parses to a `discarded` value.
+json ParseJson(const std::string& body) { return json::parse(body, nullptr, false); }
+
+// A failed WebHDFS call as a Status: {"RemoteException":{"exception":..,"message":..}} is what
+// the NameNode and DataNode send; anything else is quoted (cut short).
+Status RemoteError(const std::string& op, const std::string& path, const Response& r) {
+  std::string exception, message;
+  try {
+    json j = ParseJson(r.body);
+    if (j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object()) {
+      const json& e = j["RemoteException"];
+      exception = e.value("exception", "");
+      message = e.value("message", "");
+    }
+  } catch (const json::exception&) {
+  }
+  std::string text = "WebHDFS " + op + " " + path + ": HTTP " + std::to_string(r.code);
+  if (!exception.empty()) {
+    text += ": " + exception + ": " + message;
+  } else if (!r.body.empty()) {
+    text += ": " + r.body.substr(0, 300);
+  }
+  if (exception == "FileNotFoundException") return Status::NotFound(text);
+  if (exception == "AccessControlException") return Status::PermissionDenied(text);
+  if (exception == "FileAlreadyExistsException") return Status::AlreadyExists(text);
+  if (r.code == 401 || exception == "SecurityException") return Status::Unauthenticated(text);
+  if (exception == "StandbyException" || exception == "RetriableException" || r.code >= 500) {
+    return Status::Unavailable(text);
+  }
+  if (r.code == 400 || exception == "IllegalArgumentException") return Status::InvalidArgument(text);
+  return Status::FailedPrecondition(text);
+}
+
+Result<HdfsFileStatus> ToFileStatus(const json& j) {
+  if (!j.is_object()) return Status::Internal("a FileStatus is not a JSON object");
+  HdfsFileStatus s;
+  s.path_suffix = j.value("pathSuffix", "");
+  s.type = j.value("type", "");
+  s.length = j.value("length", int64_t{0});
+  s.modification_time = j.value("modificationTime", int64_t{0});
+  s.permission = j.value("permission", "");
+  s.owner = j.value("owner", "");
+  return s;
+}
+
+Status BadJson(const std::string& op, const std::string& path, const std::string& body,
+               const std::string& why) {
+  return Status::Internal("WebHDFS " + op + " " + path + ": unexpected answer (" + why +
+                          "): " + body.substr(0, 300));
+}
+
+// {"boolean":true|false}, the answer of MKDIRS and DELETE.
+Result<bool> ParseBoolean(const std::string& op, const std::string& path, const std::string& body) {
+  json j = ParseJson(body);
+  if (!j.is_object() || !j.contains("boolean") || !j["boolean"].is_boolean()) {
+    return BadJson(op, path, body, "no \"boolean\"");
+  }
+  return j["boolean"].get<bool>();
+}
+
+// http://nn:9870/webhdfs/v1/<path>?op=OP&user.name=U<extra>
+std::string Url(const std::string& base, const std::string& user, const std::string& path,
+                const std::string& op, const std::string& extra = "") {
+  return base + "/webhdfs/v1" + EncodePath(path) + "?op=" + op + "&user.name=" +
+         PercentEncode(user) + extra;
+}
+
+Status CheckPath(const std::string& op, const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    return Status::InvalidArgument("WebHDFS " + op + ": '" + path + "' is not an absolute HDFS path");
+  }
+  return Status::Ok();
+}
+
+// CREATE in its two steps: a body-less PUT to the NameNode, which redirects to a DataNode,
+// then the bytes to that DataNode.
+Status CreateTwoSteps(const std::string& base, const std::string& user, const std::string& path,
+                      const std::string& permission, Body& body) {
+  LOOM_RETURN_IF_ERROR(CheckPath("CREATE", path));
+  std::string extra = "&overwrite=true&permission=" + PercentEncode(permission);
+  LOOM_ASSIGN_OR_RETURN(Response step1,
+                        Perform("PUT", Url(base, user, path, "CREATE", extra), nullptr));
+  std::string location = step1.location;
+  if (step1.code == 200) {  // a gateway that answers as if noredirect=true
+    json j = ParseJson(step1.body);
+    if (j.is_object() && j.contains("Location") && j["Location"].is_string()) {
+      location = j["Location"].get<std::string>();
+    }
+  } else if (step1.code != 307) {
+    return RemoteError("CREATE", path, step1);
+  }
+  if (location.empty()) return BadJson("CREATE", path, step1.body, "no redirect to a DataNode");
+  LOOM_ASSIGN_OR_RETURN(Response step2, Perform("PUT", location, &body));
+  if (step2.code != 201 && step2.code != 200) return RemoteError("CREATE", path, step2);
+  return Status::Ok();
+}
+
+}  // namespace
+
+WebHdfs::WebHdfs(std::string base, std::string user) : base_(std::move(base)), user_(std::move(user)) {
+  while (!base_.empty() && base_.back() == '/') base_.pop_back();
+}
+
+WebHdfs WebHdfs::ForConf(const HadoopConf& conf, const std::string& user) {
+  const std::string& host = conf.namenode_http.host;
+  bool ipv6 = host.find(':') != std::string::npos;
+  return WebHdfs("http://" + (ipv6 ? "[" + host + "]" : host) + ":" +
+                     std::to_string(conf.namenode_http.port),
+                 user);
+}
+
+Status WebHdfs::Mkdirs(const std::string& path, const std::string& permission) {
+  LOOM_RETURN_IF_ERROR(CheckPath("MKDIRS", path));
+  std::string extra = "&permission=" + PercentEncode(permission);
+  LOOM_ASSIGN_OR_RETURN(Response r, Perform("PUT", Url(base_, user_, path, "MKDIRS", extra), nullptr));
+  if (r.code != 200) return RemoteError("MKDIRS", path, r);
+  LOOM_ASSIGN_OR_RETURN(bool made, ParseBoolean("MKDIRS", path, r.body));
+  // HDFS reports failures as exceptions; false would mean something it did not explain.
+  if (!made) return Status::Internal("WebHDFS MKDIRS " + path + ": the NameNode answered false");
+  return Status::Ok();
+}
+
+Result<HdfsFileStatus> WebHdfs::Upload(const std::string& local_file, const std::string& path,
+                                       const std::string& permission) {
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(local_file.c_str(), "rb"), &std::fclose);
+  if (!file) return Status::FromErrno("WebHDFS CREATE " + path + ": open " + local_file, errno);
+  struct stat st;
+  if (::fstat(fileno(file.get()), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument("WebHDFS CREATE " + path + ": " + local_file +
+                                   " is not a regular file");
+  }
+  Body body;
+  body.file = file.get();
+  body.size = st.st_size;
+  LOOM_RETURN_IF_ERROR(CreateTwoSteps(base_, user_, path, permission, body));
+  // The NodeManager compares a LocalResource's size and timestamp with HDFS's exactly, so
+  // they must come from the NameNode, not from the local file or clock.
+  return GetFileStatus(path);
+}
+
+Result<HdfsFileStatus> WebHdfs::Create(const std::string& path, const std::string& bytes,
+                                       const std::string& permission) {
+  Body body;
+  body.bytes = bytes;
+  body.size = static_cast<int64_t>(bytes.size());
+  LOOM_RETURN_IF_ERROR(CreateTwoSteps(base_, user_, path, permission, body));
+  // The NodeManager compares a LocalResource's size and timestamp with HDFS's exactly, so
+  // they must come from the NameNode, not from the local file or clock.
+  return GetFileStatus(path);
+}
+
+Result<HdfsFileStatus> WebHdfs::GetFileStatus(const std::string& path) {
+  LOOM_RETURN_IF_ERROR(CheckPath("GETFILESTATUS", path));
+  LOOM_ASSIGN_OR_RETURN(Response r, Perform("GET", Url(base_, user_, path, "GETFILESTATUS"), nullptr));
+  if (r.code != 200) return RemoteError("GETFILESTATUS", path, r);
+  try {
+    json j = ParseJson(r.body);
+    if (!j.is_object() || !j.contains("FileStatus")) {
+      return BadJson("GETFILESTATUS", path, r.body, "no FileStatus");
+    }
+    return ToFileStatus(j["FileStatus"]);
+  } catch (const json::exception& e) {
+    return BadJson("GETFILESTATUS", path, r.body, e.what());
+  }
+}
+
+Result<std::vector<HdfsFileStatus>> WebHdfs::ListStatus(const std::string& path) {
+  LOOM_RETURN_IF_ERROR(CheckPath("LISTSTATUS", path));
+  LOOM_ASSIGN_OR_RETURN(Response r, Perform("GET", Url(base_, user_, path, "LISTSTATUS"), nullptr));
+  if (r.code != 200) return RemoteError("LISTSTATUS", path, r);
+  try {
+    json j = ParseJson(r.body);
+    if (!j.is_object() || !j.contains("FileStatuses") || !j["FileStatuses"].is_object() ||
+        !j["FileStatuses"].contains("FileStatus") || !j["FileStatuses"]["FileStatus"].is_array()) {
+      return BadJson("LISTSTATUS", path, r.body, "no FileStatuses.FileStatus array");
+    }
+    std::vector<HdfsFileStatus> out;
+    for (const json& entry : j["FileStatuses"]["FileStatus"]) {
+      LOOM_ASSIGN_OR_RETURN(HdfsFileStatus s, ToFileStatus(entry));
+      out.push_back(std::move(s));
+    }
+    return out;
+  } catch (const json::exception& e) {
+    return BadJson("LISTSTATUS", path, r.body, e.what());
+  }
+}
+
+Result<std::string> WebHdfs::Open(const std::string& path) {
+  LOOM_RETURN_IF_ERROR(CheckPath("OPEN", path));
+  LOOM_ASSIGN_OR_RETURN(Response step1, Perform("GET", Url(base_, user_, path, "OPEN"), nullptr));
+  if (step1.code == 200) return std::move(step1.body);  // HttpFS serves the bytes itself
+  if (step1.code != 307 || step1.location.empty()) return RemoteError("OPEN", path, step1);
+  LOOM_ASSIGN_OR_RETURN(Response step2, Perform("GET", step1.location, nullptr));
+  if (step2.code != 200) return RemoteError("OPEN", path, step2);
+  return std::move(step2.body);
+}
+
+Result<bool> WebHdfs::Delete(const std::string& path, bool recursive) {
+  LOOM_RETURN_IF_ERROR(CheckPath("DELETE", path));
+  std::string extra = recursive ? "&recursive=true" : "&recursive=false";
+  LOOM_ASSIGN_OR_RETURN(Response r, Perform("DELETE", Url(base_, user_, path, "DELETE", extra), nullptr));
+  if (r.code == 404) return false;  // HDFS answers false itself; a gateway may say 404
+  if (r.code != 200) return RemoteError("DELETE", path, r);
+  return ParseBoolean("DELETE", path, r.body);
+}
+
+}  // namespace loom::cluster::yarn

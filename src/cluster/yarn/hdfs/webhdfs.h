@@ -1,0 +1,48 @@
+#pragma once
+// WebHDFS client (libcurl): what staging needs. Simple auth (user.name=), two-step CREATE
+// (NameNode 307 redirect, then the bytes to the DataNode, tolerating its unsolicited
+// "100 Continue"), GETFILESTATUS for the exact length and modificationTime the NodeManager
+// will check, MKDIRS, DELETE, LISTSTATUS. Errors name the operation, path and the
+// RemoteException WebHDFS returned.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cluster/yarn/hdfs/hadoop_conf.h"
+#include "core/status.h"
+
+namespace loom::cluster::yarn {
+
+struct HdfsFileStatus {
+  std::string path_suffix;
+  std::string type;  // "FILE" or "DIRECTORY"
+  int64_t length = 0;
+  int64_t modification_time = 0;  // ms
+  std::string permission;         // octal text, e.g. "644"
+  std::string owner;
+};
+
+class WebHdfs {
+ public:
+  // `base` is "http://host:port" of the NameNode's HTTP server.
+  WebHdfs(std::string base, std::string user);
+  static WebHdfs ForConf(const HadoopConf& conf, const std::string& user);
+
+  Status Mkdirs(const std::string& path, const std::string& permission = "755");
+  // Uploads a local file (streamed, any size) to `path`, overwriting, then returns its status.
+  Result<HdfsFileStatus> Upload(const std::string& local_file, const std::string& path,
+                                const std::string& permission = "644");
+  Result<HdfsFileStatus> Create(const std::string& path, const std::string& bytes, const std::string& permission = "644");
+  Result<HdfsFileStatus> GetFileStatus(const std::string& path);  // NotFound if absent
+  Result<std::vector<HdfsFileStatus>> ListStatus(const std::string& path);
+  Result<std::string> Open(const std::string& path);
+  // true if something was deleted; a missing path is not an error.
+  Result<bool> Delete(const std::string& path, bool recursive);
+
+ private:
+  std::string base_;
+  std::string user_;
+};
+
+}  // namespace loom::cluster::yarn

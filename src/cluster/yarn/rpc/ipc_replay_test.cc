@@ -1,0 +1,497 @@
+// Our client against the bytes of real Hadoop 3.3.6 servers (tests/data/yarn-captures): with the
+// recorded client id, cnonce and call ids pinned, everything it sends must equal what the Java
+// client sent, byte for byte, and it must make sense of every recorded reply.
+
+#include <google/protobuf/empty.pb.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/yarn/proto/hadoop_rpc.pb.h"
+#include "cluster/yarn/rpc/ipc_client.h"
+#include "cluster/yarn/rpc/ipc_test_hooks.h"
+#include "cluster/yarn/rpc/testing/replay_server.h"
+#include "cluster/yarn/rpc/yarn_clients.h"
+#include "cluster/yarn/wire/credentials.h"
+#include "cluster/yarn/wire/ipc_frame.h"
+#include "cluster/yarn/wire/sasl_digest.h"
+#include "core/files.h"
+#include "core/testing.h"
+
+namespace loom::cluster::yarn {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::Capture;
+using testing::CapturedFrame;
+using testing::LoadCapture;
+using testing::ReplayOptions;
+using testing::ReplayServer;
+using testing::ReplaySteps;
+
+// Request and response bodies passed through untouched: every field stays an unknown field,
+// which protobuf writes back in its original order, so the bytes are the recorded ones.
+using RawMessage = google::protobuf::Empty;
+
+const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures";
+
+std::string FromHex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+Capture Load(const std::string& stem) {
+  Result<Capture> c = LoadCapture(kCaptures, stem);
+  EXPECT_OK(c);
+  return c.ok() ? *c : Capture{};
+}
+
+// The 16-byte client id of the recorded client (from its context or first call).
+std::string RecordedClientId(const Capture& cap) {
+  for (const CapturedFrame& f : cap.c2s) {
+    RpcRequestHeaderProto h;
+    if (f.call_id != kSaslCallId && h.ParseFromString(f.messages[0])) return h.clientid();
+  }
+  return "";
+}
+
+// The cnonce of the recorded DIGEST-MD5 response, if any.
+std::string RecordedCnonce(const Capture& cap) {
+  for (const CapturedFrame& f : cap.c2s) {
+    RpcSaslProto sasl;
+    if (f.call_id != kSaslCallId || f.messages.size() < 2 || !sasl.ParseFromString(f.messages[1])) continue;
+    if (sasl.state() != RpcSaslProto::INITIATE || sasl.token().empty()) continue;
+    auto directives = ParseDirectives(sasl.token());
+    if (!directives.ok()) continue;
+    for (auto& [k, v] : *directives) {
+      if (k == "cnonce") return v;
+    }
+  }
+  return "";
+}
+
+// The token the recorded client used, from digest-vectors.json.
+Token RecordedToken(const std::string& stem) {
+  Result<std::string> text = ReadFile(kCaptures + "/digest-vectors.json");
+  EXPECT_OK(text);
+  for (const auto& v : nlohmann::json::parse(text.value_or("[]"))) {
+    if (v["connection"] != stem || !v.contains("token_identifier_hex")) continue;
+    return Token{FromHex(v["token_identifier_hex"].get<std::string>()),
+                 FromHex(v["token_password_hex"].get<std::string>()), "", ""};
+  }
+  ADD_FAILURE() << "no token for " << stem;
+  return {};
+}
+
+Token AmRmTokenFromFile(const std::string& file) {
+  Result<Credentials> creds = ReadCredentialsFile(kCaptures + "/" + file);
+  EXPECT_OK(creds);
+  if (!creds.ok()) return {};
+  std::optional<Token> t = creds->FindKind("YARN_AM_RM_TOKEN");
+  EXPECT_TRUE(t.has_value());
+  return t.value_or(Token{});
+}
+
+// The recorded reply to `call_id`.
+const CapturedFrame* ReplyTo(const Capture& cap, int32_t call_id) {
+  for (const CapturedFrame& f : cap.s2c) {
+    if (f.call_id == call_id) return &f;
+  }
+  return nullptr;
+}
+
+template <typename T>
+T RecordedMessage(const std::string& bytes) {
+  T m;
+  EXPECT_TRUE(m.ParseFromString(bytes));
+  return m;
+}
+
+// The recorded request body of call `call_id`.
+std::string RecordedRequest(const Capture& cap, int32_t call_id) {
+  for (const CapturedFrame& f : cap.c2s) {
+    if (f.call_id == call_id) return f.messages.size() > 2 ? f.messages[2] : "";
+  }
+  ADD_FAILURE() << "no recorded call " << call_id;
+  return "";
+}
+
+// Sends every recorded call through `client` with its recorded call id and body, and checks our
+// reading of each recorded reply: the body, or the remote exception.
+void ReplayEveryCall(IpcClient& client, const Capture& cap) {
+  for (const CapturedFrame& f : cap.c2s) {
+    if (f.call_id < 0) continue;
+    SCOPED_TRACE("call " + std::to_string(f.call_id));
+    auto header = RecordedMessage<hadoop::common::RequestHeaderProto>(f.messages[1]);
+    RawMessage request = RecordedMessage<RawMessage>(f.messages[2]);
+    const CapturedFrame* reply = ReplyTo(cap, f.call_id);
+    ASSERT_NE(reply, nullptr);
+    auto reply_header = RecordedMessage<RpcResponseHeaderProto>(reply->messages[0]);
+
+    SetNextCallIdForTest(f.call_id);
+    RawMessage response;
+    Status st = client.Call(header.methodname(), request, &response);
+    if (reply_header.status() == RpcResponseHeaderProto::SUCCESS) {
+      ASSERT_OK(st);
+      EXPECT_EQ(response.SerializeAsString(), reply->messages[1]);
+    } else {
+      EXPECT_EQ(st.code(), StatusCode::kAborted) << st.ToString();
+      EXPECT_THAT(st.message(), StartsWith(reply_header.exceptionclassname() + ": "));
+      EXPECT_EQ(RemoteExceptionClass(st), reply_header.exceptionclassname());
+    }
+  }
+}
+
+IpcOptions RecordedOptions(const Capture& cap, int port, const std::string& protocol) {
+  IpcOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.protocol = protocol;
+  o.client_id_for_test = RecordedClientId(cap);
+  o.cnonce_for_test = RecordedCnonce(cap);
+  o.call_timeout = std::chrono::seconds(10);
+  return o;
+}
+
+// ---- IpcClient, byte for byte, over every recorded TOKEN connection ----
+
+struct TokenConnection {
+  const char* stem;
+  const char* protocol;
+  bool one_call;
+};
+
+class TokenReplay : public ::testing::TestWithParam<TokenConnection> {};
+
+TEST_P(TokenReplay, SendsTheRecordedBytes) {
+  const TokenConnection& param = GetParam();
+  Capture cap = Load(param.stem);
+  ReplayServer server(ReplaySteps(cap));
+  IpcOptions o = RecordedOptions(cap, server.port(), param.protocol);
+  ASSERT_EQ(o.client_id_for_test.size(), 16u);
+  ASSERT_EQ(o.cnonce_for_test.size(), 40u);
+  o.token = RecordedToken(param.stem);
+  o.one_call_per_connection = param.one_call;
+  {
+    IpcClient client(o);
+    ReplayEveryCall(client, cap);
+  }
+  EXPECT_OK(server.Wait());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Recorded, TokenReplay,
+    ::testing::Values(TokenConnection{"dshell/05-am-rm-8030", kAmProtocol, false},
+                      TokenConnection{"dshell/03-rm-nm-45454-startContainers-AM", kNmProtocol, true},
+                      TokenConnection{"dshell/06-am-nm-45454-startContainers-c02", kNmProtocol, true},
+                      TokenConnection{"dshell/07-am-nm-45454-getContainerStatuses-c02", kNmProtocol, true},
+                      TokenConnection{"dshell/08-am-nm-45454-startContainers-c03", kNmProtocol, true},
+                      TokenConnection{"dshell/09-am-nm-45454-getContainerStatuses-c03", kNmProtocol, true},
+                      TokenConnection{"dshell/10-am-nm-45454-stopContainers-c03", kNmProtocol, true},
+                      TokenConnection{"dshell/11-am-nm-45454-stopContainers-c02", kNmProtocol, true},
+                      TokenConnection{"dshell/13-rm-nm-45454-stopContainers-AM", kNmProtocol, true}),
+    [](const auto& info) { return "c" + std::string(info.param.stem).substr(7, 2); });
+
+// The AMRMToken as the AM finds it: in the HDTS credentials file the NM wrote.
+TEST(AmRmReplay, TokenFromTheContainerCredentialsFile) {
+  Token from_file = AmRmTokenFromFile("container/am-container_tokens.bin");
+  Token recorded = RecordedToken("dshell/05-am-rm-8030");
+  EXPECT_EQ(from_file.identifier, recorded.identifier);
+  EXPECT_EQ(from_file.password, recorded.password);
+  EXPECT_EQ(from_file.kind, "YARN_AM_RM_TOKEN");
+}
+
+// ---- The YARN clients, byte for byte: the DistributedShell AM's conversation ----
+
+ypb::ResourceRequestProto WorkerAsk(int n) {
+  // As AMRMClient fills a ContainerRequest of 256 MB / 1 vcore at priority 0.
+  ypb::ResourceRequestProto ask;
+  ask.mutable_priority()->set_priority(0);
+  ask.set_resource_name("*");
+  auto* cap = ask.mutable_capability();
+  cap->set_memory(256);
+  cap->set_virtual_cores(1);
+  auto* mem = cap->add_resource_value_map();
+  mem->set_key("memory-mb");
+  mem->set_value(256);
+  mem->set_units("Mi");
+  mem->set_type(ypb::COUNTABLE);
+  auto* cores = cap->add_resource_value_map();
+  cores->set_key("vcores");
+  cores->set_value(1);
+  cores->set_units("");
+  cores->set_type(ypb::COUNTABLE);
+  ask.set_num_containers(n);
+  ask.set_relax_locality(true);
+  ask.mutable_execution_type_request()->set_execution_type(ypb::GUARANTEED);
+  ask.mutable_execution_type_request()->set_enforce_execution_type(false);
+  ask.set_allocation_request_id(0);
+  return ask;
+}
+
+class AmReplay : public ::testing::Test {
+ protected:
+  void TearDown() override { SetIpcIdentityForTest("", ""); }
+};
+
+TEST_F(AmReplay, AmRmClientThenNmClient) {
+  Capture am = Load("dshell/05-am-rm-8030");
+  ReplayServer rm(ReplaySteps(am));
+  SetIpcIdentityForTest(RecordedClientId(am), RecordedCnonce(am));
+  auto am_client = std::make_unique<AmRmClient>("127.0.0.1", rm.port(),
+                                                AmRmTokenFromFile("container/am-container_tokens.bin"));
+  AmRmClient& client = *am_client;
+
+  SetNextCallIdForTest(0);
+  auto reg = client.Register("vm/127.0.0.1", -1, "");
+  ASSERT_OK(reg);
+  EXPECT_EQ(reg->maximumcapability().memory(), 8192);
+  EXPECT_EQ(reg->queue(), "default");
+
+  // The AM asks for 2 workers, keeps that total while waiting (nothing is sent again), then
+  // lowers it as containers arrive, to 0.
+  struct Beat {
+    int32_t call_id;
+    int total;
+    float progress;
+    int32_t expect_response_id;
+  };
+  ypb::ContainerProto worker;
+  for (Beat b : {Beat{1, -1, 0, 1}, Beat{2, 2, 0, 2}, Beat{3, 2, 0, 3}, Beat{6, 1, 0, 4}, Beat{9, 0, 0.5, 5}}) {
+    SCOPED_TRACE("allocate call " + std::to_string(b.call_id));
+    SetNextCallIdForTest(b.call_id);
+    std::vector<ypb::ResourceRequestProto> asks;
+    if (b.total >= 0) asks.push_back(WorkerAsk(b.total));
+    auto resp = client.Allocate(asks, {}, b.progress);
+    ASSERT_OK(resp);
+    EXPECT_EQ(resp->response_id(), b.expect_response_id);
+    if (b.call_id == 3) {
+      ASSERT_EQ(resp->allocated_containers_size(), 1);
+      worker = resp->allocated_containers(0);
+    }
+  }
+  EXPECT_EQ(ContainerIdString(worker.id()), "container_1795263045862_0001_01_000002");
+
+  // The first finish reply says "not yet"; the second, 100 ms later, "unregistered".
+  SetNextCallIdForTest(12);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_OK(client.Finish(ypb::APP_SUCCEEDED, "", "", std::chrono::seconds(5)));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+
+  std::optional<Token> nm_token = client.NmToken("localhost:45454");
+  ASSERT_TRUE(nm_token.has_value());
+  EXPECT_EQ(nm_token->kind, "NMToken");
+  EXPECT_EQ(nm_token->password, RecordedToken("dshell/06-am-nm-45454-startContainers-c02").password);
+  EXPECT_FALSE(client.NmToken("localhost:1").has_value());
+
+  // Then the worker, on the NodeManager: the recorded launch context, this AM's client id and
+  // call ids 4 and 5 (the counter is per process). Only the address points at the replay.
+  Capture start_c02 = Load("dshell/06-am-nm-45454-startContainers-c02");
+  ReplayServer nm_start(ReplaySteps(start_c02));
+  EXPECT_EQ(RecordedClientId(start_c02), RecordedClientId(am));
+  auto recorded = RecordedMessage<ypb::StartContainersRequestProto>(RecordedRequest(start_c02, 4));
+  ypb::ContainerProto at_replay = worker;
+  at_replay.mutable_nodeid()->set_host("127.0.0.1");
+  at_replay.mutable_nodeid()->set_port(nm_start.port());
+  SetIpcIdentityForTest(RecordedClientId(am), RecordedCnonce(start_c02));
+  SetNextCallIdForTest(4);
+  EXPECT_OK(NmClient::StartContainer(at_replay, *nm_token,
+                                     recorded.start_container_request(0).container_launch_context()));
+  EXPECT_OK(nm_start.Wait());
+
+  Capture status_c02 = Load("dshell/07-am-nm-45454-getContainerStatuses-c02");
+  ReplayServer nm_status(ReplaySteps(status_c02));
+  at_replay.mutable_nodeid()->set_port(nm_status.port());
+  SetIpcIdentityForTest(RecordedClientId(am), RecordedCnonce(status_c02));
+  SetNextCallIdForTest(5);
+  auto status = NmClient::GetContainerStatus(at_replay, *nm_token);
+  ASSERT_OK(status);
+  EXPECT_EQ(ContainerIdString(status->container_id()), "container_1795263045862_0001_01_000002");
+  EXPECT_OK(nm_status.Wait());
+
+  am_client.reset();  // closes the RM connection, ending the replay
+  EXPECT_OK(rm.Wait());
+}
+
+// ---- The submitting client (SIMPLE as root) ----
+
+TEST(ClientReplay, EveryRecordedCallIncludingTheRemoteError) {
+  Capture cap = Load("dshell/01-client-rm-8032");
+  ReplayServer server(ReplaySteps(cap));
+  IpcOptions o = RecordedOptions(cap, server.port(), kClientProtocol);
+  o.user = "root";
+  {
+    IpcClient client(o);
+    // Call 5 (getResourceProfiles) gets YARNFeatureNotEnabledException, non-fatal: the calls
+    // after it go on over the same connection.
+    ReplayEveryCall(client, cap);
+  }
+  EXPECT_OK(server.Wait());
+}
+
+TEST(ClientReplay, RemoteErrorMessageIsItsFirstLine) {
+  Capture cap = Load("dshell/01-client-rm-8032");
+  ReplayServer server(ReplaySteps(cap, [](int32_t id) { return id == 5 || id == 6; }));
+  IpcOptions o = RecordedOptions(cap, server.port(), kClientProtocol);
+  o.user = "root";
+  {
+    IpcClient client(o);
+    SetNextCallIdForTest(5);
+    RawMessage request, response;
+    Status st = client.Call("getResourceProfiles", request, &response);
+    EXPECT_STATUS(st, kAborted,
+                  "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException: Resource profile is not "
+                  "enabled, please enable resource profile feature before using its functions. (by setting "
+                  "yarn.resourcemanager.resource-profiles.enabled to true)");
+    SetNextCallIdForTest(6);
+    ypb::GetNewApplicationResponseProto app;
+    ASSERT_OK(client.Call("getNewApplication", ypb::GetNewApplicationRequestProto(), &app));
+    EXPECT_EQ(ApplicationIdString(app.application_id()), "application_1795263045862_0001");
+  }
+  EXPECT_OK(server.Wait());
+}
+
+class ClientApiReplay : public ::testing::Test {
+ protected:
+  void TearDown() override { SetIpcIdentityForTest("", ""); }
+};
+
+// ApplicationClient's own requests against the recording (the calls it has no method for are
+// left out of the replay).
+TEST_F(ClientApiReplay, ApplicationClientSendsTheRecordedRequests) {
+  Capture cap = Load("dshell/01-client-rm-8032");
+  auto api_call = [](int32_t id) { return id == 1 || id == 2 || id == 6 || id >= 21; };
+  ReplayServer server(ReplaySteps(cap, api_call));
+  SetIpcIdentityForTest(RecordedClientId(cap), "");
+  auto client = std::make_unique<ApplicationClient>("127.0.0.1", server.port(), "root");
+
+  SetNextCallIdForTest(1);
+  auto metrics = client->GetClusterMetrics();
+  ASSERT_OK(metrics);
+  EXPECT_EQ(metrics->num_node_managers(), 1);
+
+  SetNextCallIdForTest(2);
+  auto nodes = client->GetClusterNodes();
+  ASSERT_OK(nodes);
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ(NodeIdString((*nodes)[0].nodeid()), "localhost:45454");
+
+  SetNextCallIdForTest(6);
+  auto app = client->GetNewApplication();
+  ASSERT_OK(app);
+  EXPECT_EQ(ApplicationIdString(app->application_id()), "application_1795263045862_0001");
+
+  SetNextCallIdForTest(21);
+  auto submitted = RecordedMessage<ypb::SubmitApplicationRequestProto>(RecordedRequest(cap, 21));
+  ASSERT_OK(client->SubmitApplication(submitted.application_submission_context()));
+
+  ypb::YarnApplicationStateProto last = ypb::NEW;
+  for (int32_t id = 22; id <= 29; ++id) {
+    SetNextCallIdForTest(id);
+    auto report = client->GetApplicationReport(app->application_id());
+    ASSERT_OK(report);
+    last = report->yarn_application_state();
+  }
+  EXPECT_EQ(last, ypb::FINISHED);
+  client.reset();
+  EXPECT_OK(server.Wait());
+}
+
+// The replay server itself must notice a client that strays from the recording.
+TEST(ReplayServerSelfCheck, ReportsTheFirstDifference) {
+  Capture cap = Load("dshell/01-client-rm-8032");
+  ReplayServer server(ReplaySteps(cap));
+  IpcOptions o = RecordedOptions(cap, server.port(), kClientProtocol);
+  o.user = "mallory";  // not the recorded root
+  {
+    IpcClient client(o);
+    SetNextCallIdForTest(0);
+    RawMessage request, response;
+    EXPECT_STATUS(client.Call("getResourceTypeInfo", request, &response), kUnavailable, HasSubstr("lost"));
+  }
+  EXPECT_STATUS(server.Wait(), kInvalidArgument, HasSubstr("differ from the recording at stream offset 7"));
+}
+
+// ---- Refusals by the real RM scheduler port ----
+
+TEST(NegativeReplay, SimpleClientOnTheTokenOnlyPort) {
+  Capture cap = Load("negative/01-none-auth-register-8030");
+  ReplayOptions options;
+  options.close_after_last_reply = true;  // the RM sends FIN after the FATAL
+  ReplayServer server(ReplaySteps(cap), options);
+  IpcOptions o = RecordedOptions(cap, server.port(), kAmProtocol);
+  o.user = "root";
+  {
+    IpcClient client(o);
+    SetNextCallIdForTest(0);
+    RawMessage request = RecordedMessage<RawMessage>(RecordedRequest(cap, 0));
+    RawMessage response;
+    Status st = client.Call("registerApplicationMaster", request, &response);
+    EXPECT_STATUS(st, kUnauthenticated,
+                  StartsWith("org.apache.hadoop.security.AccessControlException: SIMPLE authentication is not "
+                             "enabled.  Available:[TOKEN]"));
+    EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(server.port())));
+  }
+  EXPECT_OK(server.Wait());
+}
+
+TEST(NegativeReplay, WrongPasswordIsRefused) {
+  Capture cap = Load("negative/03-sasl-real-identifier-wrong-password-8030");
+  ReplayOptions options;
+  options.close_after_last_reply = true;
+  ReplayServer server(ReplaySteps(cap), options);
+  IpcOptions o = RecordedOptions(cap, server.port(), kAmProtocol);
+  o.token = AmRmTokenFromFile("negative/app2-am-container_tokens.bin");
+  o.token->password.back() = static_cast<char>(0xd7);  // as the recorded client: last byte 0xd6 -> 0xd7
+  {
+    IpcClient client(o);
+    RawMessage request, response;
+    Status st = client.Call("registerApplicationMaster", request, &response);
+    EXPECT_STATUS(st, kUnauthenticated,
+                  StartsWith("javax.security.sasl.SaslException: DIGEST-MD5: digest response format violation. "
+                             "Mismatched response."));
+    EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(server.port())));
+  }
+  EXPECT_OK(server.Wait());
+}
+
+TEST(NegativeReplay, MadeUpIdentifierIsRefused) {
+  Capture cap = Load("negative/02-sasl-madeup-identifier-8030");
+  ReplayOptions options;
+  options.close_after_last_reply = true;
+  options.compare = false;  // we cannot rebuild the made-up identifier's token
+  ReplayServer server(ReplaySteps(cap), options);
+  IpcOptions o = RecordedOptions(cap, server.port(), kAmProtocol);
+  o.token = Token{"made-up", "wrong-password-1234!", "YARN_AM_RM_TOKEN", ""};
+  {
+    IpcClient client(o);
+    RawMessage request, response;
+    EXPECT_STATUS(client.Call("registerApplicationMaster", request, &response), kUnauthenticated,
+                  StartsWith("org.apache.hadoop.security.token.SecretManager$InvalidToken: "
+                             "appattempt_1795263045862_4242_000001 not found in AMRMTokenSecretManager."));
+  }
+  EXPECT_OK(server.Wait());
+}
+
+TEST(NegativeReplay, AlreadyRegisteredIsANonFatalError) {
+  Capture cap = Load("negative/04-sasl-ok-then-register-again-8030");
+  ReplayServer server(ReplaySteps(cap));
+  IpcOptions o = RecordedOptions(cap, server.port(), kAmProtocol);
+  o.token = AmRmTokenFromFile("negative/app2-am-container_tokens.bin");
+  {
+    IpcClient client(o);
+    SetNextCallIdForTest(0);
+    RawMessage request = RecordedMessage<RawMessage>(RecordedRequest(cap, 0));
+    RawMessage response;
+    EXPECT_STATUS(client.Call("registerApplicationMaster", request, &response), kAborted,
+                  "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException: Application Master "
+                  "is already registered : application_1795263045862_0002");
+  }
+  EXPECT_OK(server.Wait());
+}
+
+}  // namespace
+}  // namespace loom::cluster::yarn

@@ -1,0 +1,286 @@
+#include "cluster/yarn/yarn_container_broker.h"
+
+#include <spdlog/spdlog.h>
+
+#include "cluster/yarn/wire/ipc_frame.h"
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace loom::cluster::yarn {
+
+namespace ypb = ::hadoop::yarn;
+
+namespace {
+
+// YARN's negative exit statuses (ContainerExitStatus), for diagnostics.
+std::string ExitStatusName(int s) {
+  switch (s) {
+    case -100: return "ABORTED";
+    case -101: return "DISKS_FAILED";
+    case -102: return "PREEMPTED";
+    case -103: return "KILLED_EXCEEDED_VMEM";
+    case -104: return "KILLED_EXCEEDED_PMEM";
+    case -105: return "KILLED_BY_APPMASTER";
+    case -106: return "KILLED_BY_RESOURCEMANAGER";
+    case -107: return "KILLED_AFTER_APP_COMPLETION";
+    case -108: return "KILLED_BY_CONTAINER_SCHEDULER";
+    default: return "INVALID";
+  }
+}
+
+// The executor's command line as the NodeManager runs it: `bash -c "<commands joined>"`.
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::vector<std::string> quoted;
+  for (const std::string& a : argv) quoted.push_back(ShellQuote(a));
+  return Join(quoted, " ") + " 1><LOG_DIR>/executor.log 2>&1";
+}
+
+}  // namespace
+
+YarnContainerBroker::YarnContainerBroker(YarnBrokerOptions options) : opts_(std::move(options)) {}
+
+YarnContainerBroker::~YarnContainerBroker() { Shutdown(std::chrono::milliseconds(0)); }
+
+Status YarnContainerBroker::Start(ContainerEvents* events) {
+  events_ = events;
+  LOOM_ASSIGN_OR_RETURN(HostPort scheduler, ParseHostPort(opts_.manifest.scheduler));
+  rm_ = std::make_unique<AmRmClient>(scheduler.host, scheduler.port, opts_.amrm_token);
+  int port = opts_.am_port ? opts_.am_port() : -1;
+  auto registered = rm_->Register(opts_.nm_host, port, opts_.tracking_url);
+  if (!registered.ok()) return registered.status().WithContext("registering with the RM scheduler at " + scheduler.ToString());
+  spdlog::info("registered with the RM scheduler at {} (queue {}, largest container {} MiB / {} vcores)",
+               scheduler.ToString(), registered->queue(), registered->maximumcapability().memory(),
+               registered->maximumcapability().virtual_cores());
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  return Status::Ok();
+}
+
+Status YarnContainerBroker::Request(const ContainerRequest& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return Status::Cancelled("the broker is shutting down");
+  if (!fatal_.ok()) return fatal_;
+  int64_t id = next_request_id_++;
+  ypb::ResourceRequestProto ask;
+  ask.mutable_priority()->set_priority(1);
+  ask.set_resource_name("*");
+  *ask.mutable_capability() = ToYarnResource(request.resources);
+  ask.set_num_containers(1);
+  ask.set_relax_locality(true);
+  if (!request.node_label.empty()) ask.set_node_label_expression(request.node_label);
+  ask.mutable_execution_type_request()->set_execution_type(ypb::GUARANTEED);
+  ask.set_allocation_request_id(id);
+  pending_[id] = {request.task, ask};
+  asks_.push_back(ask);
+  wake_.notify_all();
+  return Status::Ok();
+}
+
+void YarnContainerBroker::HeartbeatLoop() {
+  int failures = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    std::vector<ypb::ResourceRequestProto> asks = std::move(asks_);
+    std::vector<ypb::ContainerIdProto> releases = std::move(releases_);
+    asks_.clear();
+    releases_.clear();
+    lock.unlock();
+    auto response = rm_->Allocate(asks, releases, 0.0f);
+    lock.lock();
+    if (response.ok()) {
+      failures = 0;
+      lock.unlock();
+      Handle(*response);
+      lock.lock();
+    } else {
+      // Put back what was not delivered; asks are totals, so re-sending them is safe.
+      asks_.insert(asks_.begin(), asks.begin(), asks.end());
+      releases_.insert(releases_.begin(), releases.begin(), releases.end());
+      ++failures;
+      bool fatal = response.status().code() == StatusCode::kUnauthenticated ||
+                   response.status().code() == StatusCode::kFailedPrecondition || failures >= 30;
+      spdlog::warn("allocate failed ({}): {}", failures, response.status().ToString());
+      if (fatal) {
+        fatal_ = response.status().WithContext("the RM scheduler refused the AM");
+        std::vector<TaskId> lost;
+        for (auto& [id, p] : pending_) lost.push_back(p.task);
+        pending_.clear();
+        lock.unlock();
+        for (const TaskId& t : lost) events_->OnContainerError(t, fatal_);
+        lock.lock();
+        break;
+      }
+    }
+    auto interval = pending_.empty() ? opts_.heartbeat : opts_.fast_heartbeat;
+    if (!response.ok()) interval = std::min<std::chrono::milliseconds>(opts_.heartbeat * failures, std::chrono::seconds(5));
+    wake_.wait_for(lock, interval, [this] { return stopping_ || !asks_.empty() || !releases_.empty(); });
+  }
+}
+
+void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
+  std::vector<Container> allocated;
+  std::vector<ContainerExit> completed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const ypb::ContainerProto& c : response.allocated_containers()) {
+      std::string id = ContainerIdString(c.id());
+      auto it = pending_.find(c.allocation_request_id());
+      if (it == pending_.end() || stopping_) {
+        releases_.push_back(c.id());  // more than was asked for (or too late): give it back
+        continue;
+      }
+      ypb::ResourceRequestProto cancel = it->second.ask;
+      cancel.set_num_containers(0);  // this key wants nothing more
+      asks_.push_back(cancel);
+      held_[id] = {it->second.task, c, false, false};
+      allocated.push_back({id, it->second.task, c.nodeid().host(), {}});
+      pending_.erase(it);
+    }
+    for (const ypb::ContainerStatusProto& st : response.completed_container_statuses()) {
+      std::string id = ContainerIdString(st.container_id());
+      auto it = held_.find(id);
+      if (it == held_.end() || it->second.completed) continue;
+      it->second.completed = true;
+      int status = st.exit_status();
+      std::string diag = Trim(st.diagnostics());
+      ContainerExit exit{id, it->second.task, status >= 0 ? status : 1, diag};
+      if (status < 0) {
+        exit.diagnostics = "YARN exit status " + std::to_string(status) + " (" + ExitStatusName(status) + ")" +
+                           (diag.empty() ? "" : ": " + diag);
+      }
+      completed.push_back(exit);
+    }
+  }
+  for (const Container& c : allocated) events_->OnAllocated(c);
+  for (const ContainerExit& e : completed) events_->OnCompleted(e);
+  wake_.notify_all();
+}
+
+Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec& spec) {
+  ypb::ContainerProto proto;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = held_.find(container.id);
+    if (it == held_.end()) return Status::NotFound("unknown container " + container.id);
+    if (stopping_) return Status::Cancelled("container " + container.id + " is being stopped");
+    proto = it->second.container;
+  }
+  std::string node = NodeIdString(proto.nodeid());
+  std::optional<Token> nm_token = rm_->NmToken(node);
+  if (!nm_token) return Status::FailedPrecondition("no NMToken for node " + node + " (the RM sends one with the first container there)");
+
+  ypb::ContainerLaunchContextProto clc;
+  for (const auto& [name, resource] : opts_.manifest.ExecutorResources()) {
+    auto* entry = clc.add_localresources();
+    entry->set_key(name);
+    *entry->mutable_value() = resource;
+  }
+  for (const LocalResource& r : spec.resources) {
+    // The AM's resources are the staged ones; anything else cannot reach another host.
+    if (r.source == "." || r.name == "venv" || r.name == ".") continue;
+    return Status::Unimplemented("resource " + r.source + " is not staged for YARN");
+  }
+  std::map<std::string, std::string> env = spec.env;
+  for (const auto& [k, v] : container.env) env[k] = v;
+  env["LOOM_LOG_DIR"] = "<LOG_DIR>";   // user stdout/stderr become the container's YARN logs
+  env["LOOM_HOST"] = "{{NM_HOST}}";     // the NodeManager expands it to its own host
+  env["LOOM_SECRET_FILE"] = kSecretResource;
+  if (opts_.manifest.files.count(kSrcResource)) env["LOOM_LINK_INTO_WORKDIR"] = kSrcResource;
+  for (const auto& [k, v] : env) {
+    auto* e = clc.add_environment();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  clc.add_command(CommandLine(spec.argv));
+  Status started = NmClient::StartContainer(proto, *nm_token, clc);
+  if (!started.ok()) return started.WithContext("starting " + container.id + " on " + node);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = held_.find(container.id); it != held_.end()) it->second.launched = true;
+  return Status::Ok();
+}
+
+Status YarnContainerBroker::Stop(const std::string& container_id, std::chrono::milliseconds grace) {
+  ypb::ContainerProto proto;
+  bool launched = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = held_.find(container_id);
+    if (it == held_.end() || it->second.completed) return Status::Ok();
+    proto = it->second.container;
+    launched = it->second.launched;
+    releases_.push_back(proto.id());  // the RM completes a released container in any case
+    wake_.notify_all();
+  }
+  // The NodeManager sends SIGTERM, then SIGKILL after its own delay; the executor uses the
+  // SIGTERM to stop its user process within the job's grace.
+  if (launched) {
+    if (auto token = rm_->NmToken(NodeIdString(proto.nodeid()))) {
+      Status s = NmClient::StopContainer(proto, *token);
+      if (!s.ok()) spdlog::warn("stopping {}: {}", container_id, s.ToString());
+    }
+  }
+  return Status::Ok();
+}
+
+void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
+  std::vector<std::string> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!heartbeat_.joinable() && !rm_) return;
+    for (auto& [id, h] : held_) {
+      if (!h.completed) live.push_back(id);
+    }
+    // Cancel what is still wanted.
+    for (auto& [id, p] : pending_) {
+      ypb::ResourceRequestProto cancel = p.ask;
+      cancel.set_num_containers(0);
+      asks_.push_back(cancel);
+    }
+    pending_.clear();
+  }
+  for (const std::string& id : live) (void)Stop(id, grace);
+  // Wait for the RM to report them completed (the heartbeat keeps running meanwhile).
+  auto deadline = std::chrono::steady_clock::now() + std::max(grace, std::chrono::milliseconds(3000));
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    wake_.wait_until(lock, deadline, [this] {
+      for (auto& [id, h] : held_) {
+        if (!h.completed) return false;
+      }
+      return true;
+    });
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+Status YarnContainerBroker::Finish(const std::string& state, const std::string& diagnostics) {
+  if (!rm_) return Status::FailedPrecondition("never registered");
+  ypb::FinalApplicationStatusProto status = state == "SUCCEEDED" ? ypb::APP_SUCCEEDED
+                                            : state == "KILLED"  ? ypb::APP_KILLED
+                                                                 : ypb::APP_FAILED;
+  return rm_->Finish(status, diagnostics, opts_.tracking_url, std::chrono::seconds(30));
+}
+
+std::string YarnContainerBroker::Describe() const {
+  return "yarn (scheduler " + opts_.manifest.scheduler + ", application " + opts_.manifest.application_id + ")";
+}
+
+Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::string, std::string>& env) {
+  YarnBrokerOptions o;
+  LOOM_ASSIGN_OR_RETURN(std::string manifest_text, ReadFile(kManifestResource));
+  LOOM_ASSIGN_OR_RETURN(o.manifest, StagingManifest::FromJson(manifest_text));
+  auto token_file = env.find("HADOOP_TOKEN_FILE_LOCATION");
+  if (token_file == env.end()) {
+    return Status::FailedPrecondition("HADOOP_TOKEN_FILE_LOCATION is not set: `loom am --backend yarn` runs in a YARN container");
+  }
+  LOOM_ASSIGN_OR_RETURN(Credentials creds, ReadCredentialsFile(token_file->second));
+  auto amrm = creds.FindKind("YARN_AM_RM_TOKEN");
+  if (!amrm) return Status::FailedPrecondition(token_file->second + " holds no YARN_AM_RM_TOKEN");
+  o.amrm_token = *amrm;
+  auto nm_host = env.find("NM_HOST");
+  o.nm_host = nm_host != env.end() ? nm_host->second : "localhost";
+  return o;
+}
+
+}  // namespace loom::cluster::yarn

@@ -1,0 +1,124 @@
+#pragma once
+// FakeHdfs: a TEST DOUBLE of HDFS's WebHDFS endpoints, for tests only. No Hadoop can run in
+// Loom's tests, so this serves, over real HTTP/1.1 on 127.0.0.1, what Loom's staging uses,
+// shaped like the bytes a real Hadoop 3.3.6 NameNode (Jetty) and DataNode (Netty) sent in
+// tests/data/yarn-captures/webhdfs/:
+//   NameNode HTTP ("9870"): MKDIRS, CREATE step 1 (307 to the DataNode, or 200 {"Location"}
+//     with noredirect=true), GETFILESTATUS, LISTSTATUS, OPEN step 1 (307), DELETE; JSON
+//     bodies chunked, errors as {"RemoteException":{...}} with Hadoop's HTTP codes.
+//   DataNode HTTP ("9864"): CREATE step 2 (always "100 Continue" first, then 201 and
+//     Connection: close) and OPEN step 2 (200 with the bytes).
+// Simple auth only: a request without user.name gets 401. It is not HDFS: one namespace in
+// memory, file bytes as plain files under storage_dir, no permission checks, no blocks, and
+// no RPC (default_fs() names a reserved port that nothing answers).
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+
+namespace loom::yarn_double {
+
+namespace fake_hdfs_internal {
+struct Request;
+struct Reply;
+class Connection;
+}  // namespace fake_hdfs_internal
+
+class FakeHdfs {
+ public:
+  struct Entry {
+    bool dir = false;
+    int64_t length = 0;
+    int64_t mtime_ms = 0;    // modificationTime, as GETFILESTATUS reports it
+    std::string permission;  // octal text, "644"
+    std::string owner;
+  };
+
+  // File bytes live under storage_dir (emptied by Start).
+  explicit FakeHdfs(std::string storage_dir);
+  ~FakeHdfs();
+  FakeHdfs(const FakeHdfs&) = delete;
+  FakeHdfs& operator=(const FakeHdfs&) = delete;
+
+  // Listens on two ephemeral ports and reserves a third for default_fs().
+  Status Start();
+  // Closes the listeners and every open connection; idempotent.
+  void Stop();
+
+  int namenode_http_port() const { return nn_port_; }
+  int datanode_http_port() const { return dn_port_; }
+  // "hdfs://127.0.0.1:<reserved port>", the namenoderpcaddress of redirects; never served.
+  std::string default_fs() const;
+
+  // The namespace as a test sees it (paths like "/user/root/x"; NotFound when absent).
+  Result<Entry> Stat(const std::string& hdfs_path) const;
+  // Where a file's bytes are on disk.
+  std::string LocalPath(const std::string& hdfs_path) const;
+  // Every file (not directory) below `prefix`, sorted.
+  std::vector<std::string> ListRecursive(const std::string& prefix) const;
+  // HTTP requests received so far, NameNode and DataNode together (each counted before its
+  // answer is sent).
+  int64_t requests_served() const { return requests_served_; }
+
+ private:
+  struct Node {
+    Entry entry;
+    int64_t file_id = 0;
+    int64_t access_time = 0;
+  };
+  using Reply = fake_hdfs_internal::Reply;
+  using Request = fake_hdfs_internal::Request;
+  using Connection = fake_hdfs_internal::Connection;
+  struct Conn {
+    std::thread thread;
+    int fd = -1;
+    std::atomic<bool> done{false};
+  };
+
+  void AcceptLoop(int listen_fd, bool datanode);
+  void ReapFinished();  // with conn_mu_ held
+  void Serve(int fd, bool datanode);
+  bool ServeNameNode(Connection& conn, const Request& req);
+  void ServeDataNode(Connection& conn, const Request& req);
+
+  Reply Mkdirs(const Request& req);
+  Reply Redirect(const Request& req, const std::string& op);
+  Reply GetFileStatus(const Request& req);
+  Reply ListStatus(const Request& req);
+  Reply Delete(const Request& req);
+  void DataNodeCreate(Connection& conn, const Request& req);
+  void DataNodeOpen(Connection& conn, const Request& req);
+
+  // Namespace helpers; mu_ held.
+  const Node* Find(const std::string& path) const;
+  bool MakeDirLocked(const std::string& path, const std::string& owner, const std::string& permission,
+                     Reply* error);
+  std::vector<std::string> ChildrenLocked(const std::string& path) const;
+  std::string StatusJsonLocked(const std::string& path, const std::string& suffix) const;
+  int64_t NextFileIdLocked() { return next_file_id_++; }
+
+  std::string storage_dir_;
+  int nn_fd_ = -1, dn_fd_ = -1, rpc_fd_ = -1;
+  int nn_port_ = 0, dn_port_ = 0, rpc_port_ = 0;
+  std::thread nn_thread_, dn_thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> requests_served_{0};
+  std::atomic<int64_t> upload_counter_{0};
+
+  std::mutex conn_mu_;
+  std::list<std::unique_ptr<Conn>> conns_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, Node> nodes_;  // by normalised path; "/" always present
+  int64_t next_file_id_ = 16386;      // HDFS's first inode id after the root's 16385
+};
+
+}  // namespace loom::yarn_double

@@ -1,0 +1,172 @@
+#pragma once
+// Internals of YarnTestDouble: one state guarded by one mutex, shared by the RM part
+// (resource_manager.cc: client and scheduler protocols, AM launch, application life cycle)
+// and the NM part (node_manager.cc: container manager protocol, localization, processes).
+// Every *Locked method expects mu_ held.
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/yarn/proto/yarn.pb.h"
+#include "cluster/yarn/wire/credentials.h"
+#include "core/subprocess.h"
+#include "ipc_server.h"
+#include "yarn_records.h"
+#include "yarn_test_double.h"
+
+namespace loom::yarn_double {
+
+namespace wire = loom::cluster::yarn;
+
+inline constexpr char kClientProtocol[] = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB";
+inline constexpr char kSchedulerProtocol[] = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB";
+inline constexpr char kNmProtocol[] = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB";
+inline constexpr int64_t kContainerTokenExpiryMs = 600000;  // yarn.resourcemanager.rm.container-allocation.expiry-interval-ms
+
+struct Container {
+  std::string id;
+  yp::ContainerIdProto id_proto;
+  int32_t app = 0;
+  int32_t attempt = 1;
+  bool is_am = false;
+  Res resource;
+  int32_t priority = 0;
+  int64_t allocation_request_id = -1;
+  wire::Token token;  // the container token the RM issued
+  std::string user;
+
+  // NM side.
+  bool start_requested = false;  // startContainers accepted it (or the RM launched the AM)
+  bool running = false;          // a process exists (until it is reaped)
+  bool complete = false;
+  int exit_status = -1000;
+  std::string diagnostics;
+  pid_t pid = -1;
+  std::unique_ptr<Subprocess> process;
+  std::thread waiter;
+  bool stop_requested = false;
+  std::string stop_diagnostics;  // why it is being killed, first line of its diagnostics
+  int64_t sigkill_at_ms = 0;     // SIGKILL the group then if it is still alive
+  std::string work_dir, log_dir;
+
+  // RM side.
+  bool rm_done = false;  // the RM considers it finished (its status is queued for the AM, or it is the AM)
+  int64_t allocated_ms = 0, started_ms = 0, finished_ms = 0;
+};
+
+struct App {
+  int32_t id = 0;
+  int32_t attempt = 1;
+  std::string id_str, attempt_str;
+  yp::ApplicationSubmissionContextProto asc;
+  std::string user, name, queue = "default", type = "YARN";
+  std::vector<std::string> tags;
+  int32_t priority = 0;
+  yp::YarnApplicationStateProto state = yp::SUBMITTED;
+  yp::FinalApplicationStatusProto final_status = yp::APP_UNDEFINED;
+  std::string diagnostics;
+  int64_t start_ms = 0, launch_ms = 0, finish_ms = 0, lifetime_s = 0;
+  Res am_resource;
+  wire::Token amrm_token;
+  bool am_pending = true;  // the AM container is still to be allocated
+  std::string am_container;
+  bool test_app = false;   // InstallAppForTest: no AM container
+  // ApplicationMasterService state.
+  bool registered = false;
+  std::string host = "N/A";
+  int32_t rpc_port = -1;
+  std::string tracking_url;
+  int finish_calls = 0;
+  int64_t am_stop_at_ms = 0;  // after unregistering: stop the AM container then if alive
+  int32_t last_response_id = 0;
+  std::string last_response;  // serialized, for a resent allocate
+  struct AskKey {
+    int32_t priority;
+    int64_t allocation_request_id;
+    std::string resource_name;
+    auto operator<=>(const AskKey&) const = default;
+  };
+  std::map<AskKey, yp::ResourceRequestProto> asks;  // totals still wanted; a new ask replaces
+  std::vector<yp::ContainerStatusProto> completed;  // finished containers not yet reported
+  bool nm_token_sent = false;
+  float progress = 0;
+  int64_t next_container = 2;
+  std::map<std::string, std::string> localized;  // resource (url, timestamp, type) -> local path
+  int next_filecache = 10;
+  bool Final() const { return state == yp::FINISHED || state == yp::FAILED || state == yp::KILLED; }
+};
+
+class YarnDoubleImpl {
+ public:
+  explicit YarnDoubleImpl(YarnTestDouble::Options options);
+  ~YarnDoubleImpl();
+  Status Start();
+  void Stop();
+
+  YarnTestDouble::Options options_;
+  int64_t cluster_ts_ = 0;
+  std::string instance_;  // marks this double's container processes
+  std::unique_ptr<IpcServer> rm_server_, scheduler_server_, nm_server_;
+  int nm_http_fd_ = -1, nm_http_port_ = 0;
+  int32_t amrm_key_id_ = 0, nm_key_id_ = 0, container_key_id_ = 0;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::thread dispatcher_;
+  std::map<int32_t, std::unique_ptr<App>> apps_;
+  std::map<std::string, std::unique_ptr<Container>> containers_;  // by id string
+  std::map<std::string, std::string> nm_tokens_;                  // identifier -> password
+  std::deque<std::string> test_nonces_;
+  int32_t next_app_ = 1;
+  std::vector<YarnTestDouble::ServedCall> served_;
+
+  // ---- shared helpers (yarn_test_double.cc) ----
+  std::string NextNonce();
+  bool WithGpu() const { return options_.node_gpus > 0; }
+  Res NodeCapacity() const;
+  Res UsedLocked() const;  // every container allocated and not finished
+  App* FindAppLocked(int32_t id);
+  App* AppOfAttemptLocked(const yp::ApplicationAttemptIdProto& attempt);
+  void RecordLocked(const std::string& server, const std::string& method, const CallResult& r);
+  void DispatchLoop();
+  void TickLocked(int64_t now);
+
+  // ---- RM (resource_manager.cc) ----
+  CallResult HandleClient(const std::string& method, std::string_view req, const ConnectionInfo& conn);
+  CallResult HandleScheduler(const std::string& method, std::string_view req, const ConnectionInfo& conn);
+  PasswordLookup AmRmPassword(const std::string& identifier);
+  yp::ApplicationReportProto ReportLocked(const App& app) const;
+  // Allocates and launches pending AM containers that fit.
+  void ScheduleAmsLocked(std::vector<std::string>* to_launch);
+  Container* AllocateLocked(App& app, const Res& r, int32_t priority, int64_t allocation_request_id, bool is_am);
+  void OnContainerFinishedLocked(Container& c);
+  void EndAppLocked(App& app, yp::YarnApplicationStateProto state, yp::FinalApplicationStatusProto final_status,
+                    const std::string& diagnostics);
+  void KillAppContainersLocked(App& app, const std::string& why, int grace_ms, bool include_am);
+  void LaunchAm(const std::string& container_id);
+
+  // ---- NM (node_manager.cc) ----
+  CallResult HandleNm(const std::string& method, std::string_view req, const ConnectionInfo& conn);
+  PasswordLookup NmPassword(const std::string& identifier);
+  // Localizes, writes the launch files and starts the process; no lock held.
+  void LaunchContainer(const std::string& container_id, const yp::ContainerLaunchContextProto& clc,
+                       const std::string& tokens);
+  void OnProcessExit(const std::string& container_id, ExitInfo info);
+  // SIGTERM now, SIGKILL after grace_ms; a container not yet started just completes.
+  void KillContainerLocked(Container& c, const std::string& why, int grace_ms);
+  void CompleteLocked(Container& c, int exit_status, const std::string& diagnostics);
+  yp::ContainerStatusProto StatusLocked(const Container& c) const;
+  std::string Marker(const std::string& container_id) const;
+};
+
+}  // namespace loom::yarn_double

@@ -1,0 +1,439 @@
+#include "yarn_test_double.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/files.h"
+#include "cluster/yarn/wire/sasl_digest.h"
+#include "fake_hdfs.h"
+#include "yarn_double_impl.h"
+
+namespace loom::yarn_double {
+
+namespace {
+
+std::string Property(const std::string& name, const std::string& value) {
+  return "  <property><name>" + name + "</name><value>" + value + "</value></property>\n";
+}
+
+std::string Configuration(const std::string& properties) {
+  return "<?xml version=\"1.0\"?>\n<configuration>\n" + properties + "</configuration>\n";
+}
+
+// Reserves a port number without serving it (the NM http port only appears in records).
+Result<std::pair<int, int>> ReservePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::FromErrno("socket", errno);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::FromErrno("reserve a port", err);
+  }
+  return std::pair<int, int>{fd, ntohs(addr.sin_port)};
+}
+
+}  // namespace
+
+// ---- YarnDoubleImpl: life cycle and shared helpers -------------------------------------------
+
+YarnDoubleImpl::YarnDoubleImpl(YarnTestDouble::Options options) : options_(std::move(options)) {
+  cluster_ts_ = options_.cluster_timestamp ? options_.cluster_timestamp : NowMs();
+  instance_ = std::to_string(::getpid()) + "-" + std::to_string(static_cast<uint32_t>(RandomInt32()));
+  amrm_key_id_ = RandomInt32();
+  nm_key_id_ = RandomInt32();
+  container_key_id_ = RandomInt32();
+}
+
+YarnDoubleImpl::~YarnDoubleImpl() { Stop(); }
+
+Status YarnDoubleImpl::Start() {
+  if (options_.work_dir.empty()) return Status::InvalidArgument("YarnTestDouble: work_dir is required");
+  LOOM_RETURN_IF_ERROR(MakeDirs(options_.work_dir + "/nm-local"));
+  LOOM_RETURN_IF_ERROR(MakeDirs(options_.work_dir + "/logs"));
+  auto token_user = [](const std::string& identifier) {
+    yp::AMRMTokenIdentifierProto id;  // NMTokenIdentifierProto has the same field 1
+    return id.ParseFromString(identifier) ? AttemptIdString(id.appattemptid()) : std::string();
+  };
+  auto make = [&](const char* name, const char* protocol, bool simple, auto handler, auto password) {
+    IpcServerOptions o;
+    o.name = name;
+    o.protocol = protocol;
+    o.allow_simple = simple;
+    o.idle_close_ms = options_.ipc_idle_close_ms;
+    o.next_nonce = [this] { return NextNonce(); };
+    o.password_for = [this, password](const std::string& identifier) { return (this->*password)(identifier); };
+    o.token_user = token_user;
+    o.handle = [this, handler, name](const std::string& method, std::string_view req, const ConnectionInfo& c) {
+      CallResult r = (this->*handler)(method, req, c);
+      std::lock_guard<std::mutex> lock(mu_);
+      RecordLocked(name, method, r);
+      return r;
+    };
+    return std::make_unique<IpcServer>(std::move(o));
+  };
+  // The client port also takes tokens (TOKEN + SIMPLE, like the NN in dshell/04); the double
+  // issues none for it, so only SIMPLE is usable there.
+  rm_server_ = make("rm", kClientProtocol, true, &YarnDoubleImpl::HandleClient, &YarnDoubleImpl::AmRmPassword);
+  scheduler_server_ =
+      make("scheduler", kSchedulerProtocol, false, &YarnDoubleImpl::HandleScheduler, &YarnDoubleImpl::AmRmPassword);
+  nm_server_ = make("nm", kNmProtocol, false, &YarnDoubleImpl::HandleNm, &YarnDoubleImpl::NmPassword);
+  LOOM_RETURN_IF_ERROR(rm_server_->Start());
+  LOOM_RETURN_IF_ERROR(scheduler_server_->Start());
+  LOOM_RETURN_IF_ERROR(nm_server_->Start());
+  LOOM_ASSIGN_OR_RETURN(auto reserved, ReservePort());
+  nm_http_fd_ = reserved.first;
+  nm_http_port_ = reserved.second;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+  }
+  dispatcher_ = std::thread([this] { DispatchLoop(); });
+  return Status::Ok();
+}
+
+void YarnDoubleImpl::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  // No more calls: every connection thread is joined before the containers go.
+  for (auto* s : {&rm_server_, &scheduler_server_, &nm_server_}) {
+    if (*s) (*s)->Stop();
+  }
+  if (dispatcher_.joinable()) dispatcher_.join();
+  std::vector<pid_t> groups;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, c] : containers_) {
+      if (c->running && c->pid > 0) {
+        c->stop_requested = true;
+        if (c->stop_diagnostics.empty()) c->stop_diagnostics = "Container killed by the NodeManager on shutdown.";
+        groups.push_back(c->pid);
+      }
+    }
+  }
+  for (pid_t g : groups) ::kill(-g, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::any_of(groups.begin(), groups.end(), [](pid_t g) { return ProcessGroupAlive(g); })) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (pid_t g : groups) ::kill(-g, SIGKILL);
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, c] : containers_) ids.push_back(id);
+  }
+  for (const std::string& id : ids) KillProcessesWithEnv(Marker(id));
+  // The waiters end once their bash is reaped; they take mu_, so it is not held here.
+  for (const std::string& id : ids) {
+    std::thread waiter;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      waiter = std::move(containers_[id]->waiter);
+    }
+    if (waiter.joinable()) waiter.join();
+  }
+  if (nm_http_fd_ >= 0) ::close(nm_http_fd_);
+  nm_http_fd_ = -1;
+}
+
+std::string YarnDoubleImpl::NextNonce() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!test_nonces_.empty()) {
+    std::string n = test_nonces_.front();
+    test_nonces_.pop_front();
+    return n;
+  }
+  if (options_.fixed_nonce_for_test) return options_.nonce_for_test;
+  return wire::NewCnonce();  // 40 characters of the Base64 alphabet, like Hadoop's nonces
+}
+
+Res YarnDoubleImpl::NodeCapacity() const {
+  return Res{options_.node_memory_mb, options_.node_vcores, options_.node_gpus};
+}
+
+Res YarnDoubleImpl::UsedLocked() const {
+  Res used;
+  for (const auto& [id, c] : containers_) {
+    if (!c->rm_done && !c->complete) used = used + c->resource;
+  }
+  return used;
+}
+
+App* YarnDoubleImpl::FindAppLocked(int32_t id) {
+  auto it = apps_.find(id);
+  return it == apps_.end() ? nullptr : it->second.get();
+}
+
+App* YarnDoubleImpl::AppOfAttemptLocked(const yp::ApplicationAttemptIdProto& attempt) {
+  if (attempt.application_id().cluster_timestamp() != cluster_ts_) return nullptr;
+  App* app = FindAppLocked(attempt.application_id().id());
+  return app && app->attempt == attempt.attemptid() ? app : nullptr;
+}
+
+void YarnDoubleImpl::RecordLocked(const std::string& server, const std::string& method, const CallResult& r) {
+  served_.push_back({server, method, std::holds_alternative<std::string>(r)});
+  cv_.notify_all();
+}
+
+// Timers of the RM and NM: AM launches, SIGKILL escalation, AM stop after unregistering,
+// unused allocations, application lifetimes.
+void YarnDoubleImpl::DispatchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    TickLocked(NowMs());
+    std::vector<std::string> launches;
+    ScheduleAmsLocked(&launches);
+    if (!launches.empty()) {
+      lock.unlock();
+      for (const std::string& id : launches) LaunchAm(id);
+      lock.lock();
+      continue;
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+}
+
+void YarnDoubleImpl::TickLocked(int64_t now) {
+  for (auto& [id, c] : containers_) {
+    if (c->running && c->sigkill_at_ms && now >= c->sigkill_at_ms) {
+      ::kill(-c->pid, SIGKILL);
+      c->sigkill_at_ms = 0;
+    }
+    if (!c->start_requested && !c->rm_done && !c->complete && now - c->allocated_ms > kContainerTokenExpiryMs) {
+      c->rm_done = true;
+      CompleteLocked(*c, -100, "Container expired since it was unused");
+    }
+  }
+  for (auto& [id, app] : apps_) {
+    if (app->am_stop_at_ms && now >= app->am_stop_at_ms) {
+      app->am_stop_at_ms = 0;
+      auto it = containers_.find(app->am_container);
+      if (it != containers_.end() && !it->second->complete) {
+        KillContainerLocked(*it->second, "Container killed by the ApplicationMaster.", options_.nm_sigkill_delay_ms);
+      }
+    }
+    if (app->lifetime_s > 0 && !app->Final() && now >= app->start_ms + app->lifetime_s * 1000) {
+      EndAppLocked(*app, yp::KILLED, yp::APP_KILLED,
+                   "Application is killed by ResourceManager as it has exceeded the lifetime period.");
+      KillAppContainersLocked(*app, "Container killed by the ResourceManager.", options_.rm_kill_grace_ms, true);
+    }
+  }
+}
+
+std::string YarnDoubleImpl::Marker(const std::string& container_id) const {
+  return "LOOM_YARN_DOUBLE_CONTAINER=" + instance_ + ":" + container_id;
+}
+
+// ---- YarnTestDouble ----------------------------------------------------------------------------
+
+YarnTestDouble::YarnTestDouble(Options options) : impl_(std::make_unique<YarnDoubleImpl>(std::move(options))) {}
+YarnTestDouble::~YarnTestDouble() { Stop(); }
+
+Status YarnTestDouble::Start() { return impl_->Start(); }
+void YarnTestDouble::Stop() { impl_->Stop(); }
+int YarnTestDouble::rm_port() const { return impl_->rm_server_ ? impl_->rm_server_->port() : 0; }
+int YarnTestDouble::scheduler_port() const { return impl_->scheduler_server_ ? impl_->scheduler_server_->port() : 0; }
+int YarnTestDouble::nm_port() const { return impl_->nm_server_ ? impl_->nm_server_->port() : 0; }
+int YarnTestDouble::nm_http_port() const { return impl_->nm_http_port_; }
+
+Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
+  const Options& o = impl_->options_;
+  LOOM_RETURN_IF_ERROR(MakeDirs(dir));
+  std::string default_fs = o.hdfs ? o.hdfs->default_fs() : "hdfs://127.0.0.1:9000";
+  std::string nn_http = "127.0.0.1:" + std::to_string(o.hdfs ? o.hdfs->namenode_http_port() : 9870);
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir + "/core-site.xml", Configuration(Property("fs.defaultFS", default_fs))));
+  std::string nn_rpc = default_fs.substr(default_fs.find("://") + 3);
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(
+      dir + "/hdfs-site.xml", Configuration(Property("dfs.replication", "1") + Property("dfs.namenode.rpc-address", nn_rpc) +
+                                            Property("dfs.namenode.http-address", nn_http))));
+  std::string rm = "127.0.0.1:" + std::to_string(rm_port());
+  std::string sched = "127.0.0.1:" + std::to_string(scheduler_port());
+  std::string yarn =
+      Property("yarn.resourcemanager.hostname", "127.0.0.1") + Property("yarn.resourcemanager.address", rm) +
+      Property("yarn.resourcemanager.scheduler.address", sched) +
+      Property("yarn.nodemanager.hostname", "127.0.0.1") +
+      Property("yarn.nodemanager.address", "127.0.0.1:" + std::to_string(nm_port())) +
+      Property("yarn.nodemanager.webapp.address", "127.0.0.1:" + std::to_string(nm_http_port())) +
+      Property("yarn.nodemanager.local-dirs", o.work_dir + "/nm-local") +
+      Property("yarn.nodemanager.log-dirs", o.work_dir + "/logs") +
+      Property("yarn.nodemanager.resource.memory-mb", std::to_string(o.node_memory_mb)) +
+      Property("yarn.nodemanager.resource.cpu-vcores", std::to_string(o.node_vcores)) +
+      Property("yarn.nodemanager.vmem-check-enabled", "false") +
+      Property("yarn.nodemanager.env-whitelist",
+               "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,"
+               "HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ,HADOOP_MAPRED_HOME") +
+      Property("yarn.scheduler.minimum-allocation-mb", std::to_string(o.min_allocation_mb));
+  if (o.node_gpus > 0) {
+    yarn += Property("yarn.resource-types", kGpuResource) +
+            Property("yarn.nodemanager.resource-plugins", kGpuResource);
+  }
+  return WriteFileAtomic(dir + "/yarn-site.xml", Configuration(yarn));
+}
+
+Result<hadoop::yarn::ApplicationReportProto> YarnTestDouble::ApplicationReport(const std::string& app_id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  for (const auto& [id, app] : impl_->apps_) {
+    if (app->id_str == app_id) return impl_->ReportLocked(*app);
+  }
+  return Status::NotFound("no application " + app_id);
+}
+
+std::vector<std::string> YarnTestDouble::ApplicationIds() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  std::vector<std::string> ids;
+  for (const auto& [id, app] : impl_->apps_) ids.push_back(app->id_str);
+  return ids;
+}
+
+std::vector<YarnTestDouble::ContainerInfo> YarnTestDouble::Containers() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  std::vector<ContainerInfo> out;
+  for (const auto& [id, c] : impl_->containers_) {
+    ContainerInfo i;
+    i.id = c->id;
+    i.app_id = AppIdString(impl_->cluster_ts_, c->app);
+    i.is_am = c->is_am;
+    i.state = c->complete ? hadoop::yarn::C_COMPLETE : c->start_requested ? hadoop::yarn::C_RUNNING : hadoop::yarn::C_NEW;
+    i.pid = c->pid;
+    i.exit_status = c->exit_status;
+    i.diagnostics = c->diagnostics;
+    i.memory_mb = c->resource.memory;
+    i.vcores = c->resource.vcores;
+    i.gpus = c->resource.gpus;
+    i.work_dir = c->work_dir;
+    i.log_dir = c->log_dir;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+std::vector<YarnTestDouble::ServedCall> YarnTestDouble::ServedCalls() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->served_;
+}
+
+std::vector<std::string> YarnTestDouble::ServedMethods() const {
+  std::vector<std::string> names;
+  for (const auto& c : ServedCalls()) names.push_back(c.method);
+  return names;
+}
+
+Result<cluster::yarn::Token> YarnTestDouble::AmRmToken(const std::string& app_id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  for (const auto& [id, app] : impl_->apps_) {
+    if (app->id_str == app_id) return app->amrm_token;
+  }
+  return Status::NotFound("no application " + app_id);
+}
+
+Status YarnTestDouble::WaitForAppState(const std::string& app_id, hadoop::yarn::YarnApplicationStateProto state,
+                                       std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(impl_->mu_);
+  auto reached = [&] {
+    for (const auto& [id, app] : impl_->apps_) {
+      if (app->id_str == app_id) return app->state >= state;
+    }
+    return false;
+  };
+  if (impl_->cv_.wait_for(lock, timeout, reached)) return Status::Ok();
+  return Status::DeadlineExceeded("application " + app_id + " did not reach " +
+                                  hadoop::yarn::YarnApplicationStateProto_Name(state));
+}
+
+Status YarnTestDouble::WaitForAppEnd(const std::string& app_id, std::chrono::milliseconds timeout) const {
+  return WaitForAppState(app_id, hadoop::yarn::FINISHED, timeout);
+}
+
+std::vector<pid_t> YarnTestDouble::LiveContainerProcesses() const {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu_);
+    for (const auto& [id, c] : impl_->containers_) ids.push_back(id);
+  }
+  std::vector<pid_t> pids;
+  for (const std::string& id : ids) {
+    for (pid_t p : FindProcessesWithEnv(impl_->Marker(id))) pids.push_back(p);
+  }
+  return pids;
+}
+
+std::vector<pid_t> YarnTestDouble::StrayProcesses() const {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu_);
+    for (const auto& [id, c] : impl_->containers_) {
+      if (c->complete) ids.push_back(id);
+    }
+  }
+  std::vector<pid_t> pids;
+  for (const std::string& id : ids) {
+    for (pid_t p : FindProcessesWithEnv(impl_->Marker(id))) pids.push_back(p);
+  }
+  return pids;
+}
+
+Status YarnTestDouble::InstallAppForTest(const cluster::yarn::Token& amrm_token, bool am_registered,
+                                         int64_t am_memory_mb, int am_vcores) {
+  hadoop::yarn::AMRMTokenIdentifierProto id;
+  if (!id.ParseFromString(amrm_token.identifier)) return Status::InvalidArgument("not an AMRMTokenIdentifier");
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  const auto& attempt = id.appattemptid();
+  if (attempt.application_id().cluster_timestamp() != impl_->cluster_ts_) {
+    return Status::InvalidArgument("the token's cluster timestamp differs from the double's");
+  }
+  auto app = std::make_unique<App>();
+  app->id = attempt.application_id().id();
+  app->attempt = attempt.attemptid();
+  app->id_str = AppIdString(impl_->cluster_ts_, app->id);
+  app->attempt_str = AttemptIdString(attempt);
+  app->user = impl_->options_.user;
+  app->name = "test-app";
+  app->start_ms = NowMs();
+  app->amrm_token = amrm_token;
+  app->am_pending = false;
+  app->test_app = true;
+  app->registered = am_registered;
+  app->state = am_registered ? yp::RUNNING : yp::ACCEPTED;
+  if (am_registered) {
+    hadoop::yarn::AllocateResponseProto initial;
+    initial.set_response_id(0);
+    app->last_response = initial.SerializeAsString();
+  }
+  impl_->next_app_ = std::max(impl_->next_app_, app->id + 1);
+  App& raw = *app;
+  impl_->apps_[app->id] = std::move(app);
+  if (am_memory_mb > 0) {
+    Container* am = impl_->AllocateLocked(raw, Res{am_memory_mb, am_vcores, 0}, 0, -1, true);
+    am->start_requested = true;  // "running" without a process
+    raw.am_container = am->id;
+  }
+  return Status::Ok();
+}
+
+Status YarnTestDouble::InstallNmTokenForTest(const cluster::yarn::Token& nm_token) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->nm_tokens_[nm_token.identifier] = nm_token.password;
+  return Status::Ok();
+}
+
+void YarnTestDouble::SetNoncesForTest(std::vector<std::string> nonces) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->test_nonces_.assign(nonces.begin(), nonces.end());
+}
+
+}  // namespace loom::yarn_double
