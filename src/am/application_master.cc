@@ -62,6 +62,7 @@ Result<JobState> ApplicationMaster::Run() {
   }
   loop_.PostAfter(std::chrono::milliseconds(opts_.spec.heartbeat_interval_ms), [this] { CheckHeartbeats(); });
   loop_.Run();
+  loop_done_ = true;  // from now on calls are answered on their own threads
 
   // Stragglers (a task that ignored SIGTERM) are forced; this returns once nothing is left.
   broker_.Shutdown(std::chrono::milliseconds(opts_.spec.stop_grace_ms));
@@ -577,6 +578,14 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
 void ApplicationMaster::HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) {
   control::JobStateResponse events;
   if (req.events_offset() >= 0) ReadEventsFrom(req.events_offset(), &events);
+  if (loop_done_) {
+    // The job has ended and its state no longer changes; a call posted to the stopped loop
+    // would never be answered, and the server's shutdown would wait for it.
+    events.set_state(JobStateName(tracker_->state()));
+    events.set_attempt(attempt_);
+    reply(Status::Ok(), events);
+    return;
+  }
   loop_.Post([this, reply, events] {
     control::JobStateResponse resp = events;
     resp.set_state(JobStateName(tracker_->state()));

@@ -137,7 +137,8 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   std::unique_ptr<ControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  mutable std::atomic<int64_t> events_fetched_to_{-1};  // by a mirroring client; -1: none ever
+  mutable std::atomic<int64_t> events_fetched_to_{-1};
+  std::atomic<bool> loop_done_{false};  // by a mirroring client; -1: none ever
 };
 
 }  // namespace loom::am

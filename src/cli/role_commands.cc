@@ -109,7 +109,8 @@ int AmCommand(std::vector<std::string> args) {
   cluster::ContainerBroker& broker = *broker_owner;
   opts.spec = *spec;
   opts.job_dir = dir;
-  opts.job_id = dir.job_id();
+  // On YARN the job dir is the container's own; the job keeps the id the client gave it.
+  opts.job_id = env.count("LOOM_JOB_ID") && !env["LOOM_JOB_ID"].empty() ? env["LOOM_JOB_ID"] : dir.job_id();
   opts.secret = *secret;
   opts.secret_file = secret_file;
   opts.executor_binary = SelfExecutable();

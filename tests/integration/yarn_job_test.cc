@@ -97,6 +97,17 @@ class YarnCluster {
   std::unique_ptr<yarn_double::YarnTestDouble> yarn_;
 };
 
+// The command lines of the job's live processes, for failure messages.
+std::string Describe(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t p : pids) {
+    std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline").value_or("");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    out += std::to_string(p) + ": " + cmd + "\n";
+  }
+  return out;
+}
+
 std::string LineAfter(const std::string& text, const std::string& prefix) {
   size_t pos = text.find(prefix);
   if (pos == std::string::npos) return "";
@@ -163,7 +174,8 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
       "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s));
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s))
+      << MiniLoom::JobProcesses(id).size() << " processes";
   RunResult kill = cluster.loom().Run({"kill", id}, cluster.Env());
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   RunResult r = cluster.loom().Collect(submit, "submit");
@@ -171,7 +183,7 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
   EXPECT_EQ(cluster.loom().View(id).state, "KILLED");
   EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << MiniLoom::JobProcesses(id).size() << " processes left";
+      << Describe(MiniLoom::JobProcesses(id)) << cluster.ContainerLogs("am.log");
 }
 
 TEST(YarnJob, TaskLargerThanAnyNodeIsRefusedAtSubmit) {

@@ -238,6 +238,7 @@ static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const La
   if (s.ok() && archive && !entry->dir && (EndsWith(lower, ".zip") || EndsWith(lower, ".jar"))) {
     s = MakeDirs(dest);
     if (s.ok()) s = RunTool({"unzip", "-q", "-o", src, "-d", dest});
+    if (!s.ok() && s.code() == StatusCode::kNotFound) s = RunTool({"python3", "-m", "zipfile", "-e", src, dest});
   } else if (s.ok() && archive && !entry->dir && (EndsWith(lower, ".tar.gz") || EndsWith(lower, ".tgz"))) {
     s = MakeDirs(dest);
     if (s.ok()) s = RunTool({"tar", "-xzf", src, "-C", dest});

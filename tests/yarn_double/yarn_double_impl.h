@@ -132,6 +132,7 @@ class YarnDoubleImpl {
 
   // ---- shared helpers (yarn_test_double.cc) ----
   std::string NextNonce();
+  PasswordLookup NoDelegationToken(const std::string& identifier);
   bool WithGpu() const { return options_.node_gpus > 0; }
   Res NodeCapacity() const;
   Res UsedLocked() const;  // every container allocated and not finished

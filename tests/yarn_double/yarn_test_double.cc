@@ -82,9 +82,9 @@ Status YarnDoubleImpl::Start() {
     };
     return std::make_unique<IpcServer>(std::move(o));
   };
-  // The client port also takes tokens (TOKEN + SIMPLE, like the NN in dshell/04); the double
-  // issues none for it, so only SIMPLE is usable there.
-  rm_server_ = make("rm", kClientProtocol, true, &YarnDoubleImpl::HandleClient, &YarnDoubleImpl::AmRmPassword);
+  // The client port offers TOKEN + SIMPLE (like the NN in dshell/04). Its tokens would be RM
+  // delegation tokens, which the double never issues, so only SIMPLE gets through.
+  rm_server_ = make("rm", kClientProtocol, true, &YarnDoubleImpl::HandleClient, &YarnDoubleImpl::NoDelegationToken);
   scheduler_server_ =
       make("scheduler", kSchedulerProtocol, false, &YarnDoubleImpl::HandleScheduler, &YarnDoubleImpl::AmRmPassword);
   nm_server_ = make("nm", kNmProtocol, false, &YarnDoubleImpl::HandleNm, &YarnDoubleImpl::NmPassword);
@@ -149,6 +149,11 @@ void YarnDoubleImpl::Stop() {
   }
   if (nm_http_fd_ >= 0) ::close(nm_http_fd_);
   nm_http_fd_ = -1;
+}
+
+PasswordLookup YarnDoubleImpl::NoDelegationToken(const std::string&) {
+  return RpcError{"org.apache.hadoop.security.token.SecretManager$InvalidToken",
+                  "token (RM_DELEGATION_TOKEN) can't be found in cache"};
 }
 
 std::string YarnDoubleImpl::NextNonce() {

@@ -5,7 +5,7 @@
 //     reply (negative/01-04, dshell/01 getResourceProfiles), and the replies whose content
 //     does not depend on time, ports or secrets (dshell/05 register, allocate #1 and #2,
 //     finish x2; dshell/01 getResourceTypeInfo x2, getClusterMetrics, getQueueInfo,
-//     getQueueUserAcls, getNewApplication, submitApplication);
+//     getQueueUserAcls, getNewApplication, submitApplication; dshell/07, 11, 13 whole);
 //   header-identical and equal after normalization: the other replies. Normalization blanks
 //     only what a live cluster makes up anew (ports, token passwords, master key ids,
 //     timestamps, node utilization), see Normalize*() below.
@@ -508,6 +508,55 @@ TEST_F(YarnDoubleTest, FollowsTheRecordedAmRmExchange) {
                                       "finishApplicationMaster", "finishApplicationMaster"}));
 }
 
+// The nonce a recorded server chose: in the challenge of its NEGOTIATE reply.
+std::string RecordedNonce(const Capture& cap) {
+  RpcSaslProto offer;
+  offer.ParseFromString(Decode(cap.s2c[0]).body.value_or(""));
+  Result<wire::DigestChallenge> ch = wire::ParseDigestChallenge(offer.auths(0).challenge());
+  EXPECT_TRUE(ch.ok());
+  return ch.ok() ? ch->nonce : "";
+}
+
+// dshell/07, 11 and 13: the AM's and the RM's calls to the NM, each on its own connection with
+// the recorded NMToken. Container _000002 is allocated and started through the double first.
+TEST_F(YarnDoubleTest, FollowsTheRecordedNmExchanges) {
+  StartDouble(RecordedOptions());
+  wire::Token amrm = TokenFromFile(CaptureDir() + "container/am-container_tokens.bin", "YARN_AM_RM_TOKEN");
+  ASSERT_OK(double_->InstallAppForTest(amrm, true, 512, 1));
+  TestIpc am(double_->scheduler_port());
+  ASSERT_OK(am.Token(amrm, kAmProtocol));
+  yp::AllocateRequestProto req;
+  auto* ask = req.add_ask();
+  ask->mutable_priority()->set_priority(0);
+  ask->set_resource_name("*");
+  ask->mutable_capability()->set_memory(256);
+  ask->mutable_capability()->set_virtual_cores(1);
+  ask->set_num_containers(1);
+  ask->set_allocation_request_id(0);
+  req.set_response_id(0);
+  am.CallOk<yp::AllocateResponseProto>("allocate", kAmProtocol, req);
+  yp::AllocateRequestProto next;
+  next.set_response_id(1);
+  auto got = am.CallOk<yp::AllocateResponseProto>("allocate", kAmProtocol, next);
+  ASSERT_EQ(got.allocated_containers_size(), 1);
+  const std::string c2 = "container_1795263045862_0001_01_000002";
+  ASSERT_EQ(got.allocated_containers(0).id().id(), 2);
+  ASSERT_EQ(StartOnNm(NmTokenOf(got), got.allocated_containers(0), "exec sleep 60").succeeded_requests_size(), 1);
+  for (int i = 0; i < 250 && FindContainer(c2)->pid <= 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+
+  // The NMToken the recorded RM issued (dshell/05, allocate reply 3).
+  yp::AllocateResponseProto recorded;
+  recorded.ParseFromString(*Decode(LoadCapture("dshell/05-am-rm-8030").s2c[5]).body);
+  ASSERT_OK(double_->InstallNmTokenForTest(NmTokenOf(recorded)));
+  for (const char* stem : {"dshell/07-am-nm-45454-getContainerStatuses-c02", "dshell/11-am-nm-45454-stopContainers-c02",
+                           "dshell/13-rm-nm-45454-stopContainers-AM"}) {
+    double_->SetNoncesForTest({RecordedNonce(LoadCapture(stem))});
+    ExpectIdenticalReplay(stem, double_->nm_port());
+  }
+  ASSERT_TRUE(WaitComplete(c2));
+  EXPECT_EQ(FindContainer(c2)->exit_status, 143);
+}
+
 // negative/01: a NONE preamble on the TOKEN-only scheduler port.
 TEST_F(YarnDoubleTest, RefusesSimpleAuthOnTheSchedulerPortLikeTheRecording) {
   StartDouble(RecordedOptions());
@@ -729,6 +778,17 @@ TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
   ASSERT_OK(WebHdfsPut(hdfs_->namenode_http_port(), "/user/root/e2e/hello.sh", "echo hi from hdfs\n"));
   std::string out = work_.string() + "/out";
   ASSERT_OK(MakeDirs(out));
+  // An ARCHIVE resource: unpacked into a directory the key names.
+  ASSERT_OK(MakeDirs(work_.string() + "/arch/sub"));
+  ASSERT_OK(WriteFileAtomic(work_.string() + "/arch/sub/inner.txt", "inside\n"));
+  SpawnOptions tar;
+  tar.argv = {"tar", "-czf", work_.string() + "/arch.tar.gz", "-C", work_.string() + "/arch", "sub"};
+  tar.env = {{"PATH", "/usr/bin:/bin"}};
+  Result<Subprocess> tar_proc = Subprocess::Spawn(tar);
+  ASSERT_OK(tar_proc);
+  ASSERT_TRUE(tar_proc->Wait()->success());
+  ASSERT_OK(WebHdfsPut(hdfs_->namenode_http_port(), "/user/root/e2e/arch.tar.gz",
+                       MustRead(work_.string() + "/arch.tar.gz")));
 
   TestIpc rm(double_->rm_port());
   rm.Simple("root", kClientProtocol);
@@ -736,14 +796,17 @@ TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
   auto* res = clc.add_localresources();
   res->set_key("hello.sh");
   *res->mutable_value() = HdfsResource(*hdfs_, "/user/root/e2e/hello.sh", yp::FILE);
-  for (auto [k, v] : {std::pair{"MY_VAR", "x{{HOME}}y"}, {"CP", "a<CPS>b"}, {"CONTAINER_ID", "overridden?"}}) {
+  auto* arch = clc.add_localresources();
+  arch->set_key("unpacked");
+  *arch->mutable_value() = HdfsResource(*hdfs_, "/user/root/e2e/arch.tar.gz", yp::ARCHIVE);
+  for (auto [k, v] : {std::pair{"MY_VAR", "x{{HOME}}/y"}, {"CP", "a<CPS>b"}, {"CONTAINER_ID", "overridden?"}}) {
     auto* e = clc.add_environment();
     e->set_key(k);
     e->set_value(v);
   }
   std::string app = Submit(rm,
                            "{ env > " + out + "/env.txt; cp $HADOOP_TOKEN_FILE_LOCATION " + out +
-                               "/tokens.bin; ./hello.sh > " + out + "/res.txt; touch " + out +
+                               "/tokens.bin; ./hello.sh > " + out + "/res.txt; cp unpacked/sub/inner.txt " + out + "; touch " + out +
                                "/ready; exec sleep 300; } 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr",
                            300, clc);
   ASSERT_TRUE(WaitForFile(out + "/ready"));
@@ -771,9 +834,10 @@ TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
   EXPECT_EQ(env["APPLICATION_WEB_PROXY_BASE"], "/proxy/" + app);
   EXPECT_FALSE(env["APP_SUBMIT_TIME_ENV"].empty());
   EXPECT_FALSE(env["JVM_PID"].empty());
-  EXPECT_EQ(env["MY_VAR"], "x/home/y");
+  EXPECT_EQ(env["MY_VAR"], "x/home//y");  // {{HOME}} -> $HOME, expanded by the launch script
   EXPECT_EQ(env["CP"], "a:b");
-  EXPECT_EQ(MustRead(out + "/res.txt"), "hi from hdfs\n");
+  EXPECT_EQ(MustRead(out + "/res.txt"), "hi from hdfs\n");  // a FILE resource, executable once localized
+  EXPECT_EQ(MustRead(out + "/inner.txt"), "inside\n");
   EXPECT_TRUE(PathExists(log_dir + "/launch_container.sh"));
   EXPECT_TRUE(PathExists(log_dir + "/directory.info"));
 
@@ -867,6 +931,7 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   EXPECT_EQ(rr.resource_types(2).name(), "yarn.io/gpu");
 
   int32_t rid = 0;
+  std::map<int64_t, yp::ContainerStatusProto> ends;  // every end comes back once through allocate
   auto allocate = [&](std::vector<yp::ResourceRequestProto> asks, std::vector<yp::ContainerIdProto> release = {}) {
     yp::AllocateRequestProto req;
     for (auto& a : asks) *req.add_ask() = a;
@@ -874,6 +939,10 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
     req.set_response_id(rid);
     auto resp = am_client.CallOk<yp::AllocateResponseProto>("allocate", kAmProtocol, req);
     rid = resp.response_id();
+    for (const auto& s : resp.completed_container_statuses()) {
+      EXPECT_FALSE(ends.count(s.container_id().id())) << "reported twice";
+      ends[s.container_id().id()] = s;
+    }
     return resp;
   };
   auto ask = [](int priority, int64_t mb, int vcores, int64_t gpus, int n) {
@@ -960,13 +1029,8 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   ASSERT_TRUE(WaitComplete(stopped_id));
   allocate({}, {released.id()});
 
-  // Every end comes back once through allocate.
-  std::map<int64_t, yp::ContainerStatusProto> ends;
   for (int i = 0; i < 200 && ends.size() < 4; ++i) {
-    for (const auto& s : allocate({}).completed_container_statuses()) {
-      EXPECT_FALSE(ends.count(s.container_id().id())) << "reported twice";
-      ends[s.container_id().id()] = s;
-    }
+    allocate({});
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   ASSERT_EQ(ends.size(), 4u);

@@ -28,6 +28,15 @@ std::string ExitStatusName(int s) {
   }
 }
 
+// The RM will never serve this attempt again: its token is refused, the application was
+// killed or failed (the attempt is gone), or the RM told the AM to shut down.
+bool IsFatal(const Status& s) {
+  if (s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kFailedPrecondition) return true;
+  std::string cls = RemoteExceptionClass(s);
+  return EndsWith(cls, "ApplicationAttemptNotFoundException") || EndsWith(cls, "ApplicationNotFoundException") ||
+         s.message().find("shut down") != std::string::npos;
+}
+
 // The executor's command line as the NodeManager runs it: `bash -c "<commands joined>"`.
 std::string CommandLine(const std::vector<std::string>& argv) {
   std::vector<std::string> quoted;
@@ -96,22 +105,35 @@ void YarnContainerBroker::HeartbeatLoop() {
       asks_.insert(asks_.begin(), asks.begin(), asks.end());
       releases_.insert(releases_.begin(), releases.begin(), releases.end());
       ++failures;
-      bool fatal = response.status().code() == StatusCode::kUnauthenticated ||
-                   response.status().code() == StatusCode::kFailedPrecondition || failures >= 30;
+      bool fatal = IsFatal(response.status()) || failures >= 30;
       spdlog::warn("allocate failed ({}): {}", failures, response.status().ToString());
       if (fatal) {
         fatal_ = response.status().WithContext("the RM scheduler refused the AM");
+        // Nothing will report on our containers any more (YARN killed or failed the
+        // application): they are gone as far as the job is concerned.
         std::vector<TaskId> lost;
         for (auto& [id, p] : pending_) lost.push_back(p.task);
         pending_.clear();
+        std::vector<ContainerExit> ended;
+        for (auto& [id, h] : held_) {
+          if (h.completed) continue;
+          h.completed = true;
+          ended.push_back({id, h.task, 137, fatal_.message()});
+        }
         lock.unlock();
         for (const TaskId& t : lost) events_->OnContainerError(t, fatal_);
+        for (const ContainerExit& e : ended) events_->OnCompleted(e);
         lock.lock();
         break;
       }
     }
+    if (!response.ok()) {
+      // Back off; the asks put back must not wake us at once.
+      auto backoff = std::min<std::chrono::milliseconds>(opts_.heartbeat * failures, std::chrono::seconds(5));
+      wake_.wait_for(lock, backoff, [this] { return stopping_; });
+      continue;
+    }
     auto interval = pending_.empty() ? opts_.heartbeat : opts_.fast_heartbeat;
-    if (!response.ok()) interval = std::min<std::chrono::milliseconds>(opts_.heartbeat * failures, std::chrono::seconds(5));
     wake_.wait_for(lock, interval, [this] { return stopping_ || !asks_.empty() || !releases_.empty(); });
   }
 }
@@ -237,12 +259,14 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
     }
     pending_.clear();
   }
+  spdlog::info("shutting down: {} containers still running", live.size());
   for (const std::string& id : live) (void)Stop(id, grace);
   // Wait for the RM to report them completed (the heartbeat keeps running meanwhile).
   auto deadline = std::chrono::steady_clock::now() + std::max(grace, std::chrono::milliseconds(3000));
   {
     std::unique_lock<std::mutex> lock(mu_);
     wake_.wait_until(lock, deadline, [this] {
+      if (!fatal_.ok()) return true;  // no allocate will report them any more
       for (auto& [id, h] : held_) {
         if (!h.completed) return false;
       }
@@ -252,13 +276,19 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
   }
   wake_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
+  spdlog::info("every container is gone");
 }
 
 Status YarnContainerBroker::Finish(const std::string& state, const std::string& diagnostics) {
   if (!rm_) return Status::FailedPrecondition("never registered");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fatal_.ok()) return fatal_;  // killed or failed by YARN: nothing to unregister from
+  }
   ypb::FinalApplicationStatusProto status = state == "SUCCEEDED" ? ypb::APP_SUCCEEDED
                                             : state == "KILLED"  ? ypb::APP_KILLED
                                                                  : ypb::APP_FAILED;
+  spdlog::info("unregistering from the RM: {}", state);
   return rm_->Finish(status, diagnostics, opts_.tracking_url, std::chrono::seconds(30));
 }
 

@@ -420,7 +420,9 @@ Result<bool> IpcClient::Impl::Sasl(Opened* o, const Token& tok, Clock::time_poin
     if (Status s = o->socket.WriteAll(SaslFrame(initiate)); !s.ok()) return Lost(s);
     return false;
   }
-  if (!chosen) return Status::Unauthenticated(Describe() + ": server offers no TOKEN/DIGEST-MD5 auth (offered: " + offered + ")");
+  if (!chosen) {
+    return Status::Unauthenticated(Describe() + ": server offers no TOKEN/DIGEST-MD5 auth (offered: " + offered + ")");
+  }
 
   const std::string cnonce = !options.cnonce_for_test.empty() ? options.cnonce_for_test
                              : !TestCnonce().empty()          ? TestCnonce()

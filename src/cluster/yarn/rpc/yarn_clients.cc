@@ -30,7 +30,9 @@ std::string Padded(int64_t v, int digits) {
 
 // A non-negative decimal number and nothing else (no sign, no spaces), at most `max`.
 Result<int64_t> Digits(std::string_view s, int64_t max, std::string_view what, std::string_view text) {
-  auto bad = [&] { return Status::InvalidArgument("malformed " + std::string(what) + " in '" + std::string(text) + "'"); };
+  auto bad = [&] {
+    return Status::InvalidArgument("malformed " + std::string(what) + " in '" + std::string(text) + "'");
+  };
   if (s.empty() || s.size() > 18) return bad();
   int64_t v = 0;
   for (char c : s) {
@@ -316,7 +318,9 @@ void AmRmClient::TakeResponse(const ypb::AllocateResponseProto& resp) {
   response_id_ = resp.response_id();  // echoed in the next allocate
   for (const auto& t : resp.nm_tokens()) StoreNmToken(t);
   if (resp.has_am_rm_token()) ipc_.UpdateToken(FromProto(resp.am_rm_token()));  // the RM rolled its key
-  for (const auto& s : resp.completed_container_statuses()) pending_releases_.erase(ContainerIdString(s.container_id()));
+  for (const auto& s : resp.completed_container_statuses()) {
+    pending_releases_.erase(ContainerIdString(s.container_id()));
+  }
 }
 
 void AmRmClient::StoreNmToken(const ypb::NMTokenProto& t) {

@@ -2,6 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include <google/protobuf/io/coded_stream.h>
 
 #include "cluster/yarn/proto/hadoop_rpc.pb.h"

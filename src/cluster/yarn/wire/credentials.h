@@ -40,12 +40,14 @@ struct Credentials {
 
 enum class CredentialsFormat : uint8_t { kWritable = 0, kProtobuf = 1 };
 
-// Parses an HDTS stream; InvalidArgument names the offset and what is malformed.
+// Parses an HDTS stream; InvalidArgument names the offset and what is malformed. Unlike Java,
+// bytes after the credentials are an error (they mean the blob is not what it claims to be).
 Result<Credentials> ParseCredentials(std::string_view bytes);
 std::string SerializeCredentials(const Credentials& creds, CredentialsFormat format = CredentialsFormat::kWritable);
 Result<Credentials> ReadCredentialsFile(const std::string& path);
 
-// Standard Base64 (with '=' padding, no line breaks), as Hadoop encodes SASL user names.
+// Standard Base64 (with '=' padding, no line breaks), as Hadoop encodes SASL user names. The
+// decoder is strict: padded, no whitespace, nothing outside the alphabet.
 std::string Base64Encode(std::string_view bytes);
 Result<std::string> Base64Decode(std::string_view text);
 

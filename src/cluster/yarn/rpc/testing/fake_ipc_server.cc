@@ -189,7 +189,8 @@ Status FakeIpcServer::Handshake(Conn& conn) {
   if (auth == AuthProtocol::kNone && token) {
     // What the RM's 8030 port answers (negative/01).
     const std::string message = "SIMPLE authentication is not enabled.  Available:[TOKEN]";
-    (void)WriteAll(conn.fd, AuthFailure(kAuthFailedCallId, "org.apache.hadoop.security.AccessControlException", message));
+    (void)WriteAll(conn.fd,
+                   AuthFailure(kAuthFailedCallId, "org.apache.hadoop.security.AccessControlException", message));
     return Status::Unauthenticated(message);
   }
   if (auth == AuthProtocol::kSasl) {
