@@ -81,6 +81,15 @@ std::string DescribeEvent(const json& e) {
            std::to_string(history::EventInt(e, "attempt", 0, 0, 1 << 20) + 1);
   }
   if (type == "JOB_SUBMITTED") return when + "  submitted";
+  if (type == "YARN_SUBMITTED") {
+    std::string app = e.value("application_id", "?");
+    return when + "  submitted to YARN (" + e.value("rm", "?") + ") as " + app + "; logs: yarn logs -applicationId " + app;
+  }
+  if (type == "YARN_STATE") {
+    std::string line = when + "  YARN application " + e.value("state", "?");
+    if (std::string url = e.value("tracking_url", ""); !url.empty() && url != "N/A") line += "  " + url;
+    return line;
+  }
   return when + "  " + type;
 }
 
