@@ -167,12 +167,18 @@ int KillCommand(std::vector<std::string> args) {
     std::printf("Job %s already ended: %s\n", dir->job_id().c_str(), view.ok() ? view->state.c_str() : "?");
     return kExitOk;
   }
-  if (PathExists(cluster::yarn::YarnJobRecord::PathIn(*dir))) {
+  if (auto yarn_job = cluster::yarn::YarnJobRecord::Read(*dir); yarn_job.ok()) {
     cluster::yarn::YarnJobSubmitter yarn({}, "", SelfExecutable(), {});
     if (Status s = yarn.Kill(*dir, std::chrono::milliseconds(10000)); !s.ok()) {
       std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
       return kExitJobFailed;
     }
+    // The client following the job records YARN's own words; if none is, this is the record.
+    (void)history::WriteFinalStatus(*dir, {{"job_id", dir->job_id()},
+                                           {"state", "KILLED"},
+                                           {"diagnostics", "killed by loom kill (YARN application " +
+                                                               yarn_job->application_id + ")"},
+                                           {"finished_ms", history::NowMillis()}});
   } else {
     cluster::local::LocalJobSubmitter submitter({}, SelfExecutable());
     (void)submitter.Kill(*dir, std::chrono::milliseconds(10000));
