@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "am/application_master.h"
+#include "am/status_page.h"
 #include "cli/commands.h"
 #include "cluster/local/host_inventory.h"
 #include "cluster/local/local_container_broker.h"
@@ -94,10 +95,17 @@ int AmCommand(std::vector<std::string> args) {
   am::ApplicationMaster* master_ptr = nullptr;  // the YARN broker registers the AM's port
   std::unique_ptr<cluster::ContainerBroker> broker_owner;
   cluster::yarn::YarnContainerBroker* yarn = nullptr;
+  am::StatusPage page(dir);
   if (backend == "yarn") {
     auto yopts = cluster::yarn::YarnBrokerOptionsFromContainer(env);
     if (!yopts.ok()) return AmFailed(dir, "AM cannot reach YARN: " + yopts.status().message());
     yopts->am_port = [&master_ptr] { return master_ptr ? master_ptr->port() : -1; };
+    // The application's tracking URL: YARN's UI links to it (through the RM's proxy).
+    if (auto port = page.Start("0.0.0.0"); port.ok()) {
+      yopts->tracking_url = "http://" + yopts->nm_host + ":" + std::to_string(*port) + "/";
+    } else {
+      spdlog::warn("no status page: {}", port.status().ToString());
+    }
     auto owned = std::make_unique<cluster::yarn::YarnContainerBroker>(std::move(*yopts));
     yarn = owned.get();
     broker_owner = std::move(owned);

@@ -126,6 +126,7 @@ TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
   EXPECT_EQ(report.yarn_application_state(), ypb::FINISHED);
   EXPECT_EQ(report.final_application_status(), ypb::APP_SUCCEEDED);
   EXPECT_EQ(report.applicationtype(), "LOOM");
+  EXPECT_THAT(report.trackingurl(), ::testing::StartsWith("http://localhost:"));  // the AM's status page
   // Both workers trained; their stdout is the containers' YARN logs.
   std::string out = cluster.ContainerLogs("stdout");
   size_t accuracies = 0;

@@ -1,0 +1,117 @@
+#include "am/status_page.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "history/job_view.h"
+
+namespace loom::am {
+
+namespace {
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string HttpResponse(int code, const std::string& reason, const std::string& type, const std::string& body) {
+  return "HTTP/1.0 " + std::to_string(code) + " " + reason + "\r\nContent-Type: " + type +
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n" +
+         body;
+}
+
+}  // namespace
+
+StatusPage::~StatusPage() { Stop(); }
+
+Result<int> StatusPage::Start(const std::string& bind_address) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return Status::FromErrno("socket", errno);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, bind_address.c_str(), &addr.sin_addr) != 1) {
+    return Status::InvalidArgument("status page: bad bind address " + bind_address);
+  }
+  socklen_t len = sizeof(addr);
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listen_fd_, 16) != 0 ||
+      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Status::FromErrno("status page listen", errno);
+  }
+  thread_ = std::thread([this] { Serve(); });
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+void StatusPage::Stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+}
+
+void StatusPage::Serve() {
+  while (!stopping_) {
+    pollfd pfd{listen_fd_, POLLIN, 0};
+    if (::poll(&pfd, 1, 200) <= 0) continue;
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    // One short request per connection; a client that sends nothing within a second is dropped.
+    std::string request;
+    char buf[2048];
+    while (request.find("\r\n") == std::string::npos && request.size() < 8192) {
+      pollfd in{fd, POLLIN, 0};
+      if (::poll(&in, 1, 1000) <= 0) break;
+      ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      request.append(buf, static_cast<size_t>(n));
+    }
+    std::string response = Respond(request.substr(0, request.find("\r\n")));
+    (void)::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+    ::close(fd);
+  }
+}
+
+std::string StatusPage::Respond(const std::string& request_line) const {
+  std::string method = request_line.substr(0, request_line.find(' '));
+  size_t p = request_line.find(' ');
+  std::string path = p == std::string::npos ? "" : request_line.substr(p + 1, request_line.find(' ', p + 1) - p - 1);
+  if (size_t q = path.find('?'); q != std::string::npos) path.resize(q);
+  if (method != "GET") return HttpResponse(405, "Method Not Allowed", "text/plain", "only GET\n");
+  auto view = history::LoadJobView(dir_);
+  if (!view.ok()) return HttpResponse(500, "Internal Server Error", "text/plain", view.status().ToString() + "\n");
+  if (path == "/status.json") {
+    nlohmann::json tasks = nlohmann::json::array();
+    for (const auto& t : view->tasks) {
+      tasks.push_back({{"task", t.id}, {"state", t.state}, {"address", t.address}, {"exit_code", t.exit_code},
+                       {"restarts", t.restarts}});
+    }
+    nlohmann::json j = {{"job_id", view->id}, {"name", view->name},           {"state", view->state},
+                        {"attempt", view->attempt}, {"diagnostics", view->diagnostics}, {"tasks", tasks}};
+    return HttpResponse(200, "OK", "application/json", j.dump(2) + "\n");
+  }
+  if (path != "/" && path != "/index.html") return HttpResponse(404, "Not Found", "text/plain", "not found\n");
+  std::string body = "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"5\">"
+                     "<title>Loom " + HtmlEscape(view->id) + "</title><style>body{font-family:sans-serif;margin:2em}"
+                     "pre{background:#f6f8fa;padding:1em}</style></head><body><h1>" + HtmlEscape(view->name) +
+                     "</h1><p>job <code>" + HtmlEscape(view->id) + "</code> &middot; <b>" + HtmlEscape(view->state) +
+                     "</b>" + (view->attempt ? " &middot; restart " + std::to_string(view->attempt) : "") + "</p>";
+  if (!view->diagnostics.empty()) body += "<p>" + HtmlEscape(view->diagnostics) + "</p>";
+  body += "<pre>" + HtmlEscape(history::RenderTaskTable(*view)) + "</pre>" +
+          "<p><a href=\"status.json\">status.json</a></p></body></html>\n";
+  return HttpResponse(200, "OK", "text/html; charset=utf-8", body);
+}
+
+}  // namespace loom::am
