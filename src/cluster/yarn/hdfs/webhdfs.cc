@@ -1,6 +1,7 @@
 #include "cluster/yarn/hdfs/webhdfs.h"
 
-#include <curl/curl.h>
+#include "cluster/yarn/hdfs/curl_library.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -16,11 +17,6 @@ namespace loom::cluster::yarn {
 namespace {
 
 using nlohmann::json;
-
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 // RFC 3986 unreserved characters stay; everything else (space, '%', '?', '#', non-ASCII) is
 // escaped so that the NameNode decodes back exactly the bytes of the HDFS name.
@@ -98,8 +94,9 @@ struct Response {
 };
 
 struct CurlDeleter {
-  void operator()(CURL* h) const { curl_easy_cleanup(h); }
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+  const CurlLibrary* lib;
+  void operator()(CURL* h) const { lib->easy_cleanup(h); }
+  void operator()(curl_slist* l) const { lib->slist_free_all(l); }
 };
 
 // One HTTP exchange on its own connection. Redirects are never followed: WebHDFS's second
@@ -107,53 +104,53 @@ struct CurlDeleter {
 // body-less PUT. The DataNode's unsolicited "100 Continue" is an informational reply that
 // libcurl skips.
 Result<Response> Perform(const std::string& method, const std::string& url, Body* body) {
-  InitCurlOnce();
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  LOOM_ASSIGN_OR_RETURN(const CurlLibrary* lib, Curl());
+  std::unique_ptr<CURL, CurlDeleter> curl(lib->easy_init(), CurlDeleter{lib});
   if (!curl) return Status::Internal("curl_easy_init failed");
   CURL* h = curl.get();
   Response response;
   char error[CURL_ERROR_SIZE] = "";
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  lib->easy_setopt(h, CURLOPT_URL, url.c_str());
+  lib->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  lib->easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  lib->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
   // No overall timeout (uploads can be large), but a stalled transfer fails.
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 120L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  lib->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  lib->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 120L);
+  lib->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   // Cluster-internal addresses, like Hadoop's own RPC: an http_proxy meant for the outside
   // world must not carry them. A redirect may only lead to another HTTP(S) server.
-  curl_easy_setopt(h, CURLOPT_PROXY, "");
+  lib->easy_setopt(h, CURLOPT_PROXY, "");
 #if LIBCURL_VERSION_NUM >= 0x075500
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  lib->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 #endif
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendToString);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
-  std::unique_ptr<curl_slist, CurlDeleter> headers;
+  lib->easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendToString);
+  lib->easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  std::unique_ptr<curl_slist, CurlDeleter> headers(nullptr, CurlDeleter{lib});
   if (body != nullptr) {
-    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);  // PUT with the body
-    curl_easy_setopt(h, CURLOPT_READFUNCTION, ReadBody);
-    curl_easy_setopt(h, CURLOPT_READDATA, body);
-    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, SeekBody);
-    curl_easy_setopt(h, CURLOPT_SEEKDATA, body);
-    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body->size));
+    lib->easy_setopt(h, CURLOPT_UPLOAD, 1L);  // PUT with the body
+    lib->easy_setopt(h, CURLOPT_READFUNCTION, ReadBody);
+    lib->easy_setopt(h, CURLOPT_READDATA, body);
+    lib->easy_setopt(h, CURLOPT_SEEKFUNCTION, SeekBody);
+    lib->easy_setopt(h, CURLOPT_SEEKDATA, body);
+    lib->easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body->size));
     // No "Expect: 100-continue": the body goes out at once. The DataNode sends its 100
     // regardless, and a server that sent none would cost curl's 1 s wait per file.
-    curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/octet-stream");
-    list = curl_slist_append(list, "Expect:");
+    curl_slist* list = lib->slist_append(nullptr, "Content-Type: application/octet-stream");
+    list = lib->slist_append(list, "Expect:");
     headers.reset(list);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+    lib->easy_setopt(h, CURLOPT_HTTPHEADER, list);
   } else if (method != "GET") {
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
+    lib->easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
   }
-  CURLcode rc = curl_easy_perform(h);
+  CURLcode rc = lib->easy_perform(h);
   if (rc != CURLE_OK) {
     return Status::Unavailable("WebHDFS " + method + " " + url + ": " +
-                               (error[0] != '\0' ? error : curl_easy_strerror(rc)));
+                               (error[0] != '\0' ? error : lib->easy_strerror(rc)));
   }
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.code);
+  lib->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.code);
   char* location = nullptr;
-  curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
+  lib->easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
   if (location != nullptr) response.location = location;
   return response;
 }
