@@ -68,9 +68,20 @@ Result<JobState> ApplicationMaster::Run() {
   broker_.Shutdown(std::chrono::milliseconds(opts_.spec.stop_grace_ms));
   WaitForEventsFetched();
   // Calls that arrived while the job was ending get their answer ("job is ending"), before and
-  // while the server shuts down.
+  // while the server shuts down: Shutdown waits for every open call, so the handlers they
+  // posted must keep running meanwhile, or it would wait out its whole deadline.
   loop_.RunPending();
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  std::atomic<bool> down{false};
+  std::thread shutdown([this, &down] {
+    // gRPC waits out the deadline for its own idle machinery; replies are flushed well within it.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(20));
+    down = true;
+  });
+  while (!down) {
+    loop_.RunPending();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  shutdown.join();
   loop_.RunPending();
   return tracker_->state();
 }
