@@ -1,13 +1,12 @@
 #include "cluster/yarn/wire/credentials.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cstdint>
 
 #include <google/protobuf/io/coded_stream.h>
 
 #include "cluster/yarn/proto/hadoop_rpc.pb.h"
+#include "cluster/yarn/wire/crypto_library.h"
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "core/files.h"
 
@@ -256,7 +255,7 @@ std::string Base64Encode(std::string_view bytes) {
     std::string_view slice = bytes.substr(0, kBase64Slice);
     size_t at = out.size();
     out.resize(at + (slice.size() + 2) / 3 * 4 + 1);  // EVP_EncodeBlock writes a trailing NUL
-    int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + at),
+    int n = Crypto().encode_block(reinterpret_cast<unsigned char*>(out.data() + at),
                             reinterpret_cast<const unsigned char*>(slice.data()), static_cast<int>(slice.size()));
     out.resize(at + static_cast<size_t>(n));
     bytes.remove_prefix(slice.size());
@@ -286,7 +285,7 @@ Result<std::string> Base64Decode(std::string_view text) {
     std::string_view slice = rest.substr(0, kBase64Slice / 3 * 4);
     size_t at = out.size();
     out.resize(at + slice.size() / 4 * 3);
-    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data() + at),
+    int n = Crypto().decode_block(reinterpret_cast<unsigned char*>(out.data() + at),
                             reinterpret_cast<const unsigned char*>(slice.data()), static_cast<int>(slice.size()));
     if (n < 0 || static_cast<size_t>(n) != slice.size() / 4 * 3) return Status::Internal("Base64: OpenSSL rejected input");
     rest.remove_prefix(slice.size());

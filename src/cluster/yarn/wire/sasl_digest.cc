@@ -1,11 +1,8 @@
 #include "cluster/yarn/wire/sasl_digest.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-
 #include <algorithm>
 
+#include "cluster/yarn/wire/crypto_library.h"
 #include "core/strings.h"
 
 namespace loom::cluster::yarn {
@@ -21,7 +18,7 @@ constexpr std::string_view kFormatViolation = "DIGEST-MD5: digest response forma
 std::string Md5(std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  LOOM_CHECK(EVP_Digest(data.data(), data.size(), out, &n, EVP_md5(), nullptr) == 1);
+  LOOM_CHECK(Crypto().digest(data.data(), data.size(), out, &n, Crypto().md5(), nullptr) == 1);
   return std::string(reinterpret_cast<const char*>(out), n);
 }
 
@@ -185,7 +182,7 @@ DigestHashes ComputeDigestMd5Sess(std::string_view username, std::string_view re
 
 std::string NewCnonce() {
   unsigned char random[30];  // Java's DigestMD5Base draws 30 bytes: 40 Base64 characters
-  LOOM_CHECK(RAND_bytes(random, sizeof(random)) == 1);
+  LOOM_CHECK(Crypto().rand_bytes(random, sizeof(random)) == 1);
   return Base64Encode(std::string_view(reinterpret_cast<const char*>(random), sizeof(random)));
 }
 
@@ -253,7 +250,7 @@ Result<DigestVerified> DigestVerifyWithPassword(std::string_view client_token, s
   }
   DigestHashes h = ComputeDigestMd5Sess(*user, kRealm, Base64Encode(password), nonce, *cnonce, kDigestUri);
   if (response->size() != h.response_hex.size() ||
-      CRYPTO_memcmp(response->data(), h.response_hex.data(), h.response_hex.size()) != 0) {
+      Crypto().memcmp(response->data(), h.response_hex.data(), h.response_hex.size()) != 0) {
     return violation("Mismatched response.");
   }
   return DigestVerified{std::string(identifier), "rspauth=" + h.rspauth_hex};

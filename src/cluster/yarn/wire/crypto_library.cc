@@ -1,0 +1,49 @@
+#include "cluster/yarn/wire/crypto_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+namespace loom::cluster::yarn {
+
+namespace {
+
+template <typename F>
+void Resolve(void* lib, const char* name, F* fn) {
+  *fn = reinterpret_cast<F>(::dlsym(lib, name));
+  if (!*fn) {
+    std::fprintf(stderr, "loom: libcrypto.so.3 lacks %s\n", name);
+    std::abort();
+  }
+}
+
+CryptoLibrary Load() {
+  void* lib = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* err = ::dlerror();
+    std::fprintf(stderr, "loom: the YARN backend needs OpenSSL's libcrypto (apt-get install libssl3): %s\n",
+                 err ? err : "dlopen failed");
+    std::abort();
+  }
+  CryptoLibrary c{};
+  Resolve(lib, "EVP_Digest", &c.digest);
+  Resolve(lib, "EVP_md5", &c.md5);
+  Resolve(lib, "EVP_EncodeBlock", &c.encode_block);
+  Resolve(lib, "EVP_DecodeBlock", &c.decode_block);
+  Resolve(lib, "RAND_bytes", &c.rand_bytes);
+  Resolve(lib, "CRYPTO_memcmp", &c.memcmp);
+  return c;  // the library stays loaded for the life of the process
+}
+
+}  // namespace
+
+const CryptoLibrary& Crypto() {
+  static std::once_flag once;
+  static CryptoLibrary lib;
+  std::call_once(once, [] { lib = Load(); });
+  return lib;
+}
+
+}  // namespace loom::cluster::yarn
