@@ -305,6 +305,18 @@ void TerminateProcessGroup(pid_t pgid, std::chrono::milliseconds grace) {
   ::kill(-pgid, SIGKILL);
 }
 
+Status RunTool(const std::vector<std::string>& argv, const std::string& cwd) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.env = {{"PATH", "/usr/bin:/bin"}};
+  o.cwd = cwd;
+  o.stdout_path = "/dev/null";
+  LOOM_ASSIGN_OR_RETURN(Subprocess tool, Subprocess::Spawn(o));
+  LOOM_ASSIGN_OR_RETURN(ExitInfo info, tool.Wait());
+  if (!info.success()) return Status::Internal(Join(argv, " ") + ": " + info.Describe());
+  return Status::Ok();
+}
+
 std::map<std::string, std::string> CurrentEnvironment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {

@@ -67,6 +67,10 @@ class Subprocess {
   bool reaped_ = false;
 };
 
+// Runs a system tool (zip, unzip, tar) with PATH=/usr/bin:/bin and its stdout discarded, and
+// waits for it. An exit other than 0 is Internal, naming the command and how it ended.
+Status RunTool(const std::vector<std::string>& argv, const std::string& cwd = "");
+
 // Looks up a program in a PATH string; returns the input when it contains a '/'.
 Result<std::string> FindProgram(const std::string& name, const std::string& path_env);
 

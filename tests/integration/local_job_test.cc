@@ -28,14 +28,6 @@ std::vector<std::string> SubmitArgs(const std::string& src, const std::string& s
   return args;
 }
 
-// The line of `text` that starts with `prefix`, without it.
-std::string LineAfter(const std::string& text, const std::string& prefix) {
-  size_t pos = text.find(prefix);
-  if (pos == std::string::npos) return "";
-  size_t end = text.find('\n', pos);
-  return text.substr(pos + prefix.size(), end == std::string::npos ? std::string::npos : end - pos - prefix.size());
-}
-
 TEST(LocalJob, PyTorchDdpTrainsToGoodAccuracy) {
   MiniLoom loom;
   RunResult r = loom.Run(SubmitArgs("examples/pytorch", "train_ddp.py",

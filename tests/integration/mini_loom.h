@@ -25,6 +25,14 @@ struct RunResult {
   std::string err;
 };
 
+// The line of `text` that starts with `prefix`, without it.
+inline std::string LineAfter(const std::string& text, const std::string& prefix) {
+  size_t pos = text.find(prefix);
+  if (pos == std::string::npos) return "";
+  size_t end = text.find('\n', pos);
+  return text.substr(pos + prefix.size(), end == std::string::npos ? std::string::npos : end - pos - prefix.size());
+}
+
 class MiniLoom {
  public:
   MiniLoom() {

@@ -108,13 +108,6 @@ std::string Describe(const std::vector<pid_t>& pids) {
   return out;
 }
 
-std::string LineAfter(const std::string& text, const std::string& prefix) {
-  size_t pos = text.find(prefix);
-  if (pos == std::string::npos) return "";
-  size_t end = text.find('\n', pos);
-  return text.substr(pos + prefix.size(), end == std::string::npos ? std::string::npos : end - pos - prefix.size());
-}
-
 TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
   YarnCluster cluster;
   RunResult r = cluster.Submit("examples/pytorch", "train_ddp.py",

@@ -84,16 +84,6 @@ std::string LastBytes(const std::string& path, size_t n) {
   return s->size() > n ? s->substr(s->size() - n) : *s;
 }
 
-Status RunTool(const std::vector<std::string>& argv) {
-  SpawnOptions o;
-  o.argv = argv;
-  o.env = {{"PATH", "/usr/bin:/bin"}};
-  LOOM_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Spawn(o));
-  LOOM_ASSIGN_OR_RETURN(ExitInfo e, p.Wait());
-  if (!e.success()) return Status::Internal(argv[0] + " " + e.Describe());
-  return Status::Ok();
-}
-
 // What one launch needs, copied out of the state so localization runs without the lock.
 struct LaunchPlan {
   std::string container_id, app_id, user, work_dir, log_dir, appcache, user_dir;

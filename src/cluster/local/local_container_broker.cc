@@ -123,13 +123,7 @@ Status LocalContainerBroker::Localize(const LaunchSpec& spec, const std::string&
     std::string dest = r.name == "." ? work_dir : work_dir + "/" + r.name;
     if (r.archive) {
       LOOM_RETURN_IF_ERROR(MakeDirs(dest));
-      SpawnOptions o;
-      o.argv = {"unzip", "-q", "-o", r.source, "-d", dest};
-      o.env = {{"PATH", "/usr/bin:/bin"}};
-      o.stdout_path = "/dev/null";
-      LOOM_ASSIGN_OR_RETURN(Subprocess unzip, Subprocess::Spawn(o));
-      LOOM_ASSIGN_OR_RETURN(ExitInfo info, unzip.Wait());
-      if (!info.success()) return Status::Internal("unzip " + r.source + ": " + info.Describe());
+      LOOM_RETURN_IF_ERROR(RunTool({"unzip", "-q", "-o", r.source, "-d", dest}));
     } else {
       LOOM_RETURN_IF_ERROR(CopyTree(r.source, dest));
     }

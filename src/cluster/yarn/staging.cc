@@ -1,7 +1,5 @@
 #include "cluster/yarn/staging.h"
 
-#include "core/strings.h"
-
 namespace loom::cluster::yarn {
 
 using nlohmann::json;
@@ -73,14 +71,6 @@ hadoop::yarn::ResourceProto ToYarnResource(const Resources& r) {
     gpu->set_type(hadoop::yarn::COUNTABLE);
   }
   return p;
-}
-
-Result<HostPort> ParseHostPort(const std::string& s) {
-  size_t colon = s.rfind(':');
-  if (colon == std::string::npos) return Status::InvalidArgument("expected host:port, got '" + s + "'");
-  auto port = ParseInt(s.substr(colon + 1));
-  if (!port.ok() || *port <= 0 || *port > 65535) return Status::InvalidArgument("bad port in '" + s + "'");
-  return HostPort{s.substr(0, colon), static_cast<int>(*port)};
 }
 
 int64_t GpusOf(const hadoop::yarn::ResourceProto& r) {

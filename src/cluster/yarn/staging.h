@@ -55,7 +55,5 @@ struct StagingManifest {
 // RM drops silently unless yarn.resource-types lists it).
 hadoop::yarn::ResourceProto ToYarnResource(const Resources& r);
 int64_t GpusOf(const hadoop::yarn::ResourceProto& r);
-// "host:port" (the last colon splits).
-Result<HostPort> ParseHostPort(const std::string& s);
 
 }  // namespace loom::cluster::yarn

@@ -25,19 +25,6 @@ namespace ypb = ::hadoop::yarn;
 
 namespace {
 
-// Zips a directory's contents (not the directory itself) into `zip_path`.
-Status ZipDirectory(const std::string& dir, const std::string& zip_path) {
-  SpawnOptions o;
-  o.argv = {"zip", "-q", "-r", "-X", "-y", zip_path, "."};
-  o.env = {{"PATH", "/usr/bin:/bin"}};
-  o.cwd = dir;
-  o.stdout_path = "/dev/null";
-  LOOM_ASSIGN_OR_RETURN(Subprocess zip, Subprocess::Spawn(o));
-  LOOM_ASSIGN_OR_RETURN(ExitInfo info, zip.Wait());
-  if (!info.success()) return Status::Internal("zip " + dir + ": " + info.Describe());
-  return Status::Ok();
-}
-
 std::string JoinPath(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
 // One write(2) on O_APPEND: whole lines, never interleaved with the client's own events.
@@ -173,7 +160,8 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   LOOM_RETURN_IF_ERROR(upload(dir.job_json(), kJobJsonResource, kJobJsonResource, false, "600"));
   if (!spec.src_dir.empty()) {
     std::string zip = dir.root() + "/src.zip";
-    LOOM_RETURN_IF_ERROR(ZipDirectory(spec.src_dir, zip));
+    // The directory's contents, not the directory: the NodeManager unpacks it as loom-src/.
+    LOOM_RETURN_IF_ERROR(RunTool({"zip", "-q", "-r", "-X", "-y", zip, "."}, spec.src_dir));
     Status s = upload(zip, kSrcResource, "src.zip", true, "600");
     ::unlink(zip.c_str());
     LOOM_RETURN_IF_ERROR(s);

@@ -100,17 +100,13 @@ std::string SourceOf(const Props& props, const std::string& key) {
   return it == props.end() ? kDefaultSource : it->second.source;
 }
 
-Result<HostPort> ParseHostPort(const Props& props, const std::string& key) {
+Result<HostPort> HostPortOf(const Props& props, const std::string& key) {
   LOOM_ASSIGN_OR_RETURN(std::string value, Expand(props, key));
-  size_t colon = value.rfind(':');
-  auto bad = [&] {
-    return Status::InvalidArgument(SourceOf(props, key) + ": " + key + " = '" + value +
-                                   "' is not host:port");
-  };
-  if (colon == std::string::npos || colon == 0) return bad();
-  Result<int64_t> port = ParseInt(value.substr(colon + 1));
-  if (!port.ok() || *port <= 0 || *port > 65535) return bad();
-  return HostPort{value.substr(0, colon), static_cast<int>(*port)};
+  Result<HostPort> hp = ParseHostPort(value);
+  if (!hp.ok()) {
+    return Status::InvalidArgument(SourceOf(props, key) + ": " + key + " = '" + value + "' is not host:port");
+  }
+  return hp;
 }
 
 // fs.defaultFS "hdfs://host[:port][/]" -> scheme, host, port (-1 when absent, as for an HA
@@ -164,16 +160,16 @@ Result<HostPort> NameNodeHttp(const Props& props, const HadoopConf& conf) {
     }
     key = ha_key;
   }
-  LOOM_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(props, key));
+  LOOM_ASSIGN_OR_RETURN(HostPort hp, HostPortOf(props, key));
   if (hp.host == "0.0.0.0") hp.host = conf.fs_host;
   return hp;
 }
 
 Status Fill(const Props& props, HadoopConf& conf) {
   LOOM_RETURN_IF_ERROR(ParseDefaultFs(props, conf));
-  LOOM_ASSIGN_OR_RETURN(conf.rm, ParseHostPort(props, "yarn.resourcemanager.address"));
-  LOOM_ASSIGN_OR_RETURN(conf.scheduler, ParseHostPort(props, "yarn.resourcemanager.scheduler.address"));
-  LOOM_ASSIGN_OR_RETURN(HostPort webapp, ParseHostPort(props, "yarn.resourcemanager.webapp.address"));
+  LOOM_ASSIGN_OR_RETURN(conf.rm, HostPortOf(props, "yarn.resourcemanager.address"));
+  LOOM_ASSIGN_OR_RETURN(conf.scheduler, HostPortOf(props, "yarn.resourcemanager.scheduler.address"));
+  LOOM_ASSIGN_OR_RETURN(HostPort webapp, HostPortOf(props, "yarn.resourcemanager.webapp.address"));
   conf.rm_webapp = webapp.ToString();
   LOOM_ASSIGN_OR_RETURN(conf.namenode_http, NameNodeHttp(props, conf));
   LOOM_ASSIGN_OR_RETURN(conf.security, Expand(props, "hadoop.security.authentication"));
@@ -211,6 +207,18 @@ Result<HadoopConf> HadoopConf::FromEnvironment(const std::string& user) {
         "(core-site.xml, yarn-site.xml)");
   }
   return Load(dir, user);
+}
+
+Result<HostPort> ParseHostPort(std::string_view text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is not host:port");
+  }
+  Result<int64_t> port = ParseInt(text.substr(colon + 1));
+  if (!port.ok() || *port <= 0 || *port > 65535) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is not host:port (bad port)");
+  }
+  return HostPort{std::string(text.substr(0, colon)), static_cast<int>(*port)};
 }
 
 }  // namespace loom::cluster::yarn

@@ -14,6 +14,9 @@ struct HostPort {
   std::string ToString() const { return host + ":" + std::to_string(port); }
 };
 
+// "host:port" (the last colon splits; the port is 1-65535); InvalidArgument otherwise.
+Result<HostPort> ParseHostPort(std::string_view text);
+
 struct HadoopConf {
   std::string conf_dir;
   std::string default_fs;            // fs.defaultFS, e.g. "hdfs://127.0.0.1:9000"
