@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   # the yarn backend: WebHDFS staging (libcurl) and DIGEST-MD5 (OpenSSL libcrypto)
   libcurl4-openssl-dev libssl-dev
+  # HTTP servers and clients that are not WebHDFS (the test double's NodeManager web services)
+  libcpp-httplib-dev binutils
   # fuzzing (scripts/fuzz.sh, label slow): clang with libFuzzer, ASan and UBSan runtimes
   clang libclang-rt-14-dev
   # runtime: unzipping --python_venv archives, the PyTorch examples and tests

@@ -48,7 +48,9 @@ Result<JobState> ApplicationMaster::Run() {
   LOOM_RETURN_IF_ERROR(StartServer().WithContext("starting the AM"));
   std::string address = opts_.advertise_host + ":" + std::to_string(port_);
   (void)WriteFileAtomic(opts_.job_dir.am_addr(), address + "\n");
-  (void)events_.Append("AM_STARTED", {{"pid", ::getpid()}, {"address", address}, {"backend", broker_.Describe()}});
+  nlohmann::json started = {{"pid", ::getpid()}, {"address", address}, {"backend", broker_.Describe()}};
+  for (const auto& [k, v] : opts_.location) started[k] = v;
+  (void)events_.Append("AM_STARTED", started);
   spdlog::info("AM for {} listening on {} ({})", opts_.job_id, address, broker_.Describe());
   LOOM_RETURN_IF_ERROR(broker_.Start(this));
 

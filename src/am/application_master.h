@@ -42,6 +42,9 @@ struct AmOptions {
   std::string bind_address = "0.0.0.0";
   std::string advertise_host = "127.0.0.1";  // how executors reach the AM
   std::map<std::string, std::string> executor_env;  // base environment of every executor
+  // Where the AM itself runs, as its backend names it (container, node_id, node_http): in the
+  // AM_STARTED event, so that `loom logs --task am` finds its log.
+  std::map<std::string, std::string> location;
   // After the job ends, keep answering for up to this long until a client that mirrors the
   // events (YARN, Slurm: its job dir is elsewhere) has fetched them all.
   std::chrono::milliseconds events_linger{0};

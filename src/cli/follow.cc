@@ -81,13 +81,13 @@ std::string DescribeEvent(const json& e) {
            std::to_string(history::EventInt(e, "attempt", 0, 0, 1 << 20) + 1);
   }
   if (type == "JOB_SUBMITTED") return when + "  submitted";
-  if (type == "YARN_SUBMITTED") {
-    std::string app = e.value("application_id", "?");
-    return when + "  submitted to YARN (" + e.value("rm", "?") + ") as " + app + "; logs: yarn logs -applicationId " + app;
+  if (type == "BACKEND_SUBMITTED") {
+    return when + "  submitted to " + e.value("backend", "?") + " (" + e.value("where", "?") + ") as " + e.value("id", "?");
   }
-  if (type == "YARN_STATE") {
-    std::string line = when + "  YARN application " + e.value("state", "?");
-    if (std::string url = e.value("tracking_url", ""); !url.empty() && url != "N/A") line += "  " + url;
+  if (type == "BACKEND_STATE") {
+    std::string line = when + "  " + e.value("id", "?") + " " + e.value("state", "?");
+    if (std::string reason = e.value("reason", ""); !reason.empty()) line += ": " + reason;
+    if (std::string url = e.value("tracking_url", ""); !url.empty()) line += "\n    tracking URL: " + url;
     return line;
   }
   return when + "  " + type;
@@ -95,20 +95,22 @@ std::string DescribeEvent(const json& e) {
 
 }  // namespace
 
-int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, FollowMode mode,
-              std::chrono::milliseconds probe_interval, std::chrono::milliseconds am_silence_limit) {
-  const bool live_table = mode == FollowMode::kTable;
+sigset_t BlockStopSignals() {
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
-  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  return mask;
+}
+
+int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode mode,
+              std::chrono::milliseconds probe_interval, std::chrono::milliseconds am_silence_limit) {
+  const bool live_table = mode == FollowMode::kTable;
+  sigset_t mask = BlockStopSignals();  // already blocked by the caller before any thread
   int sig_fd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   int ino = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   ::inotify_add_watch(ino, dir.root().c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
-  int am_fd = -1;
-  if (auto text = ReadFile(dir.am_pid()); text.ok()) {
-    if (auto pid = ParseInt(*text); pid.ok()) am_fd = OpenPidFd(static_cast<pid_t>(*pid));
-  }
+  int am_fd = backend.AmExitFd(dir);
 
   EventTail tail(dir.events());
   history::JobView view;
@@ -127,10 +129,15 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
     }
     if (live_table) {
       int64_t now = history::NowMillis();
-      std::string header = "job " + view.id + "  " + view.state + "  " +
-                           history::FormatDuration(now - view.submitted_ms) +
+      std::string state = view.state;
+      if (!view.final && !view.backend_state.empty() && state == "SUBMITTED") state = view.backend_state;
+      std::string header = "job " + view.id + "  " + state + "  " + history::FormatDuration(now - view.submitted_ms) +
                            (view.attempt ? "  (restart " + std::to_string(view.attempt) + ")" : "") +
                            (killing ? "  (killing)" : "") + "\n";
+      if (!view.backend_id.empty()) {
+        header += "  " + view.backend + " " + view.backend_id +
+                  (view.tracking_url.empty() ? "" : "  " + view.tracking_url) + "\n";
+      }
       std::string table = header + history::RenderTaskTable(view);
       if (table == last_table) return;  // a burst of file events changed nothing visible
       last_table = table;
@@ -154,12 +161,15 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
       }
     }
     if (fds[1].revents & POLLIN) {
-      signalfd_siginfo si;
-      while (::read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
-      }
-      std::fprintf(stderr, "\nloom: %s; killing job %s\n", killing ? "killing again" : "interrupted", view.id.c_str());
+      signalfd_siginfo si{};
+      signalfd_siginfo next;
+      while (::read(sig_fd, &next, sizeof(next)) == sizeof(next)) si = next;
+      std::fprintf(stderr, "\nloom: %s (%s); killing job %s\n", killing ? "killing again" : "interrupted",
+                   SignalName(static_cast<int>(si.ssi_signo)).c_str(), view.id.c_str());
       killing = true;
-      (void)submitter.Kill(dir, std::chrono::milliseconds(10000));
+      if (Status s = backend.Kill(dir, std::chrono::milliseconds(10000)); !s.ok()) {
+        std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
+      }
     }
     if (am_fd >= 0 && (fds[2].revents & POLLIN)) {
       // The AM has exited; its status.json (if it wrote one) is already on disk.
@@ -172,17 +182,21 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
       am_hung = true;
       std::fprintf(stderr, "loom: the AM has not answered for %lld ms; killing it\n",
                    static_cast<long long>(am_silence_limit.count()));
-      (void)submitter.Kill(dir, std::chrono::milliseconds(0));
+      // The cause is recorded first: the kill's own record must not win.
+      (void)history::EndJob(dir, "FAILED", "the ApplicationMaster stopped answering for " +
+                                               std::to_string(am_silence_limit.count()) + " ms and was killed");
+      (void)backend.Kill(dir, std::chrono::milliseconds(0));
     }
     if (am_gone_at && !PathExists(dir.status())) {
-      std::string why = killing ? "killed; the AM ended before writing a final status"
-                        : am_hung ? "the ApplicationMaster stopped answering for " +
-                                        std::to_string(am_silence_limit.count()) + " ms and was killed"
-                                  : "the ApplicationMaster exited unexpectedly; see " + dir.am_log();
-      (void)history::WriteFinalStatus(dir, {{"job_id", view.id}, {"state", killing ? "KILLED" : "FAILED"},
-                                            {"diagnostics", why}, {"finished_ms", history::NowMillis()}});
-      // None of its tasks may outlive it.
-      (void)submitter.Kill(dir, std::chrono::milliseconds(0));
+      if (killing || am_hung) {
+        std::string why = killing ? "killed; the AM ended before writing a final status"
+                                  : "the ApplicationMaster stopped answering for " +
+                                        std::to_string(am_silence_limit.count()) + " ms and was killed";
+        (void)history::EndJob(dir, killing ? "KILLED" : "FAILED", why);
+      }
+      // The backend records an unexpected end, and none of the job's tasks may outlive it.
+      (void)backend.Sync(dir);
+      (void)backend.Kill(dir, std::chrono::milliseconds(0));
     }
   }
   // The job is over only when its AM is gone too: wait for it (it is stopping its last
@@ -191,9 +205,10 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
     pollfd pfd{am_fd, POLLIN, 0};
     if (::poll(&pfd, 1, 10000) == 0) {
       std::fprintf(stderr, "loom: the AM did not exit after the job ended; killing it\n");
-      (void)submitter.Kill(dir, std::chrono::milliseconds(0));
+      (void)backend.Kill(dir, std::chrono::milliseconds(0));
     }
   }
+  (void)backend.Sync(dir);  // the backend's clean-up after the end
   auto final_view = history::LoadJobView(dir);
   std::string state = final_view.ok() ? final_view->state : "UNKNOWN";
   view.state = state;
@@ -205,13 +220,12 @@ int FollowJob(const history::JobDir& dir, cluster::JobSubmitter& submitter, Foll
   }
   std::printf("\n");
   if (!diagnostics.empty()) std::printf("  %s\n", diagnostics.c_str());
-  std::printf("  logs: loom logs %s --task TYPE:INDEX [--stderr]   (files under %s/tasks)\n", view.id.c_str(),
-              dir.root().c_str());
+  for (const std::string& line : backend.Describe(dir)) std::printf("  %s\n", line.c_str());
+  std::printf("  logs: loom logs %s [--task TYPE:INDEX|am] [--stderr]\n", view.id.c_str());
   std::fflush(stdout);
   if (am_fd >= 0) ::close(am_fd);
   ::close(ino);
   ::close(sig_fd);
-  ::sigprocmask(SIG_UNBLOCK, &mask, nullptr);
   return state == "SUCCEEDED" ? 0 : 1;
 }
 

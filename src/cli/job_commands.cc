@@ -1,4 +1,5 @@
-// `loom status|logs|kill|list`: everything they know comes from the job directory.
+// `loom status|logs|kill|list`: each asks the job's backend to bring the job directory up to
+// date (cli/backends.h), then reads it; logs come through the backend too.
 
 #include <poll.h>
 #include <sys/inotify.h>
@@ -12,8 +13,7 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cluster/local/local_job_submitter.h"
-#include "cluster/yarn/yarn_job_submitter.h"
+#include "cli/backends.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -52,21 +52,48 @@ void PrintView(const history::JobView& v) {
   }
 }
 
-// Copies `path` from `*offset` to stdout; returns whether anything was printed.
-bool PrintFrom(const std::string& path, std::streamoff* offset) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  in.seekg(*offset);
-  char buf[65536];
-  bool any = false;
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    std::fwrite(buf, 1, static_cast<size_t>(in.gcount()), stdout);
-    *offset += in.gcount();
-    any = true;
+// The job's directory and its backend, synced: what every command starts from.
+struct OpenJob {
+  history::JobDir dir;
+  std::unique_ptr<cluster::Backend> backend;
+};
+
+Result<OpenJob> Open(const std::string& id) {
+  LOOM_ASSIGN_OR_RETURN(history::JobDir dir, FindJob(id));
+  LOOM_ASSIGN_OR_RETURN(auto backend, BackendForJob(dir));
+  if (Status s = backend->Sync(dir); !s.ok()) {
+    std::fprintf(stderr, "loom: warning: %s\n", s.WithContext("cannot ask the " + backend->name() + " backend about " + dir.job_id()).ToString().c_str());
   }
-  std::fflush(stdout);
-  return any;
+  return OpenJob{std::move(dir), std::move(backend)};
 }
+
+// Prints complete lines of one stream, each prefixed with its task when several are shown
+// (as torchrun's --tee does); the rest waits for its newline.
+class LinePrinter {
+ public:
+  explicit LinePrinter(std::string prefix) : prefix_(std::move(prefix)) {}
+  void Add(const std::string& bytes, bool flush_partial) {
+    pending_ += bytes;
+    size_t start = 0;
+    for (size_t nl; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      Print(std::string_view(pending_).substr(start, nl + 1 - start));
+    }
+    pending_.erase(0, start);
+    if (flush_partial && !pending_.empty()) {
+      pending_ += '\n';
+      Print(pending_);
+      pending_.clear();
+    }
+  }
+
+ private:
+  void Print(std::string_view line) {
+    if (!prefix_.empty()) std::fputs(prefix_.c_str(), stdout);
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+  std::string prefix_;
+  std::string pending_;
+};
 
 }  // namespace
 
@@ -74,27 +101,20 @@ int StatusCommand(std::vector<std::string> args) {
   std::string job;
   bool json_out = false;
   CLI::App app("Show a job and its tasks", "status");
-  app.add_option("job", job, "Job id or job directory")->required();
-  app.add_flag("--json", json_out, "Print status.json / the events as JSON");
+  app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
+  app.add_flag("--json", json_out, "Print the job as JSON");
   if (int rc = Parse(app, args); rc >= 0) return rc;
-  auto dir = history::JobDir::Find(job);
-  if (!dir.ok()) return UsageError(dir.status().message());
-  auto view = history::LoadJobView(*dir);
+  auto open = Open(job);
+  if (!open.ok()) return UsageError(open.status().message());
+  auto view = history::LoadJobView(open->dir);
   if (!view.ok()) return UsageError(view.status().message());
-  if (!view->final && view->state != "SUBMITTED" && !cluster::local::LocalJobSubmitter::LiveAmPid(*dir)) {
-    view->state += " (AM not running)";
-  }
   if (json_out) {
-    nlohmann::json tasks = nlohmann::json::array();
-    for (const auto& t : view->tasks) {
-      tasks.push_back({{"task", t.id}, {"state", t.state}, {"address", t.address}, {"exit_code", t.exit_code},
-                       {"diagnostics", t.diagnostics}, {"peak_rss_bytes", t.peak_rss_bytes}});
-    }
-    nlohmann::json j = {{"job_id", view->id}, {"name", view->name}, {"state", view->state},
-                        {"diagnostics", view->diagnostics}, {"tasks", tasks}};
+    nlohmann::json j = history::ToJson(*view);
+    j["backend_details"] = open->backend->Describe(open->dir);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     PrintView(*view);
+    for (const std::string& line : open->backend->Describe(open->dir)) std::printf("  %s\n", line.c_str());
   }
   return view->state == "FAILED" || view->state == "KILLED" ? kExitJobFailed : kExitOk;
 }
@@ -103,93 +123,102 @@ int LogsCommand(std::vector<std::string> args) {
   std::string job, task;
   bool stderr_only = false, follow = false;
   CLI::App app("Print a task's output", "logs");
-  app.add_option("job", job, "Job id or job directory")->required();
-  app.add_option("--task", task, "TYPE:INDEX (default: every task)");
+  app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
+  app.add_option("--task", task, "TYPE:INDEX, or am for the ApplicationMaster (default: every task)");
   app.add_flag("--stderr", stderr_only, "Print stderr instead of stdout");
   app.add_flag("-f,--follow", follow, "Keep printing until the job ends");
   if (int rc = Parse(app, args); rc >= 0) return rc;
-  auto dir = history::JobDir::Find(job);
-  if (!dir.ok()) return UsageError(dir.status().message());
-  std::vector<TaskId> tasks;
-  if (!task.empty()) {
+  auto open = Open(job);
+  if (!open.ok()) return UsageError(open.status().message());
+  const history::JobDir& dir = open->dir;
+  cluster::Backend& backend = *open->backend;
+  auto view = history::LoadJobView(dir);
+  if (!view.ok()) return UsageError(view.status().message());
+  std::vector<cluster::LogTarget> targets;
+  if (task == "am") {
+    targets.push_back({std::nullopt, stderr_only});
+  } else if (!task.empty()) {
     auto id = ParseTaskId(task);
     if (!id.ok()) return UsageError("--task " + id.status().message());
-    if (!IsDirectory(dir->task_dir(*id))) return UsageError("job " + dir->job_id() + " has no task " + task);
-    tasks.push_back(*id);
+    bool known = false;
+    for (const auto& t : view->tasks) known |= t.id == id->ToString();
+    if (!known) {
+      std::vector<std::string> names;
+      for (const auto& t : view->tasks) names.push_back(t.id);
+      return UsageError("job " + dir.job_id() + " has no task " + task + " (tasks: " + Join(names, ", ") + ", am)");
+    }
+    targets.push_back({*id, stderr_only});
   } else {
-    auto view = history::LoadJobView(*dir);
-    if (view.ok()) {
-      for (const auto& t : view->tasks) {
-        if (auto id = ParseTaskId(t.id); id.ok()) tasks.push_back(*id);
-      }
+    for (const auto& t : view->tasks) {
+      if (auto id = ParseTaskId(t.id); id.ok()) targets.push_back({*id, stderr_only});
     }
   }
-  std::vector<std::string> files;
-  for (const TaskId& t : tasks) files.push_back(stderr_only ? dir->task_stderr(t) : dir->task_stdout(t));
-  std::vector<std::streamoff> offsets(files.size(), 0);
-  auto print_all = [&] {
-    for (size_t i = 0; i < files.size(); ++i) {
-      if (files.size() > 1 && !follow && PathExists(files[i])) {
-        std::printf("==> %s %s <==\n", tasks[i].ToString().c_str(), stderr_only ? "stderr" : "stdout");
+  const bool several = targets.size() > 1;
+  std::vector<int64_t> offsets(targets.size(), 0);
+  std::vector<LinePrinter> printers;
+  for (const auto& t : targets) printers.emplace_back(follow && several ? "[" + t.Label() + "] " : "");
+  std::vector<std::string> missing(targets.size());
+  // One pass over every stream; returns whether anything was printed.
+  auto print_all = [&](bool last) {
+    bool any = false;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      auto bytes = backend.ReadLog(dir, targets[i], offsets[i]);
+      if (!bytes.ok()) {
+        missing[i] = bytes.status().message();
+        continue;
       }
-      PrintFrom(files[i], &offsets[i]);
+      missing[i].clear();
+      if (bytes->empty() && !last) continue;
+      if (several && !follow && !bytes->empty()) {
+        std::printf("==> %s %s <==\n", targets[i].Label().c_str(), stderr_only ? "stderr" : "stdout");
+      }
+      offsets[i] += static_cast<int64_t>(bytes->size());
+      printers[i].Add(*bytes, last || !follow);
+      any |= !bytes->empty();
     }
+    std::fflush(stdout);
+    return any;
   };
-  print_all();
-  if (!follow) return kExitOk;
-  int ino = ::inotify_init1(IN_CLOEXEC);
-  for (const TaskId& t : tasks) {
-    (void)MakeDirs(dir->task_dir(t));
-    ::inotify_add_watch(ino, dir->task_dir(t).c_str(), IN_MODIFY | IN_CREATE);
+  print_all(!follow);
+  if (follow) {
+    while (!PathExists(dir.status())) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      print_all(false);
+      if (Status s = backend.Sync(dir); !s.ok()) break;
+    }
+    print_all(true);
   }
-  ::inotify_add_watch(ino, dir->root().c_str(), IN_CREATE | IN_MOVED_TO);
-  while (!PathExists(dir->status())) {
-    pollfd pfd{ino, POLLIN, 0};
-    ::poll(&pfd, 1, 1000);
-    char buf[4096];
-    if (pfd.revents & POLLIN) (void)!::read(ino, buf, sizeof(buf));
-    print_all();
+  // A stream that could not be read says why, once (e.g. the NodeManager no longer has it).
+  bool printed_nothing = true;
+  for (int64_t o : offsets) printed_nothing &= o == 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!missing[i].empty() && (printed_nothing || !several)) {
+      std::fprintf(stderr, "loom: %s %s: %s\n", targets[i].Label().c_str(), stderr_only ? "stderr" : "stdout", missing[i].c_str());
+    }
   }
-  print_all();
-  ::close(ino);
   return kExitOk;
 }
 
 int KillCommand(std::vector<std::string> args) {
   std::string job;
   CLI::App app("Stop a job and everything it runs", "kill");
-  app.add_option("job", job, "Job id or job directory")->required();
+  app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
   if (int rc = Parse(app, args); rc >= 0) return rc;
-  auto dir = history::JobDir::Find(job);
-  if (!dir.ok()) return UsageError(dir.status().message());
-  if (PathExists(dir->status())) {
-    auto view = history::LoadJobView(*dir);
-    std::printf("Job %s already ended: %s\n", dir->job_id().c_str(), view.ok() ? view->state.c_str() : "?");
+  auto open = Open(job);
+  if (!open.ok()) return UsageError(open.status().message());
+  const history::JobDir& dir = open->dir;
+  if (PathExists(dir.status())) {
+    auto view = history::LoadJobView(dir);
+    std::printf("Job %s already ended: %s\n", dir.job_id().c_str(), view.ok() ? view->state.c_str() : "?");
     return kExitOk;
   }
-  if (auto yarn_job = cluster::yarn::YarnJobRecord::Read(*dir); yarn_job.ok()) {
-    cluster::yarn::YarnJobSubmitter yarn({}, "", SelfExecutable(), {});
-    if (Status s = yarn.Kill(*dir, std::chrono::milliseconds(10000)); !s.ok()) {
-      std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
-      return kExitJobFailed;
-    }
-    // The client following the job records YARN's own words; if none is, this is the record.
-    (void)history::WriteFinalStatus(*dir, {{"job_id", dir->job_id()},
-                                           {"state", "KILLED"},
-                                           {"diagnostics", "killed by loom kill (YARN application " +
-                                                               yarn_job->application_id + ")"},
-                                           {"finished_ms", history::NowMillis()}});
-  } else {
-    cluster::local::LocalJobSubmitter submitter({}, SelfExecutable());
-    (void)submitter.Kill(*dir, std::chrono::milliseconds(10000));
+  if (Status s = open->backend->Kill(dir, std::chrono::milliseconds(10000)); !s.ok()) {
+    std::fprintf(stderr, "loom: %s\n", s.WithContext("killing " + dir.job_id()).ToString().c_str());
+    return kExitJobFailed;
   }
-  // The AM writes KILLED; if it was already dead, the record is ours to finish.
-  (void)history::WriteFinalStatus(*dir, {{"job_id", dir->job_id()},
-                                         {"state", "KILLED"},
-                                         {"diagnostics", "killed by loom kill (the AM was not running)"},
-                                         {"finished_ms", history::NowMillis()}});
-  auto view = history::LoadJobView(*dir);
-  std::printf("Job %s %s\n", dir->job_id().c_str(), view.ok() ? view->state.c_str() : "KILLED");
+  auto view = history::LoadJobView(dir);
+  std::printf("Job %s %s\n", dir.job_id().c_str(), view.ok() ? view->state.c_str() : "KILLED");
+  for (const std::string& line : open->backend->Describe(dir)) std::printf("  %s\n", line.c_str());
   return kExitOk;
 }
 
@@ -201,14 +230,23 @@ int ListCommand(std::vector<std::string> args) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(jobs_dir, ec)) {
     if (!entry.is_directory()) continue;
-    if (auto v = history::LoadJobView(history::JobDir(entry.path().string())); v.ok()) views.push_back(*v);
+    history::JobDir dir(entry.path().string());
+    if (!PathExists(dir.status())) {
+      // A job still running as far as its record says: its backend knows better.
+      if (auto backend = BackendForJob(dir); backend.ok()) (void)(*backend)->Sync(dir);
+    }
+    if (auto v = history::LoadJobView(dir); v.ok()) views.push_back(*v);
   }
   std::sort(views.begin(), views.end(), [](const auto& a, const auto& b) { return a.submitted_ms > b.submitted_ms; });
-  std::printf("%-26s  %-22s  %-10s  %-8s  %s\n", "JOB", "NAME", "STATE", "TIME", "TASKS");
+  std::printf("%-26s  %-22s  %-7s  %-10s  %-8s  %-5s  %s\n", "JOB", "NAME", "BACKEND", "STATE", "TIME", "TASKS", "ID");
   for (const auto& v : views) {
     int64_t end = v.finished_ms ? v.finished_ms : history::NowMillis();
-    std::printf("%-26s  %-22s  %-10s  %-8s  %zu\n", v.id.c_str(), v.name.substr(0, 22).c_str(), v.state.c_str(),
-                v.submitted_ms ? history::FormatDuration(end - v.submitted_ms).c_str() : "-", v.tasks.size());
+    std::string state = v.state;
+    if (!v.final && v.backend_state.rfind("ACCEPTED", 0) == 0) state = "ACCEPTED";
+    std::printf("%-26s  %-22s  %-7s  %-10s  %-8s  %-5zu  %s\n", v.id.c_str(), v.name.substr(0, 22).c_str(),
+                v.backend.empty() ? "local" : v.backend.c_str(), state.c_str(),
+                v.submitted_ms ? history::FormatDuration(end - v.submitted_ms).c_str() : "-", v.tasks.size(),
+                v.backend_id.c_str());
   }
   return kExitOk;
 }

@@ -87,9 +87,6 @@ int AmCommand(std::vector<std::string> args) {
   auto spec = BuildJobSpec(conf, cwd, /*check_files=*/false);
   if (!spec.ok()) return AmFailed(dir, "AM cannot build the job: " + spec.status().message());
   auto env = CurrentEnvironment();
-  std::string secret_file = env.count(control::kSecretFileEnv) ? env[control::kSecretFileEnv] : dir.secret();
-  auto secret = control::ReadSecretFile(secret_file);
-  if (!secret.ok()) return AmFailed(dir, secret.status().message());
   history::EventLog events(dir.events());
   am::AmOptions opts;
   am::ApplicationMaster* master_ptr = nullptr;  // the YARN broker registers the AM's port
@@ -99,6 +96,15 @@ int AmCommand(std::vector<std::string> args) {
   if (backend == "yarn") {
     auto yopts = cluster::yarn::YarnBrokerOptionsFromContainer(env);
     if (!yopts.ok()) return AmFailed(dir, "AM cannot reach YARN: " + yopts.status().message());
+    // The secret came in the container's credentials; executors get it the same way, and the
+    // AM's copy lives in its container's private working dir.
+    if (Status s = WriteFileAtomic(dir.secret(), yopts->job_secret + "\n", 0600); !s.ok()) return AmFailed(dir, s.message());
+    env[control::kSecretFileEnv] = dir.secret();
+    for (const auto& [key, var] : {std::pair{"container", "CONTAINER_ID"}, {"node_host", "NM_HOST"}}) {
+      if (env.count(var)) opts.location[key] = env[var];
+    }
+    if (env.count("NM_HOST") && env.count("NM_PORT")) opts.location["node_id"] = env["NM_HOST"] + ":" + env["NM_PORT"];
+    if (env.count("NM_HOST") && env.count("NM_HTTP_PORT")) opts.location["node_http"] = env["NM_HOST"] + ":" + env["NM_HTTP_PORT"];
     yopts->am_port = [&master_ptr] { return master_ptr ? master_ptr->port() : -1; };
     // The application's tracking URL: YARN's UI links to it (through the RM's proxy).
     if (auto port = page.Start("0.0.0.0"); port.ok()) {
@@ -115,6 +121,9 @@ int AmCommand(std::vector<std::string> args) {
     broker_owner = std::make_unique<cluster::local::LocalContainerBroker>(*inventory, dir);
   }
   cluster::ContainerBroker& broker = *broker_owner;
+  std::string secret_file = env.count(control::kSecretFileEnv) ? env[control::kSecretFileEnv] : dir.secret();
+  auto secret = control::ReadSecretFile(secret_file);
+  if (!secret.ok()) return AmFailed(dir, secret.status().message());
   opts.spec = *spec;
   opts.job_dir = dir;
   // On YARN the job dir is the container's own; the job keeps the id the client gave it.
@@ -181,7 +190,23 @@ int ExecutorCommand(std::vector<std::string> args) {
     return 0;
   }
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ [executor] %v");
-  return executor::RunTaskExecutor(CurrentEnvironment());
+  auto env = CurrentEnvironment();
+  if (auto alias = env.find("LOOM_SECRET_CREDENTIAL"); alias != env.end()) {
+    // On YARN the secret is in the container's credentials: a private file for the executor.
+    auto token_file = env.find("HADOOP_TOKEN_FILE_LOCATION");
+    if (token_file == env.end()) return UsageError("executor: LOOM_SECRET_CREDENTIAL without HADOOP_TOKEN_FILE_LOCATION");
+    auto creds = cluster::yarn::ReadCredentialsFile(token_file->second);
+    if (!creds.ok()) return UsageError("executor: " + creds.status().message());
+    std::string secret;
+    for (const auto& [name, value] : creds->secrets) {
+      if (name == alias->second) secret = value;
+    }
+    if (secret.empty()) return UsageError("executor: " + token_file->second + " holds no " + alias->second);
+    std::string path = AbsolutePath(".loom.secret");
+    if (Status s = WriteFileAtomic(path, secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
+    env[control::kSecretFileEnv] = path;
+  }
+  return executor::RunTaskExecutor(env);
 }
 
 }  // namespace loom::cli

@@ -8,9 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/follow.h"
-#include "cluster/local/host_inventory.h"
-#include "cluster/local/local_job_submitter.h"
-#include "cluster/yarn/yarn_job_submitter.h"
+#include "cli/backends.h"
 #include "control/auth.h"
 #include "core/config/key_registry.h"
 #include "core/files.h"
@@ -36,7 +34,7 @@ std::vector<std::string> NormalizeDashes(std::vector<std::string> args) {
 struct SubmitFlags {
   std::string executes, task_params, src_dir, python_venv, python_binary_path, conf_file;
   std::vector<std::string> conf, shell_env, container_env;
-  std::string cluster = "local";
+  std::string cluster = "local";  // a name from cli/backends.cc
   std::string hdfs_classpath, sidecar_tensorboard_log_dir;
   bool quiet = false;
 };
@@ -87,6 +85,7 @@ int UsageError(const std::string& message) {
 }
 
 int SubmitCommand(std::vector<std::string> raw_args) {
+  BlockStopSignals();  // before any thread exists; see follow.h
   SubmitFlags f;
   CLI::App app("Submit a distributed training job", "loom submit");
   app.add_option("--executes", f.executes, "Entry point, relative to --src_dir");
@@ -98,8 +97,7 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   app.add_option("--container_env", f.container_env, "KEY=VALUE for the container (repeatable)");
   app.add_option("--conf_file", f.conf_file, "Hadoop-style XML config (tony.xml)");
   app.add_option("--conf", f.conf, "KEY=VALUE config override (repeatable)");
-  app.add_option("--cluster", f.cluster, "Backend: local (default), yarn or slurm")
-      ->check(CLI::IsMember({"local", "yarn", "slurm"}));
+  app.add_option("--cluster", f.cluster, "Backend: " + BackendNames() + " (default local)");
   app.add_option("--hdfs_classpath", f.hdfs_classpath, "TonY flag; accepted, unused without Hadoop");
   app.add_option("--sidecar_tensorboard_log_dir", f.sidecar_tensorboard_log_dir, "TonY's sidecar TensorBoard log dir");
   app.add_flag("--quiet", f.quiet, "Print only the job id and the final state");
@@ -113,27 +111,22 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   } catch (const CLI::ParseError& e) {
     return UsageError(std::string("submit: ") + e.what());
   }
-  if (f.cluster == "slurm") {
-    return UsageError("--cluster slurm: the slurm backend is not available yet (local and yarn are)");
-  }
+  const BackendEntry* entry = FindBackend(f.cluster);
+  if (!entry) return UsageError("--cluster " + f.cluster + ": no such backend (this loom has " + BackendNames() + ")");
 
   auto conf = BuildConfig(f);
   if (!conf.ok()) return UsageError(conf.status().message());
   std::string cwd = AbsolutePath(".");
   auto spec = BuildJobSpec(*conf, cwd);
   if (!spec.ok()) return UsageError(spec.status().message());
-  std::unique_ptr<cluster::JobSubmitter> backend;
-  if (f.cluster == "yarn") {
-    auto hadoop = cluster::yarn::HadoopConf::FromEnvironment(CurrentUser());
-    if (!hadoop.ok()) return UsageError("--cluster yarn: " + hadoop.status().message());
-    backend = std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, CurrentUser(), SelfExecutable(), *conf);
-  } else {
-    auto inventory = cluster::local::HostInventory::Detect(*conf);
-    if (!inventory.ok()) return UsageError(inventory.status().message());
-    backend = std::make_unique<cluster::local::LocalJobSubmitter>(*inventory, SelfExecutable());
+  auto made = entry->for_submit(*conf);
+  if (!made.ok()) return UsageError(made.status().message());
+  cluster::Backend& backend = **made;
+  if (Status fits = backend.CheckFits(*spec); !fits.ok()) {
+    if (fits.code() != StatusCode::kUnavailable) return UsageError(fits.message());
+    std::fprintf(stderr, "loom: %s\n", fits.ToString().c_str());
+    return kExitJobFailed;  // the cluster could not be asked: not the user's mistake
   }
-  cluster::JobSubmitter& submitter = *backend;
-  if (Status fits = submitter.CheckFits(*spec); !fits.ok()) return UsageError(fits.message());
 
   // Everything is valid: write the job directory, then start the AM.
   std::string job_id = history::NewJobId();
@@ -150,10 +143,11 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   for (const TaskId& t : spec->AllTasks()) tasks.push_back(t.ToString());
   history::EventLog events(dir.events());
   if (s.ok()) s = events.Append("JOB_SUBMITTED", {{"job_id", job_id}, {"name", spec->name}, {"backend", f.cluster}, {"tasks", tasks}});
-  if (s.ok()) s = submitter.Submit(dir);
-  if (!s.ok() || !secret.ok()) {
-    std::fprintf(stderr, "loom: cannot start job %s: %s\n", job_id.c_str(), (s.ok() ? secret.status() : s).ToString().c_str());
-    (void)history::WriteFinalStatus(dir, {{"job_id", job_id}, {"state", "FAILED"}, {"diagnostics", s.message()}});
+  if (s.ok() && !secret.ok()) s = secret.status();
+  if (s.ok()) s = backend.Submit(*spec, dir);
+  if (!s.ok()) {
+    std::fprintf(stderr, "loom: cannot start job %s: %s\n", job_id.c_str(), s.ToString().c_str());
+    (void)history::EndJob(dir, "FAILED", "cannot start: " + s.message());
     return kExitJobFailed;
   }
   std::printf("Job %s submitted (%s, %d tasks, %s)\n  job dir: %s\n", job_id.c_str(), spec->name.c_str(),
@@ -161,7 +155,7 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   std::fflush(stdout);
   FollowMode mode = f.quiet ? FollowMode::kQuiet : ::isatty(STDOUT_FILENO) ? FollowMode::kTable : FollowMode::kLines;
   auto interval = std::chrono::milliseconds(spec->heartbeat_interval_ms);
-  return FollowJob(dir, submitter, mode, interval, interval * spec->max_missed_heartbeats);
+  return FollowJob(dir, backend, mode, interval, interval * spec->max_missed_heartbeats);
 }
 
 }  // namespace loom::cli

@@ -21,6 +21,19 @@ Result<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+Result<std::string> ReadFileFrom(const std::string& path, int64_t offset) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::FromErrno("open " + path, errno);
+  in.seekg(0, std::ios::end);
+  int64_t size = in.tellg();
+  if (offset < 0 || offset >= size) return std::string();
+  std::string out(static_cast<size_t>(size - offset), '\0');
+  in.seekg(offset);
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);

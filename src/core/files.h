@@ -1,6 +1,7 @@
 #pragma once
 // File-system helpers returning Status instead of throwing.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,8 @@
 namespace loom {
 
 Result<std::string> ReadFile(const std::string& path);
+// The bytes of `path` from `offset` to its current end (empty if the file is not longer).
+Result<std::string> ReadFileFrom(const std::string& path, int64_t offset);
 // Writes via a temporary file and rename(2), so readers never see a half-written file.
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
 Status MakeDirs(const std::string& path, int mode = 0755);

@@ -99,6 +99,15 @@ Resources JobSpec::TotalResources() const {
   return r;
 }
 
+Result<VenvFormat> VenvFormatOf(const std::string& path) {
+  std::string lower = ToLower(path);
+  if (EndsWith(lower, ".zip")) return VenvFormat::kZip;
+  if (EndsWith(lower, ".tar.gz") || EndsWith(lower, ".tgz")) return VenvFormat::kTarGz;
+  if (EndsWith(lower, ".pex")) return VenvFormat::kPex;
+  return Status::InvalidArgument("--python_venv " + path +
+                                 ": unsupported format; accepted: .zip, .tar.gz, .tgz (conda-pack) or .pex");
+}
+
 namespace {
 
 int RankOrder(const std::string& type) {
@@ -117,9 +126,10 @@ Result<std::map<std::string, std::string>> ParseEnvList(const Config& conf, cons
   return env;
 }
 
-// The command a type runs when it has no loom.<type>.command of its own.
-Result<std::string> EntryPointCommand(const Config& conf, const std::string& src_dir,
-                                      const std::string& venv, bool check_files) {
+// The command a type runs when it has no loom.<type>.command of its own. `base_dir` resolves a
+// relative script when there is no src dir (the task's own working dir is elsewhere).
+Result<std::string> EntryPointCommand(const Config& conf, const std::string& base_dir, const std::string& src_dir,
+                                      VenvFormat venv, bool check_files) {
   std::string executes = Trim(GetString(conf, "loom.application.executes"));
   if (executes.empty()) return std::string();
   // TonY's README passes the script with its src dir in front; the task runs inside the src dir.
@@ -131,23 +141,37 @@ Result<std::string> EntryPointCommand(const Config& conf, const std::string& src
     while (StartsWith(executes, "./")) executes = executes.substr(2);
   }
   std::string script = Split(executes, ' ').front();
+  std::string rest = executes.substr(script.size());
   bool is_python = EndsWith(script, ".py");
-  std::string script_path = src_dir.empty() ? AbsolutePath(script) : src_dir + "/" + script;
+  if (src_dir.empty() && script[0] != '/') script = AbsolutePath(base_dir + "/" + script);
+  std::string script_path = src_dir.empty() ? script : src_dir + "/" + script;
   if (check_files && !PathExists(script_path)) {
-    return Status::InvalidArgument("--executes: " + script + " does not exist" +
+    return Status::InvalidArgument("--executes: " + Split(executes, ' ').front() + " does not exist" +
                                    (src_dir.empty() ? std::string() : " in --src_dir " + src_dir));
   }
-  if (src_dir.empty()) script = AbsolutePath(script);
   std::string cmd;
   if (is_python) {
     std::string python = GetString(conf, "loom.application.python-binary-path");
-    // A relative interpreter path lives inside the unzipped venv, as in TonY.
-    if (!venv.empty() && !python.empty() && python[0] != '/' && python.find('/') != std::string::npos) {
-      python = "venv/" + python;
+    bool inside_venv = !python.empty() && python[0] != '/' && python.find('/') != std::string::npos;
+    if (venv == VenvFormat::kPex) {
+      if (inside_venv) {
+        return Status::InvalidArgument("--python_binary_path " + python +
+                                       ": a relative path names a file inside an unpacked venv, but a .pex "
+                                       "venv is a single file; give an interpreter on PATH or an absolute path");
+      }
+      // A pex given a script runs it with the pex's own environment, like an interpreter.
+      cmd = ShellQuote(python) + " venv " + ShellQuote(script) + rest;
+    } else {
+      // A relative interpreter path lives inside the unpacked venv, as in TonY.
+      if (venv != VenvFormat::kNone && inside_venv) python = "venv/" + python;
+      cmd = ShellQuote(python) + " " + ShellQuote(script) + rest;
     }
-    cmd = ShellQuote(python) + " " + ShellQuote(script) + executes.substr(Split(executes, ' ').front().size());
+  } else if (src_dir.empty()) {
+    cmd = ShellQuote(script) + rest;
   } else {
-    cmd = executes.find('/') == std::string::npos && !src_dir.empty() ? "./" + executes : executes;
+    // Run as ./script; the executor runs it through its #! interpreter if it lacks the
+    // execute bit (TonY makes the entry point executable).
+    cmd = script.find('/') == std::string::npos ? "./" + executes : executes;
   }
   std::string params = Trim(GetString(conf, "loom.application.task-params"));
   if (!params.empty()) cmd += " " + params;
@@ -183,8 +207,19 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     problems.push_back("--src_dir " + GetString(conf, "loom.application.src-dir") + " is not a directory");
   }
   spec.python_venv = resolve(GetString(conf, "loom.application.python-venv"));
-  if (check_files && !spec.python_venv.empty() && !PathExists(spec.python_venv)) {
-    problems.push_back("--python_venv " + GetString(conf, "loom.application.python-venv") + " does not exist");
+  if (!spec.python_venv.empty()) {
+    std::string given = GetString(conf, "loom.application.python-venv");
+    if (check_files && !PathExists(spec.python_venv)) {
+      problems.push_back("--python_venv " + given + " does not exist");
+    } else if (check_files && IsDirectory(spec.python_venv)) {
+      problems.push_back("--python_venv " + given + " is a directory; give a .zip, .tar.gz, .tgz or .pex file");
+    }
+    Result<VenvFormat> format = VenvFormatOf(given);
+    if (format.ok()) {
+      spec.python_venv_format = *format;
+    } else {
+      problems.push_back(format.status().message());
+    }
   }
 
   auto exec_env = ParseEnvList(conf, "loom.execution.envs");
@@ -219,7 +254,7 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   for (auto& t : GetList(conf, "loom.application.sidecar.jobtypes")) sidecar.insert(t);
   for (auto& t : GetList(conf, "loom.application.stop-on-failure-jobtypes")) stop_on_failure.insert(t);
 
-  Result<std::string> entry = EntryPointCommand(conf, spec.src_dir, spec.python_venv, check_files);
+  Result<std::string> entry = EntryPointCommand(conf, base_dir, spec.src_dir, spec.python_venv_format, check_files);
   if (!entry.ok()) problems.push_back(entry.status().message());
   std::string containers_command = GetString(conf, "loom.containers.command");
 

@@ -79,6 +79,19 @@ struct DependencyTimeout {
   bool ignored = false;
 };
 
+// How a --python_venv file is packed, from its name. Every backend accepts every format and
+// gives the task the same tree: an archive unpacked as `venv/` in its working dir (symlinks
+// kept), a .pex as the file `venv`, run as the interpreter.
+enum class VenvFormat {
+  kNone,
+  kZip,    // .zip
+  kTarGz,  // .tar.gz or .tgz (conda-pack's output)
+  kPex,    // .pex: `python venv script.py` runs the script in the pex's environment
+};
+// The format of `path` by its extension (case-insensitive). InvalidArgument names
+// --python_venv and the accepted formats.
+Result<VenvFormat> VenvFormatOf(const std::string& path);
+
 struct JobSpec {
   std::string name;
   Framework framework = Framework::kTensorFlow;
@@ -88,7 +101,8 @@ struct JobSpec {
   SuccessPolicy success_policy = SuccessPolicy::kAll;
 
   std::string src_dir;      // absolute, may be empty
-  std::string python_venv;  // absolute zip path, may be empty
+  std::string python_venv;  // absolute path of a .zip, .tar.gz, .tgz or .pex, may be empty
+  VenvFormat python_venv_format = VenvFormat::kNone;
   std::map<std::string, std::string> execution_env;  // user process (--shell_env)
   std::map<std::string, std::string> container_env;  // container (--container_env)
 

@@ -28,6 +28,7 @@
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "core/test_hooks.h"
+#include "executor/entry_point.h"
 #include "executor/port_reserver.h"
 #include "executor/process_tree.h"
 
@@ -325,8 +326,13 @@ Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) 
   // that needs a shell (quotes, variables, pipes, redirections) goes through /bin/sh.
   const std::string& cmd = spec.command();
   bool needs_shell = cmd.find_first_of("$`'\"\\|&;<>()*?[]#~=%{}!\n") != std::string::npos;
-  o.argv = needs_shell ? std::vector<std::string>{"/bin/sh", "-c", cmd} : Split(cmd, ' ');
-  if (o.argv.empty()) o.argv = {"/bin/sh", "-c", cmd};
+  // An entry point shipped without its execute bit runs through its #! interpreter.
+  std::vector<std::string> words = Split(cmd, ' ');
+  if (needs_shell || words.empty()) {
+    o.argv = {"/bin/sh", "-c", WithInterpreter(cmd)};
+  } else {
+    o.argv = WithInterpreter(std::move(words));
+  }
   o.env = env_;
   // The executor's own wiring is not the user's business, and the secret path least of all.
   for (const char* k : {"LOOM_AM_ADDRESS", "LOOM_SECRET_FILE", "LOOM_PORT_RANGE", "LOOM_MEMORY_ENFORCED_BY",

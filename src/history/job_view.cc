@@ -42,15 +42,21 @@ void JobView::ApplyChecked(const json& e) {
     }
   } else if (type == "AM_STARTED") {
     if (!final) state = "RUNNING";
+    am_container = e.value("container", am_container);
+    am_node_id = e.value("node_id", am_node_id);
+    am_node_http = e.value("node_http", am_node_http);
   } else if (type == "TASK_STATE") {
     TaskView* t = FindTask(e.value("task", "?"));
     t->state = e.value("state", t->state);
     if (e.contains("address")) t->address = e.value("address", "");
     if (e.contains("exit_code")) t->exit_code = static_cast<int>(EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics")) t->diagnostics = e.value("diagnostics", "");
+    if (e.contains("container")) t->container = e.value("container", "");
+    if (e.contains("node_id")) t->node_id = e.value("node_id", "");
+    if (e.contains("node_http")) t->node_http = e.value("node_http", "");
     if (e.contains("peak_rss_bytes")) t->peak_rss_bytes = EventInt(e, "peak_rss_bytes", 0, 0, int64_t{1} << 60);
     if (t->state == "RUNNING") t->started_ms = ts;
-    if (t->state == "SUCCEEDED" || t->state == "FAILED" || t->state == "KILLED" || t->state == "LOST") {
+    if (IsFinalTaskState(t->state)) {
       t->finished_ms = ts;
     }
   } else if (type == "TASK_RESTARTING") {
@@ -58,6 +64,13 @@ void JobView::ApplyChecked(const json& e) {
   } else if (type == "JOB_RESTARTING") {
     attempt = static_cast<int>(EventInt(e, "attempt", attempt, 0, 1 << 20));
     for (auto& t : tasks) t = TaskView{t.id};  // a new attempt starts every task afresh
+  } else if (type == "BACKEND_SUBMITTED") {
+    backend_id = e.value("id", backend_id);
+  } else if (type == "BACKEND_STATE") {
+    backend_id = e.value("id", backend_id);
+    backend_state = e.value("state", "");
+    if (std::string reason = e.value("reason", ""); !reason.empty()) backend_state += ": " + reason;
+    tracking_url = e.value("tracking_url", tracking_url);
   } else if (type == "JOB_FINISHED") {
     state = e.value("state", state);
     diagnostics = e.value("diagnostics", diagnostics);
@@ -104,6 +117,58 @@ Status WriteFinalStatus(const JobDir& dir, const json& status) {
     return Status::FromErrno("link " + dir.status(), err);
   }
   return Status::Ok();
+}
+
+bool IsFinalTaskState(const std::string& state) {
+  return state == "SUCCEEDED" || state == "FAILED" || state == "KILLED" || state == "LOST";
+}
+
+Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics, const json& extra,
+              const std::string& task_state) {
+  if (PathExists(dir.status())) return Status::Ok();
+  LOOM_ASSIGN_OR_RETURN(JobView view, LoadJobView(dir));
+  EventLog events(dir.events());
+  for (const TaskView& t : view.tasks) {
+    if (IsFinalTaskState(t.state)) continue;
+    LOOM_RETURN_IF_ERROR(events.Append("TASK_STATE", {{"task", t.id}, {"state", task_state},
+                                                      {"diagnostics", "ended with the job: " + diagnostics}}));
+  }
+  json status = {{"job_id", dir.job_id()}, {"state", state}, {"diagnostics", diagnostics}, {"finished_ms", NowMillis()}};
+  for (const auto& [k, v] : extra.items()) status[k] = v;
+  Status s = WriteFinalStatus(dir, status);
+  return s.code() == StatusCode::kAlreadyExists ? Status::Ok() : s;
+}
+
+json ToJson(const JobView& v) {
+  json tasks = json::array();
+  for (const TaskView& t : v.tasks) {
+    json task = {{"task", t.id},
+                 {"state", t.state},
+                 {"address", t.address},
+                 {"exit_code", t.exit_code},
+                 {"diagnostics", t.diagnostics},
+                 {"peak_rss_bytes", t.peak_rss_bytes},
+                 {"restarts", t.restarts},
+                 {"started_ms", t.started_ms},
+                 {"finished_ms", t.finished_ms}};
+    if (!t.container.empty()) task["container"] = t.container;
+    if (!t.node_id.empty()) task["node_id"] = t.node_id;
+    tasks.push_back(std::move(task));
+  }
+  json j = {{"job_id", v.id},
+            {"name", v.name},
+            {"backend", v.backend},
+            {"state", v.state},
+            {"diagnostics", v.diagnostics},
+            {"submitted_ms", v.submitted_ms},
+            {"finished_ms", v.finished_ms},
+            {"final", v.final},
+            {"attempt", v.attempt},
+            {"tasks", tasks}};
+  if (!v.backend_state.empty()) j["backend_state"] = v.backend_state;
+  if (!v.backend_id.empty()) j["backend_id"] = v.backend_id;
+  if (!v.tracking_url.empty()) j["tracking_url"] = v.tracking_url;
+  return j;
 }
 
 std::string FormatDuration(int64_t ms) {

@@ -22,6 +22,10 @@ struct TaskView {
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
   int restarts = 0;  // of this task alone (its type's restart-policy)
+  // Where it runs, as its backend names it (a YARN container id and NodeManager).
+  std::string container;
+  std::string node_id;    // the NodeManager's host:port
+  std::string node_http;  // the NodeManager's web address
 };
 
 struct JobView {
@@ -35,6 +39,11 @@ struct JobView {
   bool final = false;  // status.json exists
   int attempt = 0;     // gang restarts so far (loom.am.retry-count)
   std::vector<TaskView> tasks;
+  // The AM's container, on backends that have them.
+  std::string am_container, am_node_id, am_node_http;
+  // The backend's own word on the job (YARN: "ACCEPTED: <the scheduler's reason>") and id.
+  std::string backend_state, backend_id;
+  std::string tracking_url;  // where the cluster's UI shows the job, if it has one
 
   TaskView* FindTask(const std::string& id);
   // Folds one events.jsonl entry into the view; entries of the wrong shape are ignored.
@@ -49,6 +58,19 @@ Result<JobView> LoadJobView(const JobDir& dir);
 // Writes status.json if no one has yet: the first final status wins, across processes.
 // Returns AlreadyExists when another writer was first.
 Status WriteFinalStatus(const JobDir& dir, const nlohmann::json& status);
+
+// Ends the job's record: every task not yet in a final state gets a TASK_STATE `task_state`
+// row (the cluster ended it with the job), then status.json is written with `state` and
+// `diagnostics` (and `extra` fields) unless someone wrote it first. Idempotent.
+Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
+              const nlohmann::json& extra = nlohmann::json::object(), const std::string& task_state = "KILLED");
+
+// A task state that never changes again.
+bool IsFinalTaskState(const std::string& state);
+
+// The job as one JSON object: the single shape of `loom status --json`, the AM's
+// /status.json and the history.
+nlohmann::json ToJson(const JobView& view);
 
 // A fixed-width table of the tasks: TASK STATE ADDRESS EXIT RSS.
 std::string RenderTaskTable(const JobView& view);

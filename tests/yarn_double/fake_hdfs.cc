@@ -402,6 +402,7 @@ Status FakeHdfs::Start() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     nodes_.clear();
+    created_files_.clear();
     nodes_["/"] = Node{Entry{true, 0, NowMs(), "755", "hdfs"}, 16385, 0};
   }
   LOOM_ASSIGN_OR_RETURN(rpc_fd_, ListenLoopback(&rpc_port_, /*listen=*/false));
@@ -523,6 +524,8 @@ bool FakeHdfs::ServeNameNode(Connection& conn, const Request& req) {
     reply = Redirect(req, op);
   } else if (req.method == "DELETE" && op == "DELETE") {
     reply = Delete(req);
+  } else if (req.method == "PUT" && op == "RENAME") {
+    reply = Rename(req);
   } else {
     reply = IllegalArgument("Invalid value for webhdfs parameter \"op\": No enum constant "
                             "org.apache.hadoop.hdfs.web.resources." + std::string(op_class) +
@@ -604,6 +607,36 @@ Reply FakeHdfs::Delete(const Request& req) {
   return Boolean(true);
 }
 
+// FSDirRenameOp's old rename (what WebHDFS's RENAME without renameoptions calls): false, with
+// nothing changed, when the source is missing, the destination's parent is missing, or the
+// destination exists as a file; an existing directory as the destination receives the source.
+Reply FakeHdfs::Rename(const Request& req) {
+  std::string to = Normalize(req.Param("destination"));
+  if (to.empty()) return IllegalArgument("Invalid value for webhdfs parameter \"destination\": " + req.Param("destination"));
+  std::lock_guard<std::mutex> lock(mu_);
+  const Node* from = Find(req.path);
+  if (from == nullptr || req.path == "/") return Boolean(false);
+  if (to == req.path) return Boolean(true);
+  if (const Node* existing = Find(to); existing != nullptr && existing->entry.dir) to += "/" + BaseName(req.path);
+  if (Find(to) != nullptr || StartsWith(to, req.path + "/")) return Boolean(false);
+  const Node* parent = Find(Parent(to));
+  if (parent == nullptr || !parent->entry.dir) return Boolean(false);
+  if (::rename(LocalPath(req.path).c_str(), LocalPath(to).c_str()) != 0) {
+    return RemoteException(500, "IOException", "java.io.IOException",
+                           "rename " + LocalPath(req.path) + ": " + std::strerror(errno));
+  }
+  std::map<std::string, Node> moved;
+  auto it = nodes_.lower_bound(req.path + "/");
+  while (it != nodes_.end() && StartsWith(it->first, req.path + "/")) {
+    moved[to + it->first.substr(req.path.size())] = it->second;
+    it = nodes_.erase(it);
+  }
+  moved[to] = nodes_.at(req.path);
+  nodes_.erase(req.path);
+  nodes_.merge(moved);
+  return Boolean(true);
+}
+
 // ---- DataNode ------------------------------------------------------------------------------
 
 void FakeHdfs::ServeDataNode(Connection& conn, const Request& req) {
@@ -663,6 +696,7 @@ void FakeHdfs::DataNodeCreate(Connection& conn, const Request& req) {
       int64_t now = NowMs();
       nodes_[req.path] = Node{Entry{false, length, now, req.Param("permission", "644"), req.user()},
                               NextFileIdLocked(), now};
+      created_files_.push_back(req.path);
     }
   }
   if (error) {
@@ -793,6 +827,11 @@ Result<FakeHdfs::Entry> FakeHdfs::Stat(const std::string& hdfs_path) const {
 std::string FakeHdfs::LocalPath(const std::string& hdfs_path) const {
   std::string path = Normalize(hdfs_path);
   return storage_dir_ + "/root" + (path == "/" || path.empty() ? "" : path);
+}
+
+std::vector<std::string> FakeHdfs::CreatedFiles() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return created_files_;
 }
 
 std::vector<std::string> FakeHdfs::ListRecursive(const std::string& prefix) const {

@@ -4,7 +4,8 @@
 // shaped like the bytes a real Hadoop 3.3.6 NameNode (Jetty) and DataNode (Netty) sent in
 // tests/data/yarn-captures/webhdfs/:
 //   NameNode HTTP ("9870"): MKDIRS, CREATE step 1 (307 to the DataNode, or 200 {"Location"}
-//     with noredirect=true), GETFILESTATUS, LISTSTATUS, OPEN step 1 (307), DELETE; JSON
+//     with noredirect=true), GETFILESTATUS, LISTSTATUS, OPEN step 1 (307), DELETE, RENAME
+//     (HDFS's rename semantics; no capture of it exists, so its shape is WebHDFS's docs); JSON
 //     bodies chunked, errors as {"RemoteException":{...}} with Hadoop's HTTP codes.
 //   DataNode HTTP ("9864"): CREATE step 2 (always "100 Continue" first, then 201 and
 //     Connection: close) and OPEN step 2 (200 with the bytes).
@@ -67,6 +68,8 @@ class FakeHdfs {
   // HTTP requests received so far, NameNode and DataNode together (each counted before its
   // answer is sent).
   int64_t requests_served() const { return requests_served_; }
+  // Every file a DataNode CREATE wrote, in order (the path it was created at, before any rename).
+  std::vector<std::string> CreatedFiles() const;
 
  private:
   struct Node {
@@ -94,6 +97,7 @@ class FakeHdfs {
   Reply GetFileStatus(const Request& req);
   Reply ListStatus(const Request& req);
   Reply Delete(const Request& req);
+  Reply Rename(const Request& req);
   void DataNodeCreate(Connection& conn, const Request& req);
   void DataNodeOpen(Connection& conn, const Request& req);
 
@@ -118,6 +122,7 @@ class FakeHdfs {
 
   mutable std::mutex mu_;
   std::map<std::string, Node> nodes_;  // by normalised path; "/" always present
+  std::vector<std::string> created_files_;
   int64_t next_file_id_ = 16386;      // HDFS's first inode id after the root's 16385
 };
 

@@ -83,6 +83,35 @@ class FakeHdfsTest : public ::testing::Test {
   std::unique_ptr<WebHdfs> client_;
 };
 
+// Staging's shared cache publishes a file by renaming it from a temporary name; HDFS's rename
+// refuses to replace an existing file, which is what makes a concurrent submit safe.
+TEST_F(FakeHdfsTest, RenameMovesAFileButNeverReplacesOne) {
+  ASSERT_OK(client_->Mkdirs("/user/alice/cache"));
+  ASSERT_OK(client_->Create("/user/alice/cache/.tmp-1", "first", "755"));
+  Result<FakeHdfs::Entry> before = hdfs_->Stat("/user/alice/cache/.tmp-1");
+  ASSERT_OK(before);
+  EXPECT_TRUE(client_->Rename("/user/alice/cache/.tmp-1", "/user/alice/cache/bin").value_or(false));
+  EXPECT_STATUS(hdfs_->Stat("/user/alice/cache/.tmp-1"), kNotFound, HasSubstr(".tmp-1"));
+  Result<FakeHdfs::Entry> after = hdfs_->Stat("/user/alice/cache/bin");
+  ASSERT_OK(after);
+  EXPECT_EQ(after->mtime_ms, before->mtime_ms);  // a rename keeps the file's modification time
+  EXPECT_EQ(after->permission, "755");
+  EXPECT_EQ(ReadFile(hdfs_->LocalPath("/user/alice/cache/bin")).value_or(""), "first");
+
+  ASSERT_OK(client_->Create("/user/alice/cache/.tmp-2", "second", "755"));
+  EXPECT_FALSE(client_->Rename("/user/alice/cache/.tmp-2", "/user/alice/cache/bin").value_or(true));
+  EXPECT_EQ(ReadFile(hdfs_->LocalPath("/user/alice/cache/bin")).value_or(""), "first");
+  EXPECT_OK(hdfs_->Stat("/user/alice/cache/.tmp-2"));
+  EXPECT_FALSE(client_->Rename("/user/alice/cache/missing", "/user/alice/cache/x").value_or(true));
+  EXPECT_FALSE(client_->Rename("/user/alice/cache/.tmp-2", "/no/such/dir/x").value_or(true));
+  // A directory as the destination receives the source, as in HDFS.
+  ASSERT_OK(client_->Mkdirs("/user/alice/into"));
+  EXPECT_TRUE(client_->Rename("/user/alice/cache", "/user/alice/into").value_or(false));
+  EXPECT_OK(hdfs_->Stat("/user/alice/into/cache/bin"));
+  EXPECT_EQ(ReadFile(hdfs_->LocalPath("/user/alice/into/cache/bin")).value_or(""), "first");
+  EXPECT_THAT(hdfs_->CreatedFiles(), ElementsAre("/user/alice/cache/.tmp-1", "/user/alice/cache/.tmp-2"));
+}
+
 TEST_F(FakeHdfsTest, StagingRoundTrip) {
   const std::string job = "/user/alice/.loom/job_1";
   ASSERT_OK(client_->Mkdirs(job));

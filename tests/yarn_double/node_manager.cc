@@ -12,6 +12,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "fake_hdfs.h"
+#include "localizer.h"
 #include "yarn_double_impl.h"
 
 namespace loom::yarn_double {
@@ -188,9 +189,24 @@ struct Localized {
   bool cached = false;
 };
 
+// FSDownload.isPublic: a PUBLIC resource must be readable by everyone, through directories
+// everyone may search.
+bool PubliclyReadable(const FakeHdfs& hdfs, const std::string& path) {
+  auto other = [](const std::string& permission) { return permission.empty() ? 0 : (permission.back() - '0') & 7; };
+  Result<FakeHdfs::Entry> file = hdfs.Stat(path);
+  if (!file.ok() || !(other(file->permission) & 4)) return false;
+  for (std::string dir = path.substr(0, path.rfind('/'));; dir = dir.substr(0, dir.rfind('/'))) {
+    Result<FakeHdfs::Entry> d = hdfs.Stat(dir.empty() ? "/" : dir);
+    if (!d.ok() || !(other(d->permission) & 1)) return false;
+    if (dir.empty()) return true;
+  }
+}
+
 }  // namespace
 
-// Result: the local path, or the diagnostics the container fails with.
+// Result: the local path, or the diagnostics the container fails with. A resource is localized
+// once per cache (PUBLIC: the node; PRIVATE: the user; APPLICATION: the app); a container that
+// asks for one being localized waits for it, as the NM's LocalizedResource makes it.
 static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const LaunchPlan& plan, int32_t app_id,
                                                      const yp::LocalResourceProto& lr) {
   const yp::URLProto& u = lr.resource();
@@ -209,41 +225,46 @@ static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const La
     return "java.io.IOException: Resource " + url + " changed on src filesystem (expected " +
            std::to_string(lr.timestamp()) + ", was " + std::to_string(entry->mtime_ms);
   }
-  std::string cache_key = url + "#" + std::to_string(lr.timestamp()) + "#" + std::to_string(lr.type());
-  std::string dest;
-  {
-    std::lock_guard<std::mutex> lock(d.mu_);
-    App* app = d.FindAppLocked(app_id);
-    if (!app) return "java.io.IOException: application gone";
-    auto it = app->localized.find(cache_key);
-    if (it != app->localized.end()) return Localized{it->second, entry->length, true};
-    std::string base = u.file().substr(u.file().find_last_of('/') + 1);
-    dest = plan.appcache + "/filecache/" + std::to_string(app->next_filecache++) + "/" + base;
+  bool is_public = lr.has_visibility() && lr.visibility() == yp::PUBLIC;
+  if (is_public && !PubliclyReadable(*d.options_.hdfs, u.file())) {
+    return "java.io.IOException: Resource " + url +
+           " is not publicly accessible and as such cannot be part of the public cache.";
   }
-  std::string src = d.options_.hdfs->LocalPath(u.file());
+  std::string cache_key = url + "#" + std::to_string(lr.timestamp()) + "#" + std::to_string(lr.type());
+  std::string base = u.file().substr(u.file().find_last_of('/') + 1);
+  std::string dest;
+  NmCache* cache = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(d.mu_);
+    std::string root;
+    if (is_public) {
+      cache = &d.public_cache_;
+      root = d.options_.work_dir + "/nm-local/filecache";
+    } else if (lr.visibility() == yp::PRIVATE) {
+      cache = &d.private_caches_[plan.user];
+      root = plan.user_dir + "/filecache";
+    } else {
+      App* app = d.FindAppLocked(app_id);
+      if (!app) return "java.io.IOException: application gone";
+      cache = &app->localized;
+      root = plan.appcache + "/filecache";
+    }
+    d.cv_.wait(lock, [&] { return d.stopping_ || !cache->in_progress.count(cache_key); });
+    if (d.stopping_) return "java.io.IOException: the NodeManager is stopping";
+    auto it = cache->localized.find(cache_key);
+    if (it != cache->localized.end()) return Localized{it->second, entry->length, true};
+    cache->in_progress.insert(cache_key);
+    dest = root + "/" + std::to_string(cache->next_filecache++) + "/" + base;
+  }
   std::string parent = dest.substr(0, dest.find_last_of('/'));
   Status s = MakeDirs(parent);
-  std::string lower = ToLower(dest);
-  bool archive = lr.type() == yp::ARCHIVE || lr.type() == yp::PATTERN;
-  if (s.ok() && archive && !entry->dir && (EndsWith(lower, ".zip") || EndsWith(lower, ".jar"))) {
-    s = MakeDirs(dest);
-    if (s.ok()) s = RunTool({"unzip", "-q", "-o", src, "-d", dest});
-    if (!s.ok() && s.code() == StatusCode::kNotFound) s = RunTool({"python3", "-m", "zipfile", "-e", src, dest});
-  } else if (s.ok() && archive && !entry->dir && (EndsWith(lower, ".tar.gz") || EndsWith(lower, ".tgz"))) {
-    s = MakeDirs(dest);
-    if (s.ok()) s = RunTool({"tar", "-xzf", src, "-C", dest});
-  } else if (s.ok() && archive && !entry->dir && EndsWith(lower, ".tar")) {
-    s = MakeDirs(dest);
-    if (s.ok()) s = RunTool({"tar", "-xf", src, "-C", dest});
-  } else if (s.ok()) {
-    // A FILE (or an archive of no known kind, which FSDownload copies as is).
-    s = CopyTree(src, dest);
-    // FSDownload makes application files 0500 (0700 for directories): staged scripts run.
-    if (s.ok()) ::chmod(dest.c_str(), entry->dir ? 0700 : 0500);
-  }
-  if (!s.ok()) return "java.io.IOException: localizing " + url + " failed: " + s.message();
+  bool archive = (lr.type() == yp::ARCHIVE || lr.type() == yp::PATTERN) && !entry->dir;
+  if (s.ok()) s = LocalizeLikeFsDownload(d.options_.hdfs->LocalPath(u.file()), dest, base, archive, is_public);
   std::lock_guard<std::mutex> lock(d.mu_);
-  if (App* app = d.FindAppLocked(app_id)) app->localized[cache_key] = dest;
+  cache->in_progress.erase(cache_key);
+  if (s.ok()) cache->localized[cache_key] = dest;
+  d.cv_.notify_all();
+  if (!s.ok()) return "java.io.IOException: localizing " + url + " failed: " + s.message();
   return Localized{dest, entry->length, false};
 }
 

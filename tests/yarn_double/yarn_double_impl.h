@@ -62,6 +62,14 @@ struct Container {
   int64_t allocated_ms = 0, started_ms = 0, finished_ms = 0;
 };
 
+// One of the NodeManager's caches of localized resources (the trackers of its
+// ResourceLocalizationService), laid out as <root>/<N>/<HDFS file name> with N from 10.
+struct NmCache {
+  std::map<std::string, std::string> localized;  // resource (url, timestamp, type) -> local path
+  std::set<std::string> in_progress;             // being localized: other requests wait for it
+  int next_filecache = 10;
+};
+
 struct App {
   int32_t id = 0;
   int32_t attempt = 1;
@@ -99,8 +107,7 @@ struct App {
   bool nm_token_sent = false;
   float progress = 0;
   int64_t next_container = 2;
-  std::map<std::string, std::string> localized;  // resource (url, timestamp, type) -> local path
-  int next_filecache = 10;
+  NmCache localized;  // APPLICATION resources: appcache/<app>/filecache, this app only
   bool Final() const { return state == yp::FINISHED || state == yp::FAILED || state == yp::KILLED; }
 };
 
@@ -129,6 +136,10 @@ class YarnDoubleImpl {
   std::deque<std::string> test_nonces_;
   int32_t next_app_ = 1;
   std::vector<YarnTestDouble::ServedCall> served_;
+  // PUBLIC resources (nm-local/filecache) for every application, PRIVATE ones
+  // (usercache/<user>/filecache) for every application of their user (README §13 fact 6).
+  NmCache public_cache_;
+  std::map<std::string, NmCache> private_caches_;  // by user
 
   // ---- shared helpers (yarn_test_double.cc) ----
   std::string NextNonce();

@@ -117,16 +117,32 @@ void LocalContainerBroker::ReleaseLocked(Slot& slot) {
   slot.resources = {};
 }
 
+namespace {
+
+// An archive resource, unpacked by its file name's extension as a YARN NodeManager chooses
+// (README §13 fact 6), but keeping symlinks in zips too: Info-ZIP's unzip restores them, and a
+// venv's bin/python is one. A file of no archive kind (a .pex venv) is copied as it is, as the
+// NodeManager does.
+Status Unpack(const std::string& archive, const std::string& dest) {
+  std::string lower = ToLower(archive);
+  if (EndsWith(lower, ".zip") || EndsWith(lower, ".jar")) {
+    LOOM_RETURN_IF_ERROR(MakeDirs(dest));
+    return RunTool({"unzip", "-q", "-o", archive, "-d", dest});
+  }
+  if (EndsWith(lower, ".tar.gz") || EndsWith(lower, ".tgz") || EndsWith(lower, ".tar")) {
+    LOOM_RETURN_IF_ERROR(MakeDirs(dest));
+    return RunTool({"tar", EndsWith(lower, ".tar") ? "-xf" : "-xzf", archive, "-C", dest});
+  }
+  return CopyTree(archive, dest);
+}
+
+}  // namespace
+
 Status LocalContainerBroker::Localize(const LaunchSpec& spec, const std::string& work_dir) {
   LOOM_RETURN_IF_ERROR(MakeDirs(work_dir));
   for (const LocalResource& r : spec.resources) {
     std::string dest = r.name == "." ? work_dir : work_dir + "/" + r.name;
-    if (r.archive) {
-      LOOM_RETURN_IF_ERROR(MakeDirs(dest));
-      LOOM_RETURN_IF_ERROR(RunTool({"unzip", "-q", "-o", r.source, "-d", dest}));
-    } else {
-      LOOM_RETURN_IF_ERROR(CopyTree(r.source, dest));
-    }
+    LOOM_RETURN_IF_ERROR(r.archive ? Unpack(r.source, dest) : CopyTree(r.source, dest));
   }
   return Status::Ok();
 }

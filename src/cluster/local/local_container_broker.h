@@ -1,6 +1,6 @@
 #pragma once
 // LocalContainerBroker: containers on this machine. A "container" is a per-task working
-// directory (src dir copied in, venv unzipped, as a YARN NodeManager localizes them), a cgroup
+// directory (src dir copied in, venv unpacked, as a YARN NodeManager localizes them), a cgroup
 // where available, and the executor started as a child in its own session. Memory and GPUs are
 // reserved from the HostInventory; GPUs are pinned with CUDA_VISIBLE_DEVICES.
 //

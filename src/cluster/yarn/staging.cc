@@ -1,5 +1,12 @@
 #include "cluster/yarn/staging.h"
 
+#include <sys/stat.h>
+
+#include <openssl/sha.h>
+
+#include "cluster/yarn/wire/crypto_library.h"
+#include "core/files.h"
+
 namespace loom::cluster::yarn {
 
 using nlohmann::json;
@@ -7,7 +14,9 @@ using nlohmann::json;
 json StagingManifest::ToJson() const {
   json files_json = json::object();
   for (const auto& [name, f] : files) {
-    files_json[name] = {{"path", f.path}, {"size", f.size}, {"mtime", f.mtime}, {"archive", f.archive}};
+    files_json[name] = {{"path", f.path},       {"size", f.size},
+                        {"mtime", f.mtime},     {"archive", f.archive},
+                        {"visibility", hadoop::yarn::LocalResourceVisibilityProto_Name(f.visibility)}};
   }
   return {{"fs_scheme", fs_scheme}, {"fs_host", fs_host},   {"fs_port", fs_port},
           {"webhdfs", webhdfs},     {"user", user},         {"dir", dir},
@@ -27,8 +36,13 @@ Result<StagingManifest> StagingManifest::FromJson(const std::string& text) {
     m.scheduler = j.at("scheduler").get<std::string>();
     m.application_id = j.value("application_id", "");
     for (const auto& [name, f] : j.at("files").items()) {
-      m.files[name] = {f.at("path").get<std::string>(), f.at("size").get<int64_t>(), f.at("mtime").get<int64_t>(),
-                       f.at("archive").get<bool>()};
+      StagedFile& staged = m.files[name];
+      staged = {f.at("path").get<std::string>(), f.at("size").get<int64_t>(), f.at("mtime").get<int64_t>(),
+                f.at("archive").get<bool>()};
+      if (!hadoop::yarn::LocalResourceVisibilityProto_Parse(f.value("visibility", "APPLICATION"), &staged.visibility)) {
+        return Status::InvalidArgument("malformed staging manifest: " + name + " has visibility " +
+                                       f.value("visibility", ""));
+      }
     }
     return m;
   } catch (const json::exception& e) {
@@ -46,7 +60,7 @@ hadoop::yarn::LocalResourceProto StagingManifest::ToLocalResource(const StagedFi
   r.set_size(f.size);
   r.set_timestamp(f.mtime);
   r.set_type(f.archive ? hadoop::yarn::ARCHIVE : hadoop::yarn::FILE);
-  r.set_visibility(hadoop::yarn::APPLICATION);
+  r.set_visibility(f.visibility);
   return r;
 }
 
@@ -57,6 +71,73 @@ std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::Executo
     out[name] = ToLocalResource(f);
   }
   return out;
+}
+
+namespace {
+
+Result<std::string> Sha256Hex(const std::string& path) {
+  LOOM_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  unsigned int n = 0;
+  if (Crypto().digest(bytes.data(), bytes.size(), md, &n, Crypto().sha256(), nullptr) != 1) {
+    return Status::Internal("SHA-256 of " + path + " failed");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) {
+    hex += kHex[md[i] >> 4];
+    hex += kHex[md[i] & 15];
+  }
+  return hex;
+}
+
+// The last octal digit of a WebHDFS permission ("755", "1777"): what "other" may do.
+int OtherBits(const std::string& permission) { return permission.empty() ? 0 : (permission.back() - '0') & 7; }
+
+// The NodeManager's test for its public cache (FSDownload.isPublic): the file readable by
+// everyone and every directory above it searchable by everyone.
+Result<bool> ReadableByEveryone(WebHdfs& fs, const std::string& path, const HdfsFileStatus& file) {
+  if (!(OtherBits(file.permission) & 4)) return false;
+  for (std::string dir = path.substr(0, path.rfind('/')); ; dir = dir.substr(0, dir.rfind('/'))) {
+    LOOM_ASSIGN_OR_RETURN(HdfsFileStatus st, fs.GetFileStatus(dir.empty() ? "/" : dir));
+    if (!(OtherBits(st.permission) & 1)) return false;
+    if (dir.empty()) return true;
+  }
+}
+
+}  // namespace
+
+Result<StagedFile> StageCachedBinary(WebHdfs& fs, const std::string& local_binary, const std::string& cache_dir,
+                                     const std::string& unique) {
+  LOOM_ASSIGN_OR_RETURN(std::string hash, Sha256Hex(local_binary));
+  struct stat local;
+  if (::stat(local_binary.c_str(), &local) != 0) return Status::FromErrno("stat " + local_binary, errno);
+  std::string name = "loom-" + hash.substr(0, 16);
+  std::string path = cache_dir + "/" + name;
+  Result<HdfsFileStatus> cached = fs.GetFileStatus(path);
+  if (!cached.ok() && cached.status().code() != StatusCode::kNotFound) return cached.status();
+  if (!cached.ok() || cached->type != "FILE" || cached->length != local.st_size) {
+    // 755: the binary is no secret, and world-readable it can go to the public cache.
+    LOOM_RETURN_IF_ERROR(fs.Mkdirs(cache_dir, "755"));
+    std::string tmp = cache_dir + "/." + name + "." + unique + ".tmp";
+    LOOM_RETURN_IF_ERROR(fs.Upload(local_binary, tmp, "755").status());
+    // A file of the wrong length is what a failure before this design could leave; replace it.
+    if (cached.ok()) (void)fs.Delete(path, false);
+    Result<bool> renamed = fs.Rename(tmp, path);
+    // Not renamed: a concurrent submit published the same bytes first.
+    if (!renamed.ok() || !*renamed) (void)fs.Delete(tmp, false);
+    LOOM_RETURN_IF_ERROR(renamed.status());
+    cached = fs.GetFileStatus(path);
+    LOOM_RETURN_IF_ERROR(cached.status());
+    if (cached->length != local.st_size) {
+      return Status::Internal(path + " has " + std::to_string(cached->length) + " bytes, " + local_binary +
+                              " has " + std::to_string(local.st_size));
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(bool pub, ReadableByEveryone(fs, path, *cached));
+  StagedFile f{path, cached->length, cached->modification_time, false};
+  f.visibility = pub ? hadoop::yarn::PUBLIC : hadoop::yarn::PRIVATE;
+  return f;
 }
 
 hadoop::yarn::ResourceProto ToYarnResource(const Resources& r) {

@@ -1,8 +1,15 @@
 #pragma once
 // What a YARN job ships through HDFS, and how a container receives it. The client uploads the
-// files under /user/<user>/.loom/<app-id>/ and writes a manifest (loom-staging.json, itself
-// a LocalResource of the AM) naming each file with the exact length and modification time
-// HDFS reported, so the AM can hand the same files to every executor container.
+// job's files under /user/<user>/.loom/<app-id>/ and writes a manifest (loom-staging.json,
+// itself a LocalResource of the AM) naming each file with the exact length and modification
+// time HDFS reported, so the AM can hand the same files to every executor container.
+//
+// The `loom` binary is the exception: it is shared by every job of the same build, in
+// /user/<user>/.loom/cache/loom-<SHA-256 prefix>, uploaded once and localized PUBLIC or PRIVATE
+// so that each NodeManager downloads it once, not once per application (README §13 fact 6).
+//
+// Archives are tar.gz: the NodeManager unpacks a zip ignoring its symlinks (a venv's
+// bin/python becomes a 16-byte text file, README §13 fact 1) but a tar.gz with the system tar.
 
 #include <cstdint>
 #include <map>
@@ -11,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/yarn/hdfs/hadoop_conf.h"
+#include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/proto/yarn.pb.h"
 #include "core/job_spec.h"
 #include "core/status.h"
@@ -21,16 +29,24 @@ namespace loom::cluster::yarn {
 inline constexpr char kLoomBinaryResource[] = "loom";
 inline constexpr char kSecretResource[] = "loom.secret";
 inline constexpr char kSrcResource[] = "loom-src";  // an archive: the --src_dir, unpacked
-inline constexpr char kVenvResource[] = "venv";     // an archive: the --python_venv, unpacked
+// The --python_venv: a directory (an unpacked archive), or the .pex file itself.
+inline constexpr char kVenvResource[] = "venv";
 inline constexpr char kConfigResource[] = "config.xml";
 inline constexpr char kJobJsonResource[] = "job.json";
 inline constexpr char kManifestResource[] = "loom-staging.json";
+
+// Names of the job's files in its staging dir. CleanStaging deletes exactly these.
+inline constexpr char kSrcArchiveFile[] = "src.tar.gz";
+inline constexpr const char* kVenvFiles[] = {"venv.tar.gz", "venv.tgz", "venv.pex"};
 
 struct StagedFile {
   std::string path;  // absolute HDFS path
   int64_t size = 0;
   int64_t mtime = 0;  // HDFS modificationTime, ms: the NodeManager insists on it
   bool archive = false;
+  // APPLICATION: localized for this application only. PRIVATE / PUBLIC: kept in the
+  // NodeManager's user / public cache and reused by later applications.
+  hadoop::yarn::LocalResourceVisibilityProto visibility = hadoop::yarn::APPLICATION;
 };
 
 struct StagingManifest {
@@ -45,11 +61,22 @@ struct StagingManifest {
 
   nlohmann::json ToJson() const;
   static Result<StagingManifest> FromJson(const std::string& text);
-  // The LocalResource for one staged file (visibility APPLICATION).
+  // The LocalResource for one staged file.
   hadoop::yarn::LocalResourceProto ToLocalResource(const StagedFile& f) const;
   // Every file but the AM-only ones (manifest, job.json, config.xml): what an executor gets.
   std::map<std::string, hadoop::yarn::LocalResourceProto> ExecutorResources() const;
 };
+
+// Ships `local_binary` to `cache_dir` as loom-<first 16 hex digits of its SHA-256>, unless a
+// file of that name and length is already there (a second submit of the same build uploads
+// nothing). It is uploaded under a temporary name containing `unique` and renamed into place,
+// so a concurrent submit never localizes a partial file; HDFS's rename never replaces a file,
+// so of two concurrent uploads one wins and the other is deleted. The result is PUBLIC when
+// HDFS lets every user read it (the file o+r, every ancestor directory o+x: the NodeManager's
+// rule for its public cache), else PRIVATE. Never deleted by CleanStaging.
+// Errors: those of WebHDFS, with the path; Internal when the cached file has the wrong length.
+Result<StagedFile> StageCachedBinary(WebHdfs& fs, const std::string& local_binary, const std::string& cache_dir,
+                                     const std::string& unique);
 
 // A task's resources as YARN asks for them: memory and vcores, GPUs as yarn.io/gpu (which the
 // RM drops silently unless yarn.resource-types lists it).

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/wire/ipc_frame.h"
+#include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
 
@@ -205,7 +206,14 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
   for (const auto& [k, v] : container.env) env[k] = v;
   env["LOOM_LOG_DIR"] = "<LOG_DIR>";   // user stdout/stderr become the container's YARN logs
   env["LOOM_HOST"] = "{{NM_HOST}}";     // the NodeManager expands it to its own host
-  env["LOOM_SECRET_FILE"] = kSecretResource;
+  // The job secret rides in the container's credentials, never in HDFS; the executor takes
+  // it from $HADOOP_TOKEN_FILE_LOCATION (cli/role_commands.cc).
+  env["LOOM_SECRET_CREDENTIAL"] = kSecretCredentialAlias;
+  {
+    Credentials creds;
+    creds.secrets.push_back({kSecretCredentialAlias, opts_.job_secret});
+    clc.set_tokens(SerializeCredentials(creds));
+  }
   if (opts_.manifest.files.count(kSrcResource)) env["LOOM_LINK_INTO_WORKDIR"] = kSrcResource;
   for (const auto& [k, v] : env) {
     auto* e = clc.add_environment();
@@ -308,6 +316,10 @@ Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::str
   auto amrm = creds.FindKind("YARN_AM_RM_TOKEN");
   if (!amrm) return Status::FailedPrecondition(token_file->second + " holds no YARN_AM_RM_TOKEN");
   o.amrm_token = *amrm;
+  for (const auto& [alias, secret] : creds.secrets) {
+    if (alias == kSecretCredentialAlias) o.job_secret = secret;
+  }
+  if (o.job_secret.empty()) return Status::FailedPrecondition(token_file->second + " holds no " + kSecretCredentialAlias);
   auto nm_host = env.find("NM_HOST");
   o.nm_host = nm_host != env.end() ? nm_host->second : "localhost";
   return o;

@@ -24,6 +24,7 @@ namespace loom::cluster::yarn {
 struct YarnBrokerOptions {
   StagingManifest manifest;
   Token amrm_token;
+  std::string job_secret;  // the control plane's secret, from the AM's credentials
   std::string nm_host;  // this AM's node ($NM_HOST): registered as the AM host
   // The AM's control-plane port, known once its server is up (registered as rpc_port).
   std::function<int()> am_port;

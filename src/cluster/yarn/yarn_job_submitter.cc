@@ -1,6 +1,7 @@
 #include "cluster/yarn/yarn_job_submitter.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <grpcpp/grpcpp.h>
@@ -9,6 +10,7 @@
 
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
+#include "cluster/yarn/wire/credentials.h"
 #include "control/auth.h"
 #include "control/control.grpc.pb.h"
 #include "core/config/key_registry.h"
@@ -27,6 +29,32 @@ namespace {
 
 std::string JoinPath(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
+bool IsFinal(const ypb::ApplicationReportProto& report);
+
+// "[Sun Nov 22 18:58:42 +0000 2026] Application is added ..." -> "Application is added ...".
+std::string WithoutTimestamp(std::string diag) {
+  if (!diag.empty() && diag[0] == '[') {
+    if (size_t close = diag.find("] "); close != std::string::npos) diag.erase(0, close + 2);
+  }
+  while (!diag.empty() && (diag.back() == ' ' || diag.back() == '\n')) diag.pop_back();
+  return diag;
+}
+
+// Holds flock(2) on the job's yarn.json lock file: one Sync at a time across clients.
+class DirLock {
+ public:
+  explicit DirLock(const history::JobDir& dir) {
+    fd_ = ::open((dir.root() + "/yarn.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 // One write(2) on O_APPEND: whole lines, never interleaved with the client's own events.
 Status AppendBytes(const std::string& path, const std::string& bytes) {
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -42,7 +70,8 @@ Status AppendBytes(const std::string& path, const std::string& bytes) {
 
 Status YarnJobRecord::Write(const history::JobDir& dir) const {
   json j = {{"application_id", application_id}, {"rm", rm}, {"user", user}, {"staging_dir", staging_dir},
-            {"webhdfs", webhdfs}};
+            {"webhdfs", webhdfs}, {"am_events_offset", am_events_offset}, {"last_state", last_state},
+            {"last_reason", last_reason}, {"cleaned", cleaned}};
   return WriteFileAtomic(PathIn(dir), j.dump(2) + "\n");
 }
 
@@ -50,8 +79,13 @@ Result<YarnJobRecord> YarnJobRecord::Read(const history::JobDir& dir) {
   LOOM_ASSIGN_OR_RETURN(std::string text, ReadFile(PathIn(dir)));
   try {
     json j = json::parse(text);
-    return YarnJobRecord{j.at("application_id").get<std::string>(), j.at("rm").get<std::string>(),
-                         j.at("user").get<std::string>(), j.value("staging_dir", ""), j.value("webhdfs", "")};
+    YarnJobRecord r{j.at("application_id").get<std::string>(), j.at("rm").get<std::string>(),
+                    j.at("user").get<std::string>(), j.value("staging_dir", ""), j.value("webhdfs", "")};
+    r.am_events_offset = history::EventInt(j, "am_events_offset", 0, 0, int64_t{1} << 50);
+    r.last_state = j.value("last_state", "");
+    r.last_reason = j.value("last_reason", "");
+    r.cleaned = j.value("cleaned", false);
+    return r;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(PathIn(dir) + " is malformed: " + e.what());
   }
@@ -73,6 +107,10 @@ std::optional<std::pair<std::string, std::string>> FinalStateOf(const ypb::Appli
   }
 }
 
+namespace {
+bool IsFinal(const ypb::ApplicationReportProto& report) { return FinalStateOf(report).has_value(); }
+}  // namespace
+
 Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
                     const history::JobDir* history_from) {
   if (webhdfs.empty() || staging_dir.empty()) return Status::Ok();
@@ -84,16 +122,47 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
     }
   }
   Status result = Status::Ok();
-  for (const char* name : {kLoomBinaryResource, kSecretResource, "src.zip", "venv.zip", kManifestResource,
-                           kJobJsonResource}) {
+  // The job's own files only: the shared `loom` binary lives in the cache dir, outside
+  // staging_dir, for the next job; config.xml and history/ stay as the job's record.
+  std::vector<std::string> names = {kSecretResource, kSrcArchiveFile, kManifestResource, kJobJsonResource};
+  names.insert(names.end(), std::begin(kVenvFiles), std::end(kVenvFiles));
+  for (const std::string& name : names) {
     auto deleted = fs.Delete(JoinPath(staging_dir, name), false);
     if (!deleted.ok()) result = deleted.status();
   }
   return result;
 }
 
+// The job's record, readable from any machine with the cluster's configuration: job.json,
+// events.jsonl and status.json under <staging>/history/.
+Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                     const history::JobDir& dir) {
+  WebHdfs fs(webhdfs, user);
+  LOOM_RETURN_IF_ERROR(fs.Mkdirs(staging_dir + "/history", "700"));
+  for (const std::string& f : {dir.job_json(), dir.events(), dir.status()}) {
+    if (!PathExists(f)) continue;
+    LOOM_RETURN_IF_ERROR(fs.Upload(f, staging_dir + "/history/" + f.substr(f.rfind('/') + 1), "600").status());
+  }
+  return Status::Ok();
+}
+
 YarnJobSubmitter::YarnJobSubmitter(HadoopConf conf, std::string user, std::string loom_binary, config::Config job_conf)
-    : conf_(std::move(conf)), user_(std::move(user)), loom_binary_(std::move(loom_binary)), job_conf_(std::move(job_conf)) {}
+    : conf_(std::move(conf)),
+      has_conf_(true),
+      user_(std::move(user)),
+      loom_binary_(std::move(loom_binary)),
+      job_conf_(std::move(job_conf)) {}
+
+Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir& dir, const std::string& user) {
+  LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
+  std::unique_ptr<YarnJobSubmitter> b(new YarnJobSubmitter());
+  b->user_ = record.user.empty() ? user : record.user;
+  if (auto conf = HadoopConf::FromEnvironment(b->user_); conf.ok()) {
+    b->conf_ = std::move(*conf);
+    b->has_conf_ = true;
+  }
+  return std::unique_ptr<Backend>(std::move(b));
+}
 
 YarnJobSubmitter::~YarnJobSubmitter() { StopMirror(); }
 
@@ -102,13 +171,15 @@ void YarnJobSubmitter::StopMirror() {
   if (mirror_.joinable()) mirror_.join();
 }
 
-Status YarnJobSubmitter::CheckFits(const JobSpec& spec) const {
-  ApplicationClient rm(conf_.rm.host, conf_.rm.port, user_);
+Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
+  const HadoopConf& conf = conf_;
+  ApplicationClient rm(conf.rm.host, conf.rm.port, user_);
   auto nodes = rm.GetClusterNodes();
   if (!nodes.ok()) {
-    return nodes.status().WithContext("asking the ResourceManager at " + conf_.rm.ToString() + " for its nodes");
+    return Status::Unavailable("asking the ResourceManager at " + conf.rm.ToString() +
+                               " for its nodes: " + nodes.status().message());
   }
-  if (nodes->empty()) return Status::FailedPrecondition("the YARN cluster at " + conf_.rm.ToString() + " has no running NodeManager");
+  if (nodes->empty()) return Status::FailedPrecondition("the YARN cluster at " + conf.rm.ToString() + " has no running NodeManager");
   auto fits_somewhere = [&](const Resources& r) {
     for (const auto& n : *nodes) {
       const auto& cap = n.capability();
@@ -132,6 +203,11 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) const {
                                        " but no YARN node is that large (" + largest + ")");
     }
   }
+  for (const TaskTypeSpec& t : spec.types) {
+    if (!t.extra_files.empty()) {
+      return Status::Unimplemented("loom." + t.name + ".resources is not supported on the yarn backend yet");
+    }
+  }
   return Status::Ok();
 }
 
@@ -147,6 +223,9 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   m.scheduler = conf_.scheduler.ToString();
   m.application_id = app_id;
   WebHdfs fs(m.webhdfs, user_);
+  // The binary first: a staging root this creates is then 755, which lets it be PUBLIC.
+  LOOM_ASSIGN_OR_RETURN(StagedFile binary, StageCachedBinary(fs, loom_binary_, conf_.staging_dir + "/cache", app_id));
+  m.files[kLoomBinaryResource] = binary;
   LOOM_RETURN_IF_ERROR(fs.Mkdirs(m.dir, "700").WithContext("creating the staging dir " + m.dir));
   auto upload = [&](const std::string& local, const std::string& name, const std::string& hdfs_name, bool archive,
                     const std::string& perm) -> Status {
@@ -154,19 +233,53 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
     m.files[name] = {JoinPath(m.dir, hdfs_name), st.length, st.modification_time, archive};
     return Status::Ok();
   };
-  LOOM_RETURN_IF_ERROR(upload(loom_binary_, kLoomBinaryResource, kLoomBinaryResource, false, "700"));
-  LOOM_RETURN_IF_ERROR(upload(dir.secret(), kSecretResource, kSecretResource, false, "600"));
+  // An archive built here in the job dir, uploaded, then removed.
+  auto upload_built = [&](const std::string& local, const std::string& name, const std::string& hdfs_name) {
+    Status s = upload(local, name, hdfs_name, true, "600");
+    ::unlink(local.c_str());
+    return s;
+  };
+  // No secret here: it rides in the containers' credentials (Submit), never in HDFS.
   LOOM_RETURN_IF_ERROR(upload(dir.config(), kConfigResource, kConfigResource, false, "600"));
   LOOM_RETURN_IF_ERROR(upload(dir.job_json(), kJobJsonResource, kJobJsonResource, false, "600"));
   if (!spec.src_dir.empty()) {
-    std::string zip = dir.root() + "/src.zip";
+    // tar.gz, not zip: the NodeManager's unzip would turn the src dir's symlinks into text files.
     // The directory's contents, not the directory: the NodeManager unpacks it as loom-src/.
-    LOOM_RETURN_IF_ERROR(RunTool({"zip", "-q", "-r", "-X", "-y", zip, "."}, spec.src_dir));
-    Status s = upload(zip, kSrcResource, "src.zip", true, "600");
-    ::unlink(zip.c_str());
-    LOOM_RETURN_IF_ERROR(s);
+    std::string tgz = dir.root() + "/" + kSrcArchiveFile;
+    LOOM_RETURN_IF_ERROR(RunTool({"tar", "-czf", tgz, "-C", spec.src_dir, "."}));
+    LOOM_RETURN_IF_ERROR(upload_built(tgz, kSrcResource, kSrcArchiveFile));
   }
-  if (!spec.python_venv.empty()) LOOM_RETURN_IF_ERROR(upload(spec.python_venv, kVenvResource, "venv.zip", true, "600"));
+  switch (spec.python_venv_format) {
+    case VenvFormat::kNone:
+      break;
+    case VenvFormat::kZip: {
+      // Repacked as tar.gz: unzipped by the NodeManager, a venv's bin/python -> /usr/bin/python3
+      // would become a 16-byte text file (README §13 fact 1). Info-ZIP's unzip keeps symlinks.
+      std::string unpacked = dir.root() + "/venv-repack";
+      std::string tgz = dir.root() + "/venv.tar.gz";
+      (void)RemoveTree(unpacked);
+      Status s = MakeDirs(unpacked);
+      if (s.ok()) s = RunTool({"unzip", "-q", "-o", spec.python_venv, "-d", unpacked});
+      if (s.ok()) s = RunTool({"tar", "-czf", tgz, "-C", unpacked, "."});
+      (void)RemoveTree(unpacked);
+      if (!s.ok()) {
+        ::unlink(tgz.c_str());
+        return s.WithContext("repacking --python_venv " + spec.python_venv + " as tar.gz");
+      }
+      LOOM_RETURN_IF_ERROR(upload_built(tgz, kVenvResource, "venv.tar.gz"));
+      break;
+    }
+    case VenvFormat::kTarGz: {
+      // The NodeManager picks the unpacker by the HDFS file's extension.
+      std::string name = EndsWith(ToLower(spec.python_venv), ".tgz") ? "venv.tgz" : "venv.tar.gz";
+      LOOM_RETURN_IF_ERROR(upload(spec.python_venv, kVenvResource, name, true, "600"));
+      break;
+    }
+    case VenvFormat::kPex:
+      // A FILE, run as the task's interpreter (`python venv script.py`).
+      LOOM_RETURN_IF_ERROR(upload(spec.python_venv, kVenvResource, "venv.pex", false, "600"));
+      break;
+  }
   for (const TaskTypeSpec& t : spec.types) {
     if (!t.extra_files.empty()) {
       return Status::Unimplemented("loom." + t.name + ".resources is not supported on the yarn backend yet");
@@ -177,16 +290,16 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   return m;
 }
 
-Status YarnJobSubmitter::Submit(const history::JobDir& dir) {
-  config::Config conf;
-  LOOM_RETURN_IF_ERROR(conf.MergeXmlFile(dir.config()));
-  LOOM_ASSIGN_OR_RETURN(JobSpec spec, BuildJobSpec(conf, AbsolutePath("."), /*check_files=*/false));
-  ApplicationClient rm(conf_.rm.host, conf_.rm.port, user_);
+Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir) {
+  const HadoopConf& hconf = conf_;
+  const config::Config& conf = job_conf_;
+  LOOM_ASSIGN_OR_RETURN(std::string secret, control::ReadSecretFile(dir.secret()));
+  ApplicationClient rm(hconf.rm.host, hconf.rm.port, user_);
   LOOM_ASSIGN_OR_RETURN(auto fresh, rm.GetNewApplication());
   const ypb::ApplicationIdProto& app = fresh.application_id();
   std::string app_id = ApplicationIdString(app);
-  YarnJobRecord record{app_id, conf_.rm.ToString(), user_, conf_.staging_dir + "/" + app_id,
-                       "http://" + conf_.namenode_http.ToString()};
+  YarnJobRecord record{app_id, hconf.rm.ToString(), user_, hconf.staging_dir + "/" + app_id,
+                       "http://" + hconf.namenode_http.ToString()};
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   auto staged = Stage(dir, spec, app_id);
   if (!staged.ok()) {
@@ -224,14 +337,19 @@ Status YarnJobSubmitter::Submit(const history::JobDir& dir) {
     entry->set_key(name);
     *entry->mutable_value() = staged->ToLocalResource(f);
   }
+  // The secret rides in the AM's credentials (the RM adds its AMRMToken beside it); the
+  // NodeManager keeps them only as long as the container.
+  Credentials creds;
+  creds.secrets.push_back({kSecretCredentialAlias, secret});
+  clc->set_tokens(SerializeCredentials(creds));
   auto add_env = [&](const std::string& k, const std::string& v) {
     auto* e = clc->add_environment();
     e->set_key(k);
     e->set_value(v);
   };
   add_env("LOOM_JOB_ID", dir.job_id());
-  add_env(control::kSecretFileEnv, kSecretResource);
   add_env("LOOM_LOG_DIR", "<LOG_DIR>");
+  add_env("MALLOC_ARENA_MAX", "2");  // a small virtual size too, for NodeManagers that check it
   if (const char* tz = std::getenv("TZ")) add_env("TZ", tz);
   // The NodeManager joins the commands with spaces into `bash -c`; <LOG_DIR> is its to expand.
   clc->add_command("./" + std::string(kLoomBinaryResource) + " am --backend yarn --job-dir loom-job");
@@ -240,74 +358,101 @@ Status YarnJobSubmitter::Submit(const history::JobDir& dir) {
   Status submitted = rm.SubmitApplication(asc);
   if (!submitted.ok()) {
     (void)CleanStaging(record.webhdfs, user_, record.staging_dir, nullptr);
-    return submitted.WithContext("submitting " + app_id + " to " + conf_.rm.ToString());
+    return submitted.WithContext("submitting " + app_id + " to " + hconf.rm.ToString());
   }
-  (void)history::EventLog(dir.events()).Append("YARN_SUBMITTED", {{"application_id", app_id}, {"rm", record.rm}});
+  (void)history::EventLog(dir.events())
+      .Append("BACKEND_SUBMITTED", {{"backend", "yarn"}, {"id", app_id}, {"where", record.rm}});
   stop_ = false;
-  mirror_ = std::thread([this, dir, record] { Mirror(dir, record); });
+  mirror_ = std::thread([this, dir] { Mirror(dir); });
   return Status::Ok();
 }
 
-void YarnJobSubmitter::Mirror(history::JobDir dir, YarnJobRecord record) {
-  auto rm_addr = ParseHostPort(record.rm);
-  if (!rm_addr.ok()) return;
-  auto app = ParseApplicationId(record.application_id);
-  if (!app.ok()) return;
-  ApplicationClient rm(rm_addr->host, rm_addr->port, record.user);
-  auto secret = control::ReadSecretFile(dir.secret());
-  std::unique_ptr<control::Control::Stub> stub;
-  std::string am_address;
-  int64_t offset = 0;
-  std::string last_state;
-  history::EventLog local(dir.events());
-  // Appends the AM's new events to the local events.jsonl (which `loom submit` follows).
-  auto pull_events = [&]() -> bool {
-    if (!stub || !secret.ok()) return false;
-    grpc::ClientContext ctx;
-    ctx.AddMetadata(control::kSecretMetadataKey, *secret);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    control::JobStateRequest req;
-    req.set_events_offset(offset);
-    control::JobStateResponse resp;
-    if (!stub->JobState(&ctx, req, &resp).ok() || resp.events().empty()) return false;
-    if (!AppendBytes(dir.events(), resp.events()).ok()) return false;
-    offset = resp.events_end();
-    return true;
-  };
+void YarnJobSubmitter::Mirror(history::JobDir dir) {
   while (!stop_) {
-    auto report = rm.GetApplicationReport(*app);
-    if (report.ok()) {
-      std::string state = ypb::YarnApplicationStateProto_Name(report->yarn_application_state());
-      if (state != last_state) {
-        last_state = state;
-        (void)local.Append("YARN_STATE", {{"application_id", record.application_id}, {"state", state},
-                                          {"tracking_url", report->trackingurl()}, {"diagnostics", report->diagnostics()}});
-      }
-      if (!stub && report->rpc_port() > 0 && report->host() != "N/A" && !report->host().empty()) {
-        std::string host = report->host();
-        if (size_t slash = host.find('/'); slash != std::string::npos) host = host.substr(slash + 1);  // "name/ip"
-        am_address = host + ":" + std::to_string(report->rpc_port());
-        stub = control::Control::NewStub(grpc::CreateChannel(am_address, grpc::InsecureChannelCredentials()));
-        (void)WriteFileAtomic(dir.am_addr(), am_address + "\n");
-      }
-      while (pull_events()) {
-      }
-      if (auto final_state = FinalStateOf(*report)) {
-        while (pull_events()) {  // the AM may still answer for a moment
-        }
-        (void)history::WriteFinalStatus(dir, {{"job_id", dir.job_id()},
-                                             {"state", final_state->first},
-                                             {"diagnostics", final_state->second},
-                                             {"yarn_application_id", record.application_id},
-                                             {"finished_ms", history::NowMillis()}});
-        (void)CleanStaging(record.webhdfs, record.user, record.staging_dir, &dir);
-        return;
-      }
-    } else {
-      spdlog::warn("application report for {}: {}", record.application_id, report.status().ToString());
+    Status s = Sync(dir);
+    if (!s.ok()) spdlog::warn("{}", s.ToString());
+    if (PathExists(dir.status())) {
+      if (auto record = YarnJobRecord::Read(dir); record.ok() && record->cleaned) return;
     }
-    for (int i = 0; i < 5 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Quick while the application starts, calmer once it runs.
+    auto view_state = YarnJobRecord::Read(dir);
+    int steps = view_state.ok() && view_state->last_state == "RUNNING" ? 5 : 2;
+    for (int i = 0; i < steps && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+}
+
+Status YarnJobSubmitter::Sync(const history::JobDir& dir) {
+  std::lock_guard<std::mutex> lock(sync_mu_);
+  DirLock flock(dir);
+  return SyncLocked(dir);
+}
+
+Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
+  LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
+  if (record.cleaned) return Status::Ok();
+  LOOM_ASSIGN_OR_RETURN(HostPort rm_addr, ParseHostPort(record.rm));
+  LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
+  ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);
+  auto report = rm.GetApplicationReport(app);
+  if (!report.ok()) {
+    return report.status().WithContext("asking " + record.rm + " about " + record.application_id);
+  }
+  history::EventLog local(dir.events());
+
+  // The AM's events, copied over the control plane (needs the secret this client holds).
+  auto secret = control::ReadSecretFile(dir.secret());
+  std::string am_address;
+  if (report->rpc_port() > 0 && !report->host().empty() && report->host() != "N/A") {
+    std::string host = report->host();
+    if (size_t slash = host.find('/'); slash != std::string::npos) host = host.substr(slash + 1);  // "name/ip"
+    am_address = host + ":" + std::to_string(report->rpc_port());
+    if (!PathExists(dir.am_addr())) (void)WriteFileAtomic(dir.am_addr(), am_address + "\n");
+  }
+  auto pull_events = [&] {
+    if (am_address.empty() || !secret.ok()) return;
+    auto stub = control::Control::NewStub(grpc::CreateChannel(am_address, grpc::InsecureChannelCredentials()));
+    for (int round = 0; round < 100; ++round) {
+      grpc::ClientContext ctx;
+      ctx.AddMetadata(control::kSecretMetadataKey, *secret);
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      control::JobStateRequest req;
+      req.set_events_offset(record.am_events_offset);
+      control::JobStateResponse resp;
+      if (!stub->JobState(&ctx, req, &resp).ok() || resp.events().empty()) return;
+      if (!AppendBytes(dir.events(), resp.events()).ok()) return;
+      record.am_events_offset = resp.events_end();
+    }
+  };
+  pull_events();
+
+  // YARN's own state, after the AM's events so that RUNNING never precedes "AM started"; while
+  // the application waits, the scheduler's reason (e.g. the queue's AM resource limit).
+  std::string state = ypb::YarnApplicationStateProto_Name(report->yarn_application_state());
+  bool waiting = report->yarn_application_state() == ypb::ACCEPTED || report->yarn_application_state() == ypb::SUBMITTED;
+  std::string reason = waiting ? WithoutTimestamp(report->diagnostics()) : "";
+  if (state != record.last_state || reason != record.last_reason) {
+    json e = {{"id", record.application_id}, {"state", state}};
+    if (!reason.empty()) e["reason"] = reason;
+    if (report->yarn_application_state() == ypb::RUNNING && !report->trackingurl().empty()) {
+      e["tracking_url"] = report->trackingurl();
+    }
+    (void)local.Append("BACKEND_STATE", e);
+    record.last_state = state;
+    record.last_reason = reason;
+  }
+
+  if (auto final_state = FinalStateOf(*report)) {
+    pull_events();  // the AM may still answer for a moment
+    std::string diag = final_state->second.empty() ? "YARN application " + record.application_id + " " + state
+                                                   : final_state->second;
+    (void)history::EndJob(dir, final_state->first, diag, {{"yarn_application_id", record.application_id}});
+    // History first, then the staging files: a job's record outlives its staging.
+    Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
+    Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir, nullptr);
+    record.cleaned = up.ok() && cleaned.ok();
+    if (!record.cleaned) spdlog::warn("cleaning {}: {}", record.staging_dir, (up.ok() ? cleaned : up).ToString());
+  }
+  return record.Write(dir);
 }
 
 Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseconds grace) {
@@ -315,21 +460,47 @@ Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseco
   LOOM_ASSIGN_OR_RETURN(HostPort rm_addr, ParseHostPort(record.rm));
   LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
   ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);
-  auto deadline = std::chrono::steady_clock::now() + std::max(grace, std::chrono::milliseconds(1000));
+  // As `yarn application -kill`: forceKillApplication until the RM says the kill is complete,
+  // then the report must say the application ended.
+  auto deadline = std::chrono::steady_clock::now() + std::max(grace, std::chrono::milliseconds(5000));
   Status last = Status::Ok();
+  bool ended = false;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto done = rm.KillApplication(app, "killed by loom (" + dir.job_id() + ")");
-    if (!done.ok()) {
-      last = done.status();
-    } else if (*done) {
+    auto report = rm.GetApplicationReport(app);
+    if (report.ok() && IsFinal(*report)) {
+      ended = true;
       break;
     }
-    auto report = rm.GetApplicationReport(app);
-    if (report.ok() && FinalStateOf(*report)) break;
+    auto done = rm.KillApplication(app, "killed by loom (" + dir.job_id() + ")");
+    if (!done.ok()) last = done.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  if (!last.ok()) return last.WithContext("killing " + record.application_id);
-  return Status::Ok();
+  if (!ended) {
+    return (last.ok() ? Status::DeadlineExceeded("the ResourceManager did not confirm the kill") : last)
+        .WithContext("killing " + record.application_id);
+  }
+  return Sync(dir);  // the final status, the tasks' rows, the history and the clean staging
+}
+
+Result<std::string> YarnJobSubmitter::ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) {
+  return Status::Unimplemented("logs of YARN jobs: not yet");
+}
+
+std::vector<std::string> YarnJobSubmitter::Describe(const history::JobDir& dir) {
+  std::vector<std::string> lines;
+  auto record = YarnJobRecord::Read(dir);
+  if (!record.ok()) return lines;
+  auto view = history::LoadJobView(dir);
+  std::string line = "YARN application " + record->application_id + " (" + record->rm + ")";
+  if (!record->last_state.empty()) line += " " + record->last_state;
+  lines.push_back(line);
+  if (!record->last_reason.empty()) lines.push_back("waiting: " + record->last_reason);
+  if (view.ok() && !view->tracking_url.empty() && !view->final) lines.push_back("tracking URL: " + view->tracking_url);
+  return lines;
+}
+
+Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& user) {
+  return Status::NotFound("not a YARN job known here");
 }
 
 }  // namespace loom::cluster::yarn

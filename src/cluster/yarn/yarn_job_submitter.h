@@ -1,60 +1,89 @@
 #pragma once
-// YarnJobSubmitter: `loom submit --cluster yarn`. Stages the job through WebHDFS, submits the
-// AM to the ResourceManager (ApplicationClientProtocol, SIMPLE auth) and, while the client
-// follows, mirrors the application into the local job directory: the AM's events (fetched
-// over the control plane), its address, and the final status from the application report.
-// A job whose AM never writes a status still ends with YARN's own diagnostics.
+// YarnJobSubmitter: the yarn backend on the client's side (`loom submit --cluster yarn`, and
+// status, logs, kill of its jobs). It checks the job against the cluster and the queue,
+// stages the job through WebHDFS, submits the AM to the ResourceManager
+// (ApplicationClientProtocol) and keeps the local job directory in step with the application:
+// YARN's state and the scheduler's reason while it waits, the AM's events (fetched over the
+// control plane), and at the end the final status, a final row for every task, the history
+// copied to HDFS and the staging directory cleaned. The job's secret never touches HDFS: it
+// travels in the containers' credentials, which the NodeManager deletes with them.
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
-#include "cluster/job_submitter.h"
+#include "cluster/backend.h"
 #include "cluster/yarn/hdfs/hadoop_conf.h"
 #include "cluster/yarn/staging.h"
+#include "core/config/config.h"
 #include "core/job_spec.h"
 
 namespace loom::cluster::yarn {
 
 class ApplicationClient;
 
-// What the client keeps about a YARN job in its job dir (yarn.json), so that `loom kill` and
-// `loom status` work without HADOOP_CONF_DIR.
+// The alias of the job secret in a container's credentials (HADOOP_TOKEN_FILE_LOCATION).
+inline constexpr char kSecretCredentialAlias[] = "loom.job.secret";
+
+// What the client keeps about a YARN job in its job dir (yarn.json), so that `loom kill`,
+// `status` and `logs` work without HADOOP_CONF_DIR, and from another client.
 struct YarnJobRecord {
   std::string application_id;
   std::string rm;  // host:port
   std::string user;
   std::string staging_dir;
   std::string webhdfs;
+  // Kept by Sync(): how far the AM's events.jsonl was copied, and what was last recorded.
+  int64_t am_events_offset = 0;
+  std::string last_state, last_reason;
+  bool cleaned = false;  // the final status is written and staging is clean
   static std::string PathIn(const history::JobDir& dir) { return dir.root() + "/yarn.json"; }
   Status Write(const history::JobDir& dir) const;
   static Result<YarnJobRecord> Read(const history::JobDir& dir);
 };
 
-class YarnJobSubmitter : public JobSubmitter {
+class YarnJobSubmitter : public Backend {
  public:
-  // `conf` may be empty for Kill() of a job that has its yarn.json.
+  // `conf` is the cluster's (HADOOP_CONF_DIR); `job_conf` the job's, for YARN's own keys.
   YarnJobSubmitter(HadoopConf conf, std::string user, std::string loom_binary, config::Config job_conf);
+  // For a job already submitted: its yarn.json is enough to follow and kill it; the cluster's
+  // configuration, when HADOOP_CONF_DIR names one, adds its aggregated logs.
+  static Result<std::unique_ptr<Backend>> ForJob(const history::JobDir& dir, const std::string& user);
   ~YarnJobSubmitter() override;
 
-  Status CheckFits(const JobSpec& spec) const override;
-  Status Submit(const history::JobDir& dir) override;
+  std::string name() const override { return "yarn"; }
+  Status CheckFits(const JobSpec& spec) override;
+  Status Submit(const JobSpec& spec, const history::JobDir& dir) override;
+  Status Sync(const history::JobDir& dir) override;
   Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace) override;
+  Result<std::string> ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) override;
+  std::vector<std::string> Describe(const history::JobDir& dir) override;
 
  private:
+  YarnJobSubmitter() = default;
   Result<StagingManifest> Stage(const history::JobDir& dir, const JobSpec& spec, const std::string& app_id);
-  void Mirror(history::JobDir dir, YarnJobRecord record);
+  Status SyncLocked(const history::JobDir& dir);
+  void Mirror(history::JobDir dir);
   void StopMirror();
 
   HadoopConf conf_;
+  bool has_conf_ = false;  // HADOOP_CONF_DIR was found (always for submit)
   std::string user_;
   std::string loom_binary_;
   config::Config job_conf_;
+  std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
   std::atomic<bool> stop_{false};
 };
+
+// Finds a YARN job that has no job dir here, by its application id or its Loom job id (the
+// application's loom-job:<id> tag), and makes its job dir under $LOOM_HOME from the RM's
+// report and the history in HDFS. NotFound when HADOOP_CONF_DIR is not set or YARN does not
+// know the id.
+Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& user);
 
 // Ends a YARN job's staging: the heavy and secret files go; config.xml and a history/ copy of
 // events.jsonl and status.json (when given) stay. Idempotent; used by the client and the AM.

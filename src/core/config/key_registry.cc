@@ -83,14 +83,16 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.executes", VT::kString, "", "Entry point relative to the src dir (--executes)."},
       {"loom.application.task-params", VT::kString, "", "Arguments for the entry point (--task_params)."},
       {"loom.application.src-dir", VT::kString, "", "Source directory shipped to every task (--src_dir)."},
-      {"loom.application.python-venv", VT::kString, "", "Zipped Python environment unzipped in every task (--python_venv)."},
+      {"loom.application.python-venv", VT::kString, "", "Python environment for every task: a .zip, .tar.gz/.tgz (unpacked as venv/) or .pex (--python_venv)."},
       {"loom.application.python-binary-path", VT::kString, "python3", "Python interpreter; relative paths are inside the venv (--python_binary_path)."},
       {"loom.other.namenodes", VT::kList, "", "Extra NameNodes for delegation tokens."},
       {"loom.yarn.queue", VT::kString, "default", "YARN queue."},
       // AM.
       {"loom.am.startup-timeout", VT::kTimeoutMs, "0", "Kill the job if its AM has not started within this many ms."},
       {"loom.am.retry-count", VT::kNonNegative, "0", "Whole-gang restarts inside the AM."},
-      {"loom.am.memory", VT::kMemory, "2g", "AM memory."},
+      // 128m, YARN's minimum allocation: the AM's RSS is about 18 MiB, and a stock queue's AM
+      // share (10%) then holds several jobs at once instead of one 2 GiB AM at a time.
+      {"loom.am.memory", VT::kMemory, "128m", "AM memory."},
       {"loom.am.vcores", VT::kPositive, "1", "AM vcores."},
       {"loom.am.gpus", VT::kNonNegative, "0", "AM GPUs."},
       {"loom.am.node-label", VT::kString, "", "AM node label."},

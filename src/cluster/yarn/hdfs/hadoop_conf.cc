@@ -33,6 +33,12 @@ Props Defaults() {
   set("yarn.resourcemanager.scheduler.address", "${yarn.resourcemanager.hostname}:8030");
   set("yarn.resourcemanager.webapp.address", "${yarn.resourcemanager.hostname}:8088");
   set("dfs.namenode.http-address", "0.0.0.0:9870");
+  set("yarn.nodemanager.hostname", "0.0.0.0");
+  set("yarn.nodemanager.webapp.address", "${yarn.nodemanager.hostname}:8042");
+  set("yarn.log-aggregation-enable", "false");
+  set("yarn.nodemanager.remote-app-log-dir", "/tmp/logs");
+  set("yarn.nodemanager.remote-app-log-dir-suffix", "logs");
+  set("yarn.log-aggregation.file-formats", "TFile");
   return p;
 }
 
@@ -165,6 +171,34 @@ Result<HostPort> NameNodeHttp(const Props& props, const HadoopConf& conf) {
   return hp;
 }
 
+// Log aggregation and the NodeManager web address. Like Hadoop's Configuration.getBoolean,
+// anything but "true"/"false" (any case) leaves the default.
+Status FillLogSettings(const Props& props, HadoopConf& conf) {
+  LOOM_ASSIGN_OR_RETURN(conf.nm_webapp, HostPortOf(props, "yarn.nodemanager.webapp.address"));
+  LOOM_ASSIGN_OR_RETURN(std::string enable, Expand(props, "yarn.log-aggregation-enable"));
+  conf.log_aggregation_enable = ToLower(Trim(enable)) == "true";
+  LOOM_ASSIGN_OR_RETURN(conf.remote_app_log_dir, Expand(props, "yarn.nodemanager.remote-app-log-dir"));
+  LOOM_ASSIGN_OR_RETURN(conf.remote_app_log_dir_suffix, Expand(props, "yarn.nodemanager.remote-app-log-dir-suffix"));
+  LOOM_ASSIGN_OR_RETURN(std::string formats, Expand(props, "yarn.log-aggregation.file-formats"));
+  conf.log_aggregation_file_formats.clear();
+  for (const std::string& f : Split(formats, ',')) {
+    if (!Trim(f).empty()) conf.log_aggregation_file_formats.push_back(Trim(f));
+  }
+  const std::string prefix = "yarn.log-aggregation.";
+  for (const auto& [key, value] : props) {
+    if (!StartsWith(key, prefix)) continue;
+    for (const auto& [suffix, target] :
+         {std::pair<std::string, std::map<std::string, std::string>*>{".remote-app-log-dir", &conf.log_aggregation_format_dirs},
+          {".remote-app-log-dir-suffix", &conf.log_aggregation_format_suffixes}}) {
+      if (!EndsWith(key, suffix) || key.size() <= prefix.size() + suffix.size()) continue;
+      std::string format = key.substr(prefix.size(), key.size() - prefix.size() - suffix.size());
+      LOOM_ASSIGN_OR_RETURN(std::string v, Expand(props, key));
+      if (!v.empty()) (*target)[format] = v;
+    }
+  }
+  return Status::Ok();
+}
+
 Status Fill(const Props& props, HadoopConf& conf) {
   LOOM_RETURN_IF_ERROR(ParseDefaultFs(props, conf));
   LOOM_ASSIGN_OR_RETURN(conf.rm, HostPortOf(props, "yarn.resourcemanager.address"));
@@ -176,7 +210,7 @@ Status Fill(const Props& props, HadoopConf& conf) {
   conf.security = ToLower(conf.security);
   LOOM_ASSIGN_OR_RETURN(conf.rpc_protection, Expand(props, "hadoop.rpc.protection"));
   conf.rpc_protection = ToLower(conf.rpc_protection);
-  return Status::Ok();
+  return FillLogSettings(props, conf);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // The cluster's addresses, read from the standard Hadoop client configuration in
 // $HADOOP_CONF_DIR (core-site.xml, hdfs-site.xml, yarn-site.xml), with Hadoop's defaults.
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -30,6 +32,17 @@ struct HadoopConf {
   std::string security;              // hadoop.security.authentication ("simple")
   std::string rpc_protection;        // hadoop.rpc.protection ("authentication")
   std::string staging_dir;           // loom staging root: "/user/<user>/.loom"
+  // Where containers' logs are (yarn-site.xml), for `loom logs`: a NodeManager's web server
+  // while it keeps them, then HDFS if the cluster aggregates logs.
+  HostPort nm_webapp;                            // yarn.nodemanager.webapp.address (default 0.0.0.0:8042)
+  bool log_aggregation_enable = false;           // yarn.log-aggregation-enable
+  std::string remote_app_log_dir;                // yarn.nodemanager.remote-app-log-dir ("/tmp/logs")
+  std::string remote_app_log_dir_suffix;         // yarn.nodemanager.remote-app-log-dir-suffix ("logs")
+  std::vector<std::string> log_aggregation_file_formats;  // yarn.log-aggregation.file-formats ("TFile")
+  // Per file format ("TFile", "IFile"), where set: yarn.log-aggregation.<format>.remote-app-log-dir
+  // and yarn.log-aggregation.<format>.remote-app-log-dir-suffix (they override the two above).
+  std::map<std::string, std::string> log_aggregation_format_dirs;
+  std::map<std::string, std::string> log_aggregation_format_suffixes;
   // Reads the three files (missing files mean defaults; a malformed one is an error naming it).
   // yarn.resourcemanager.hostname fills unset addresses, ${var} references are expanded.
   static Result<HadoopConf> Load(const std::string& conf_dir, const std::string& user);

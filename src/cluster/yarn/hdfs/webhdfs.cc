@@ -206,7 +206,7 @@ Status BadJson(const std::string& op, const std::string& path, const std::string
                           "): " + body.substr(0, 300));
 }
 
-// {"boolean":true|false}, the answer of MKDIRS and DELETE.
+// {"boolean":true|false}, the answer of MKDIRS, DELETE and RENAME.
 Result<bool> ParseBoolean(const std::string& op, const std::string& path, const std::string& body) {
   json j = ParseJson(body);
   if (!j.is_object() || !j.contains("boolean") || !j["boolean"].is_boolean()) {
@@ -342,9 +342,14 @@ Result<std::vector<HdfsFileStatus>> WebHdfs::ListStatus(const std::string& path)
   }
 }
 
-Result<std::string> WebHdfs::Open(const std::string& path) {
+Result<std::string> WebHdfs::Open(const std::string& path) { return OpenRange(path, 0, -1); }
+
+Result<std::string> WebHdfs::OpenRange(const std::string& path, int64_t offset, int64_t length) {
   LOOM_RETURN_IF_ERROR(CheckPath("OPEN", path));
-  LOOM_ASSIGN_OR_RETURN(Response step1, Perform("GET", Url(base_, user_, path, "OPEN"), nullptr));
+  std::string extra;
+  if (offset > 0) extra += "&offset=" + std::to_string(offset);
+  if (length >= 0) extra += "&length=" + std::to_string(length);
+  LOOM_ASSIGN_OR_RETURN(Response step1, Perform("GET", Url(base_, user_, path, "OPEN", extra), nullptr));
   if (step1.code == 200) return std::move(step1.body);  // HttpFS serves the bytes itself
   if (step1.code != 307 || step1.location.empty()) return RemoteError("OPEN", path, step1);
   LOOM_ASSIGN_OR_RETURN(Response step2, Perform("GET", step1.location, nullptr));
@@ -359,6 +364,15 @@ Result<bool> WebHdfs::Delete(const std::string& path, bool recursive) {
   if (r.code == 404) return false;  // HDFS answers false itself; a gateway may say 404
   if (r.code != 200) return RemoteError("DELETE", path, r);
   return ParseBoolean("DELETE", path, r.body);
+}
+
+Result<bool> WebHdfs::Rename(const std::string& from, const std::string& to) {
+  LOOM_RETURN_IF_ERROR(CheckPath("RENAME", from));
+  LOOM_RETURN_IF_ERROR(CheckPath("RENAME", to));
+  std::string extra = "&destination=" + PercentEncode(to);
+  LOOM_ASSIGN_OR_RETURN(Response r, Perform("PUT", Url(base_, user_, from, "RENAME", extra), nullptr));
+  if (r.code != 200) return RemoteError("RENAME", from, r);
+  return ParseBoolean("RENAME", from, r.body);
 }
 
 }  // namespace loom::cluster::yarn

@@ -2,7 +2,7 @@
 // WebHDFS client (libcurl): what staging needs. Simple auth (user.name=), two-step CREATE
 // (NameNode 307 redirect, then the bytes to the DataNode, tolerating its unsolicited
 // "100 Continue"), GETFILESTATUS for the exact length and modificationTime the NodeManager
-// will check, MKDIRS, DELETE, LISTSTATUS. Errors name the operation, path and the
+// will check, MKDIRS, DELETE, LISTSTATUS, RENAME. Errors name the operation, path and the
 // RemoteException WebHDFS returned.
 
 #include <cstdint>
@@ -37,8 +37,14 @@ class WebHdfs {
   Result<HdfsFileStatus> GetFileStatus(const std::string& path);  // NotFound if absent
   Result<std::vector<HdfsFileStatus>> ListStatus(const std::string& path);
   Result<std::string> Open(const std::string& path);
+  // Up to `length` bytes from `offset` (fewer past the end of the file).
+  Result<std::string> OpenRange(const std::string& path, int64_t offset, int64_t length);
   // true if something was deleted; a missing path is not an error.
   Result<bool> Delete(const std::string& path, bool recursive);
+  // Renames `from` to `to` atomically (HDFS's rename, as WebHDFS's op=RENAME does it): false,
+  // with nothing changed, when `from` is absent or `to` exists as a file. A `to` that is an
+  // existing directory receives `from` inside it, so callers pass a file path.
+  Result<bool> Rename(const std::string& from, const std::string& to);
 
  private:
   std::string base_;

@@ -2,8 +2,9 @@
 // recorded client id, cnonce and call ids pinned, everything it sends must equal what the Java
 // client sent, byte for byte, and it must make sense of every recorded reply.
 
-#include <google/protobuf/empty.pb.h>
+#include <set>
 
+#include <google/protobuf/empty.pb.h>
 #include <nlohmann/json.hpp>
 
 #include "cluster/yarn/proto/hadoop_rpc.pb.h"
@@ -363,7 +364,7 @@ class ClientApiReplay : public ::testing::Test {
 // left out of the replay).
 TEST_F(ClientApiReplay, ApplicationClientSendsTheRecordedRequests) {
   Capture cap = Load("dshell/01-client-rm-8032");
-  auto api_call = [](int32_t id) { return id == 1 || id == 2 || id == 6 || id >= 21; };
+  auto api_call = [](int32_t id) { return (id >= 1 && id <= 4) || id == 6 || id >= 21; };
   ReplayServer server(ReplaySteps(cap, api_call));
   SetIpcIdentityForTest(RecordedClientId(cap), "");
   auto client = std::make_unique<ApplicationClient>("127.0.0.1", server.port(), "root");
@@ -378,6 +379,19 @@ TEST_F(ClientApiReplay, ApplicationClientSendsTheRecordedRequests) {
   ASSERT_OK(nodes);
   ASSERT_EQ(nodes->size(), 1u);
   EXPECT_EQ(NodeIdString((*nodes)[0].nodeid()), "localhost:45454");
+
+  // DistributedShell's client asks for its queue with the applications, as `yarn queue` does.
+  SetNextCallIdForTest(3);
+  auto queue = client->GetQueueInfo("default", /*include_applications=*/true);
+  ASSERT_OK(queue);
+  EXPECT_EQ(queue->queuename(), "default");
+  EXPECT_EQ(queue->maximumcapacity(), 1.0f);
+
+  SetNextCallIdForTest(4);
+  auto acls = client->GetQueueUserAcls();
+  ASSERT_OK(acls);
+  ASSERT_EQ(acls->size(), 2u);
+  EXPECT_EQ((*acls)[1].queuename(), "root.default");
 
   SetNextCallIdForTest(6);
   auto app = client->GetNewApplication();
@@ -398,6 +412,161 @@ TEST_F(ClientApiReplay, ApplicationClientSendsTheRecordedRequests) {
   EXPECT_EQ(last, ypb::FINISHED);
   client.reset();
   EXPECT_OK(server.Wait());
+}
+
+// ---- The `yarn` CLI's queue and application calls (ipc-queue/, README section 12) ----
+//
+// The CLI's request headers carry a callerContext {context: "CLI"} that Loom's client does not
+// send, so these replays read the client's frames without comparing them whole; the request
+// bodies are compared afterwards, byte for byte.
+
+struct SentCall {
+  std::string method;
+  std::string body;
+};
+
+// The calls in what a client sent (preamble, context, then calls).
+std::vector<SentCall> SentCalls(const std::string& received) {
+  std::vector<SentCall> calls;
+  FrameReader reader;
+  reader.Feed(std::string_view(received).substr(std::min<size_t>(7, received.size())));
+  for (;;) {
+    Result<std::optional<std::string>> frame = reader.Next();
+    EXPECT_OK(frame);
+    if (!frame.ok() || !frame->has_value()) break;
+    Result<std::vector<std::string_view>> parts = SplitDelimited(**frame);
+    EXPECT_OK(parts);
+    if (!parts.ok() || parts->size() < 3) continue;  // the connection context
+    auto header = RecordedMessage<hadoop::common::RequestHeaderProto>(std::string((*parts)[1]));
+    calls.push_back({header.methodname(), std::string((*parts)[2])});
+  }
+  return calls;
+}
+
+// A recorded SUCCESS reply moved to another call id (same client id, same body).
+std::string ReplyFrameFor(const CapturedFrame& recorded, int32_t call_id) {
+  auto header = RecordedMessage<RpcResponseHeaderProto>(recorded.messages[0]);
+  header.set_callid(static_cast<uint32_t>(call_id));
+  RawMessage body = RecordedMessage<RawMessage>(recorded.messages[1]);
+  return EncodeFrame({&header, &body});
+}
+
+class QueueReplay : public ClientApiReplay {
+ protected:
+  // Replays `stem` (plus `extra` steps) to a fresh ApplicationClient handed to `use`.
+  std::vector<SentCall> Run(const std::string& stem, const std::function<void(ApplicationClient&)>& use,
+                            std::vector<testing::ReplayStep> extra = {}) {
+    Capture cap = Load(stem);
+    std::vector<testing::ReplayStep> steps = ReplaySteps(cap);
+    steps.insert(steps.end(), extra.begin(), extra.end());
+    ReplayOptions options;
+    options.compare = false;
+    ReplayServer server(steps, options);
+    SetIpcIdentityForTest(RecordedClientId(cap), "");
+    {
+      ApplicationClient client("127.0.0.1", server.port(), "root");
+      SetNextCallIdForTest(0);
+      use(client);
+    }
+    EXPECT_OK(server.Wait());
+    return SentCalls(server.received());
+  }
+};
+
+TEST_F(QueueReplay, BusyQueueWithItsApplications) {
+  const std::string stem = "ipc-queue/01-cli-rm-8032-queue-status-default";
+  auto sent = Run(stem, [](ApplicationClient& client) {
+    auto queue = client.GetQueueInfo("default", /*include_applications=*/true);
+    ASSERT_OK(queue);
+    EXPECT_EQ(queue->queuename(), "default");
+    EXPECT_EQ(queue->state(), ypb::Q_RUNNING);
+    EXPECT_FLOAT_EQ(queue->capacity(), 1.0f);  // fractions, not percentages
+    EXPECT_FLOAT_EQ(queue->maximumcapacity(), 1.0f);
+    EXPECT_FLOAT_EQ(queue->currentcapacity(), 0.75f);
+    ASSERT_EQ(queue->queueconfigurationsmap_size(), 1);
+    EXPECT_FLOAT_EQ(queue->queueconfigurationsmap(0).queueconfigurations().maxampercentage(), 0.1f);
+    EXPECT_EQ(queue->queueconfigurationsmap(0).queueconfigurations().effectivemaxcapacity().memory(), 8192);
+    ASSERT_EQ(queue->applications_size(), 1);
+    EXPECT_EQ(queue->applications(0).applicationtags(1), "loom-job:job_20261122184846_4816");
+    EXPECT_EQ(queue->queuestatistics().allocatedmemorymb(), 6144);
+  });
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].method, "getQueueInfo");
+  // All four fields written out, includeApplications true: the CLI's bytes exactly.
+  EXPECT_EQ(sent[0].body, RecordedRequest(Load(stem), 0));
+}
+
+TEST_F(QueueReplay, IdleQueueWithoutApplicationsAsLoomAsks) {
+  const std::string stem = "ipc-queue/06-cli-rm-8032-queue-status-default-idle";
+  auto sent = Run(stem, [](ApplicationClient& client) {
+    auto queue = client.GetQueueInfo("default");
+    ASSERT_OK(queue);
+    EXPECT_FLOAT_EQ(queue->currentcapacity(), 0.0f);
+    EXPECT_EQ(queue->applications_size(), 0);
+  });
+  ASSERT_EQ(sent.size(), 1u);
+  // Loom leaves the applications out: the recorded request with includeApplications false.
+  std::string recorded = RecordedRequest(Load(stem), 0);
+  auto expected = RecordedMessage<ypb::GetQueueInfoRequestProto>(recorded);
+  ASSERT_TRUE(expected.includeapplications());
+  expected.set_includeapplications(false);
+  EXPECT_EQ(sent[0].body, expected.SerializeAsString());
+  EXPECT_EQ(sent[0].body.size(), recorded.size());  // still all four fields on the wire
+}
+
+TEST_F(QueueReplay, UnknownQueueIsNotFoundWithTheQueuesThatExist) {
+  // The unknown queue's reply (SUCCESS, empty body), then the ACL list DistributedShell's client
+  // got in dshell/01 (call 4), answered to our call 1.
+  Capture dshell = Load("dshell/01-client-rm-8032");
+  const CapturedFrame* acls = ReplyTo(dshell, 4);
+  ASSERT_NE(acls, nullptr);
+  testing::ReplayStep acl_step{"", ReplyFrameFor(*acls, 1)};
+  auto sent = Run(
+      "ipc-queue/02-cli-rm-8032-queue-status-nosuch",
+      [](ApplicationClient& client) {
+        EXPECT_STATUS(client.GetQueueInfo("nosuch"), kNotFound, "unknown YARN queue 'nosuch' (queues: root.default)");
+      },
+      {acl_step});
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].method, "getQueueInfo");
+  EXPECT_EQ(sent[1].method, "getQueueUserAcls");
+  EXPECT_EQ(sent[1].body, "");
+}
+
+TEST_F(QueueReplay, ApplicationsByState) {
+  const std::string stem = "ipc-queue/03-cli-rm-8032-application-list-ACCEPTED-RUNNING";
+  auto sent = Run(stem, [](ApplicationClient& client) {
+    auto apps = client.GetApplications({ypb::ACCEPTED, ypb::RUNNING});
+    ASSERT_OK(apps);
+    ASSERT_EQ(apps->size(), 2u);
+    std::set<ypb::YarnApplicationStateProto> states;
+    for (const auto& a : *apps) states.insert(a.yarn_application_state());
+    EXPECT_EQ(states, (std::set<ypb::YarnApplicationStateProto>{ypb::ACCEPTED, ypb::RUNNING}));
+  });
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].method, "getApplications");
+  EXPECT_EQ(sent[0].body, RecordedRequest(Load(stem), 0));  // 10 04 10 05: states only
+}
+
+TEST_F(QueueReplay, KillIsPolledUntilComplete) {
+  const std::string stem = "ipc-queue/04-cli-rm-8032-application-kill-ACCEPTED-app";
+  Capture cap = Load(stem);
+  auto app = ParseApplicationId("application_1795372454004_0025");
+  ASSERT_OK(app);
+  auto sent = Run(stem, [&](ApplicationClient& client) {
+    auto report = client.GetApplicationReport(*app);
+    ASSERT_OK(report);
+    EXPECT_EQ(report->yarn_application_state(), ypb::ACCEPTED);
+    EXPECT_THAT(report->diagnostics(), HasSubstr("Queue's AM resource limit exceeded."));
+    auto first = client.KillApplication(*app, "");
+    ASSERT_OK(first);
+    EXPECT_FALSE(*first);
+    auto second = client.KillApplication(*app, "");
+    ASSERT_OK(second);
+    EXPECT_TRUE(*second);
+  });
+  ASSERT_EQ(sent.size(), 3u);
+  for (int32_t id = 0; id < 3; ++id) EXPECT_EQ(sent[id].body, RecordedRequest(cap, id)) << "call " << id;
 }
 
 // The replay server itself must notice a client that strays from the recording.

@@ -1,5 +1,6 @@
 #include "cluster/yarn/rpc/yarn_clients.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -208,6 +209,47 @@ Result<std::vector<ypb::NodeReportProto>> ApplicationClient::GetClusterNodes(std
   ypb::GetClusterNodesResponseProto resp;
   LOOM_RETURN_IF_ERROR(ipc_.Call("getClusterNodes", req, &resp));
   return std::vector<ypb::NodeReportProto>(resp.nodereports().begin(), resp.nodereports().end());
+}
+
+Result<ypb::QueueInfoProto> ApplicationClient::GetQueueInfo(const std::string& queue, bool include_applications) {
+  ypb::GetQueueInfoRequestProto req;
+  // All four fields written out, as Java's YarnClient does (ipc-queue fact 1).
+  req.set_queuename(queue);
+  req.set_includeapplications(include_applications);
+  req.set_includechildqueues(false);
+  req.set_recursive(false);
+  ypb::GetQueueInfoResponseProto resp;
+  LOOM_RETURN_IF_ERROR(ipc_.Call("getQueueInfo", req, &resp));
+  if (resp.has_queueinfo()) return resp.queueinfo();
+  std::string known;
+  if (auto acls = GetQueueUserAcls(); acls.ok()) {
+    std::vector<std::string> names;
+    for (const auto& a : *acls) {
+      bool may_submit = std::find(a.useracls().begin(), a.useracls().end(), ypb::QACL_SUBMIT_APPLICATIONS) !=
+                        a.useracls().end();
+      // "root" is the parent of every queue; nothing can be submitted to it.
+      if (may_submit && a.queuename() != "root") names.push_back(a.queuename());
+    }
+    known = " (queues: " + (names.empty() ? std::string("none open to this user") : Join(names, ", ")) + ")";
+  }
+  return Status::NotFound("unknown YARN queue '" + queue + "'" + known);
+}
+
+Result<std::vector<ypb::QueueUserACLInfoProto>> ApplicationClient::GetQueueUserAcls() {
+  ypb::GetQueueUserAclsInfoRequestProto req;
+  ypb::GetQueueUserAclsInfoResponseProto resp;
+  LOOM_RETURN_IF_ERROR(ipc_.Call("getQueueUserAcls", req, &resp));
+  return std::vector<ypb::QueueUserACLInfoProto>(resp.queueuseracls().begin(), resp.queueuseracls().end());
+}
+
+Result<std::vector<ypb::ApplicationReportProto>> ApplicationClient::GetApplications(
+    std::vector<ypb::YarnApplicationStateProto> states, std::vector<std::string> tags) {
+  ypb::GetApplicationsRequestProto req;
+  for (auto s : states) req.add_application_states(s);
+  for (const std::string& t : tags) req.add_applicationtags(t);
+  ypb::GetApplicationsResponseProto resp;
+  LOOM_RETURN_IF_ERROR(ipc_.Call("getApplications", req, &resp));
+  return std::vector<ypb::ApplicationReportProto>(resp.applications().begin(), resp.applications().end());
 }
 
 // ---- AmRmClient ----

@@ -37,6 +37,19 @@ class ApplicationClient {
   Result<bool> KillApplication(const ypb::ApplicationIdProto& id, const std::string& diagnostics);
   Result<ypb::YarnClusterMetricsProto> GetClusterMetrics();
   Result<std::vector<ypb::NodeReportProto>> GetClusterNodes(std::vector<ypb::NodeStateProto> states = {ypb::NS_RUNNING});
+  // getQueueInfo for one queue ("default", "root.default"), without child queues. The RM
+  // answers an unknown queue with SUCCESS and no queueInfo (ipc-queue/02): that becomes
+  // NotFound "unknown YARN queue 'x' (queues: ...)", listing the queues this user may submit
+  // to (getQueueUserAcls; left out if that call fails too). Capacities are fractions.
+  // `include_applications` embeds a report of every application in the queue, as `yarn queue
+  // -status` asks; it costs the RM a report per application, so Loom leaves it off.
+  Result<ypb::QueueInfoProto> GetQueueInfo(const std::string& queue, bool include_applications = false);
+  // getQueueUserAcls: every queue with this user's rights on it ("root", "root.default", ...).
+  Result<std::vector<ypb::QueueUserACLInfoProto>> GetQueueUserAcls();
+  // getApplications filtered by state (none: every state) and by tags (the RM lowercases tags
+  // at submission and matches any of them). Types, users, queues and limit are not sent.
+  Result<std::vector<ypb::ApplicationReportProto>> GetApplications(std::vector<ypb::YarnApplicationStateProto> states = {},
+                                                                   std::vector<std::string> tags = {});
 
  private:
   IpcClient ipc_;

@@ -4,6 +4,7 @@
 
 #include "cluster/yarn/rpc/yarn_clients.h"
 
+#include <atomic>
 #include <functional>
 #include <thread>
 
@@ -517,6 +518,39 @@ TEST(ApplicationClient, CallsAsTheGivenUser) {
   EXPECT_THAT(rm.contexts(), ElementsAre(std::string("carol@") + kClientProtocol));
   std::lock_guard lock(mu);
   EXPECT_THAT(methods, ElementsAre("getNewApplication", "forceKillApplication", "getApplicationReport"));
+}
+
+// The queue list after "unknown YARN queue" comes from getQueueUserAcls: only queues open to
+// submission, "root" (every queue's parent) left out; without the list if that call fails.
+TEST(ApplicationClient, UnknownQueueNamesTheQueuesOpenToTheUser) {
+  std::atomic<bool> acls_fail{false};
+  FakeIpcServer rm({}, [&](const FakeCall& call) {
+    if (call.method == "getQueueInfo") {
+      ypb::GetQueueInfoRequestProto req;
+      req.ParseFromString(call.request);
+      ypb::GetQueueInfoResponseProto resp;
+      if (req.queuename() == "gpu") resp.mutable_queueinfo()->set_queuename("gpu");
+      return FakeReply::Ok(resp);  // anything else: SUCCESS, empty, as the RM does
+    }
+    if (call.method == "getQueueUserAcls" && !acls_fail) {
+      ypb::GetQueueUserAclsInfoResponseProto resp;
+      for (auto [name, submit] : {std::pair{"root", true}, {"root.gpu", true}, {"root.admin", false}, {"root.default", true}}) {
+        auto* a = resp.add_queueuseracls();
+        a->set_queuename(name);
+        if (submit) a->add_useracls(ypb::QACL_SUBMIT_APPLICATIONS);
+        a->add_useracls(ypb::QACL_ADMINISTER_QUEUE);
+      }
+      return FakeReply::Ok(resp);
+    }
+    return FakeReply::Error("org.apache.hadoop.security.AccessControlException", "no");
+  });
+  ApplicationClient client("127.0.0.1", rm.port(), "carol");
+  auto gpu = client.GetQueueInfo("gpu");
+  ASSERT_OK(gpu);
+  EXPECT_EQ(gpu->queuename(), "gpu");
+  EXPECT_STATUS(client.GetQueueInfo("gpus"), kNotFound, "unknown YARN queue 'gpus' (queues: root.gpu, root.default)");
+  acls_fail = true;
+  EXPECT_STATUS(client.GetQueueInfo("gpus"), kNotFound, "unknown YARN queue 'gpus'");
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ CryptoLibrary Load() {
   CryptoLibrary c{};
   Resolve(lib, "EVP_Digest", &c.digest);
   Resolve(lib, "EVP_md5", &c.md5);
+  Resolve(lib, "EVP_sha256", &c.sha256);
   Resolve(lib, "EVP_EncodeBlock", &c.encode_block);
   Resolve(lib, "EVP_DecodeBlock", &c.decode_block);
   Resolve(lib, "RAND_bytes", &c.rand_bytes);

@@ -1,4 +1,4 @@
-#include "cluster/local/local_job_submitter.h"
+#include "cluster/local/local_backend.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,10 +9,11 @@
 #include "control/auth.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "history/job_view.h"
 
 namespace loom::cluster::local {
 
-LocalJobSubmitter::~LocalJobSubmitter() {
+LocalBackend::~LocalBackend() {
   // The AM outlives a client that merely stops following; it is not ours to kill here.
   if (am_) {
     int wstatus;
@@ -21,7 +22,7 @@ LocalJobSubmitter::~LocalJobSubmitter() {
   }
 }
 
-Status LocalJobSubmitter::Submit(const history::JobDir& dir) {
+Status LocalBackend::Submit(const JobSpec& spec, const history::JobDir& dir) {
   SpawnOptions o;
   o.argv = {loom_binary_, "am", "--job-dir", dir.root()};
   o.env = CurrentEnvironment();
@@ -36,7 +37,7 @@ Status LocalJobSubmitter::Submit(const history::JobDir& dir) {
   return Status::Ok();
 }
 
-std::optional<pid_t> LocalJobSubmitter::LiveAmPid(const history::JobDir& dir) {
+std::optional<pid_t> LocalBackend::LiveAmPid(const history::JobDir& dir) {
   auto text = ReadFile(dir.am_pid());
   if (!text.ok()) return std::nullopt;
   auto pid = ParseInt(*text);
@@ -47,7 +48,7 @@ std::optional<pid_t> LocalJobSubmitter::LiveAmPid(const history::JobDir& dir) {
   return std::nullopt;
 }
 
-Status LocalJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseconds grace) {
+Status LocalBackend::Kill(const history::JobDir& dir, std::chrono::milliseconds grace) {
   std::optional<pid_t> pid = LiveAmPid(dir);
   if (pid) {
     ::kill(*pid, SIGTERM);
@@ -63,11 +64,37 @@ Status LocalJobSubmitter::Kill(const history::JobDir& dir, std::chrono::millisec
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+  RemoveLeftovers(dir);
+  // The AM writes KILLED; if it was already dead, the record is ours to finish.
+  return history::EndJob(dir, "KILLED", "killed by loom kill (the AM was not running)");
+}
+
+void LocalBackend::RemoveLeftovers(const history::JobDir& dir) {
   // Whatever is left of the job (an AM that ignored SIGTERM, or tasks of an AM that died
   // before it could stop them) carries the job's marker, and its task cgroups go too.
   KillProcessesWithEnv("LOOM_JOB_ID=" + dir.job_id());
   KillAndRemoveCgroupTree("loom/" + dir.job_id());
-  return Status::Ok();
+}
+
+Status LocalBackend::Sync(const history::JobDir& dir) {
+  if (PathExists(dir.status()) || !PathExists(dir.am_pid()) || LiveAmPid(dir)) return Status::Ok();
+  // The AM is gone and wrote no final status (it crashed, or was killed with -9).
+  if (PathExists(dir.status())) return Status::Ok();  // it wrote one as it exited
+  RemoveLeftovers(dir);
+  return history::EndJob(dir, "FAILED", "the ApplicationMaster exited without a final status; see " + dir.am_log());
+}
+
+int LocalBackend::AmExitFd(const history::JobDir& dir) {
+  std::optional<pid_t> pid = LiveAmPid(dir);
+  return pid ? OpenPidFd(*pid) : -1;
+}
+
+Result<std::string> LocalBackend::ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) {
+  std::string path = !target.task ? dir.am_log()
+                     : target.stderr_stream ? dir.task_stderr(*target.task)
+                                            : dir.task_stdout(*target.task);
+  if (!PathExists(path)) return Status::NotFound(path + " does not exist (yet)");
+  return ReadFileFrom(path, offset);
 }
 
 }  // namespace loom::cluster::local

@@ -1,0 +1,96 @@
+#include "cli/backends.h"
+
+#include <unistd.h>
+
+#include "cluster/local/host_inventory.h"
+#include "cluster/local/local_backend.h"
+#include "cluster/yarn/yarn_job_submitter.h"
+#include "core/files.h"
+#include "core/strings.h"
+#include "history/job_view.h"
+
+namespace loom::cli {
+namespace {
+
+std::string CurrentUser() {
+  const char* u = std::getenv("USER");
+  return u && *u ? u : std::to_string(::getuid());
+}
+
+std::vector<BackendEntry> MakeBackends() {
+  std::vector<BackendEntry> all;
+  all.push_back({
+      "local",
+      "this machine (default)",
+      [](const config::Config& conf) -> Result<std::unique_ptr<cluster::Backend>> {
+        LOOM_ASSIGN_OR_RETURN(auto inventory, cluster::local::HostInventory::Detect(conf));
+        return std::unique_ptr<cluster::Backend>(std::make_unique<cluster::local::LocalBackend>(inventory, SelfExecutable()));
+      },
+      [](const history::JobDir&) -> Result<std::unique_ptr<cluster::Backend>> {
+        return std::unique_ptr<cluster::Backend>(
+            std::make_unique<cluster::local::LocalBackend>(cluster::local::HostInventory{}, SelfExecutable()));
+      },
+      [](const std::string& id) -> Result<history::JobDir> {
+        return Status::NotFound("no job " + id + " under " + history::LoomHome() + "/jobs");
+      },
+  });
+  all.push_back({
+      "yarn",
+      "Hadoop YARN, found through HADOOP_CONF_DIR",
+      [](const config::Config& conf) -> Result<std::unique_ptr<cluster::Backend>> {
+        auto hadoop = cluster::yarn::HadoopConf::FromEnvironment(CurrentUser());
+        if (!hadoop.ok()) return hadoop.status().WithContext("--cluster yarn");
+        return std::unique_ptr<cluster::Backend>(
+            std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, CurrentUser(), SelfExecutable(), conf));
+      },
+      [](const history::JobDir& dir) -> Result<std::unique_ptr<cluster::Backend>> {
+        return cluster::yarn::YarnJobSubmitter::ForJob(dir, CurrentUser());
+      },
+      [](const std::string& id) -> Result<history::JobDir> { return cluster::yarn::ImportYarnJob(id, CurrentUser()); },
+  });
+  return all;
+}
+
+}  // namespace
+
+const std::vector<BackendEntry>& Backends() {
+  static const std::vector<BackendEntry> backends = MakeBackends();
+  return backends;
+}
+
+const BackendEntry* FindBackend(const std::string& name) {
+  for (const BackendEntry& b : Backends()) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+std::string BackendNames() {
+  std::vector<std::string> names;
+  for (const BackendEntry& b : Backends()) names.push_back(b.name);
+  return Join(names, ", ");
+}
+
+Result<std::unique_ptr<cluster::Backend>> BackendForJob(const history::JobDir& dir) {
+  auto view = history::LoadJobView(dir);
+  if (!view.ok()) return view.status();
+  std::string name = view->backend.empty() ? "local" : view->backend;
+  const BackendEntry* entry = FindBackend(name);
+  if (!entry) return Status::InvalidArgument("job " + dir.job_id() + " ran on backend '" + name + "', which this loom does not have");
+  return entry->for_job(dir);
+}
+
+Result<history::JobDir> FindJob(const std::string& id_or_path) {
+  auto local = history::JobDir::Find(id_or_path);
+  if (local.ok() || id_or_path.find('/') != std::string::npos) return local;
+  std::string why = local.status().message();
+  for (const BackendEntry& b : Backends()) {
+    auto found = b.import(id_or_path);
+    if (found.ok()) return found;
+    if (found.status().code() != StatusCode::kNotFound) return found.status().WithContext(b.name);
+    if (b.name != "local") why += "; " + b.name + ": " + found.status().message();
+  }
+  return Status::NotFound(why);
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,40 @@
+#pragma once
+// The cluster backends `loom` knows, listed in one place (backends.cc). Every command reaches
+// a job's backend through here; nothing else in the CLI names a backend.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/backend.h"
+#include "core/config/config.h"
+#include "history/job_dir.h"
+
+namespace loom::cli {
+
+struct BackendEntry {
+  std::string name;
+  std::string summary;  // one line for --help
+  // A backend for new jobs, configured from the job's config (and the environment, e.g.
+  // HADOOP_CONF_DIR). An error is a usage error: nothing was started.
+  std::function<Result<std::unique_ptr<cluster::Backend>>(const config::Config& conf)> for_submit;
+  // The backend of a job already submitted, from its job dir.
+  std::function<Result<std::unique_ptr<cluster::Backend>>(const history::JobDir& dir)> for_job;
+  // Finds a job that has no job dir under $LOOM_HOME by its id or the backend's own id
+  // (application_...), and makes its job dir there from the cluster's records. NotFound if
+  // this backend does not know it.
+  std::function<Result<history::JobDir>(const std::string& id)> import;
+};
+
+const std::vector<BackendEntry>& Backends();
+const BackendEntry* FindBackend(const std::string& name);
+std::string BackendNames();  // "local, yarn"
+
+// The backend that owns the job in `dir` (job.json's "backend").
+Result<std::unique_ptr<cluster::Backend>> BackendForJob(const history::JobDir& dir);
+
+// A job by id or directory: $LOOM_HOME first, then every backend's records.
+Result<history::JobDir> FindJob(const std::string& id_or_path);
+
+}  // namespace loom::cli

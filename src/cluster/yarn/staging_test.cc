@@ -1,0 +1,56 @@
+#include "cluster/yarn/staging.h"
+
+#include "core/testing.h"
+
+namespace loom::cluster::yarn {
+namespace {
+
+namespace ypb = ::hadoop::yarn;
+
+StagingManifest Sample() {
+  StagingManifest m;
+  m.fs_scheme = "hdfs";
+  m.fs_host = "nn";
+  m.fs_port = 9000;
+  m.webhdfs = "http://nn:9870";
+  m.user = "alice";
+  m.dir = "/user/alice/.loom/application_1_0001";
+  m.scheduler = "rm:8030";
+  m.application_id = "application_1_0001";
+  StagedFile binary{"/user/alice/.loom/cache/loom-0123456789abcdef", 100, 7, false};
+  binary.visibility = ypb::PUBLIC;
+  m.files[kLoomBinaryResource] = binary;
+  m.files[kSecretResource] = {m.dir + "/loom.secret", 33, 8, false};
+  m.files[kVenvResource] = {m.dir + "/venv.tar.gz", 300, 9, true};
+  m.files[kManifestResource] = {m.dir + "/loom-staging.json", 10, 10, false};
+  return m;
+}
+
+// The AM hands executors what the client staged, visibility included: a binary the AM
+// localized from the NM's cache must reach executors the same way.
+TEST(StagingManifest, VisibilitySurvivesTheManifest) {
+  Result<StagingManifest> back = StagingManifest::FromJson(Sample().ToJson().dump());
+  ASSERT_OK(back);
+  EXPECT_EQ(back->files.at(kLoomBinaryResource).visibility, ypb::PUBLIC);
+  EXPECT_EQ(back->files.at(kSecretResource).visibility, ypb::APPLICATION);
+  std::map<std::string, ypb::LocalResourceProto> executor = back->ExecutorResources();
+  ASSERT_EQ(executor.count(kLoomBinaryResource), 1u);
+  EXPECT_EQ(executor[kLoomBinaryResource].visibility(), ypb::PUBLIC);
+  EXPECT_EQ(executor[kLoomBinaryResource].resource().file(), "/user/alice/.loom/cache/loom-0123456789abcdef");
+  EXPECT_EQ(executor[kSecretResource].visibility(), ypb::APPLICATION);  // the secret never leaves the app
+  EXPECT_EQ(executor[kVenvResource].type(), ypb::ARCHIVE);
+  EXPECT_EQ(executor.count(kManifestResource), 0u);
+}
+
+TEST(StagingManifest, MissingVisibilityIsApplicationAndGarbageIsRefused) {
+  nlohmann::json j = Sample().ToJson();
+  j["files"][kSecretResource].erase("visibility");
+  Result<StagingManifest> back = StagingManifest::FromJson(j.dump());
+  ASSERT_OK(back);
+  EXPECT_EQ(back->files.at(kSecretResource).visibility, ypb::APPLICATION);
+  j["files"][kSecretResource]["visibility"] = "EVERYONE";
+  EXPECT_STATUS(StagingManifest::FromJson(j.dump()), kInvalidArgument, ::testing::HasSubstr("EVERYONE"));
+}
+
+}  // namespace
+}  // namespace loom::cluster::yarn

@@ -1,0 +1,137 @@
+// A YARN user's daily loop (issue "YARN in daily use"): Ctrl-C and friends, status, kill and
+// what it leaves, a client that vanishes, and finding a job from another $LOOM_HOME. The real
+// `loom` binary against the YARN test double (tests/yarn_double; no Hadoop runs here).
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
+
+#include "core/testing.h"
+#include "yarn_double_cluster.h"
+
+namespace loom::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+namespace ypb = ::hadoop::yarn;
+
+const std::string kScripts = "tests/integration/scripts";
+
+std::vector<std::string> SleepJob(int workers = 2) {
+  return {"--src_dir", MiniLoom::Source(kScripts), "--executes", "sleep_forever.py", "--python_binary_path",
+          "/usr/bin/python3", "--conf", "loom.worker.instances=" + std::to_string(workers), "--conf",
+          "loom.worker.memory=512m", "--conf", "loom.task.stop-grace-ms=1000"};
+}
+
+// What a job may leave in HDFS once it ended (README, "Staging"): its config and history, and
+// the shared binary cache.
+void ExpectOnlyHistoryLeft(YarnDoubleCluster& cluster) {
+  for (const std::string& f : cluster.StagingFiles()) {
+    EXPECT_TRUE(f.find("/history/") != std::string::npos || f.ends_with("/config.xml") ||
+                f.find("/.loom/cache/") != std::string::npos)
+        << f;
+  }
+}
+
+void ExpectEveryTaskRowFinal(const history::JobView& view) {
+  ASSERT_FALSE(view.tasks.empty());
+  for (const auto& t : view.tasks) EXPECT_TRUE(history::IsFinalTaskState(t.state)) << t.id << " " << t.state;
+}
+
+class StopSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(StopSignal, KillsTheApplicationAndEveryContainer) {
+  YarnDoubleCluster cluster;
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  for (auto& a : SleepJob()) args.push_back(a);
+  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  std::string id = cluster.loom().WaitUntilRunning(2, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s));
+  ::kill(submit.pid(), GetParam());
+  RunResult r = cluster.loom().Collect(submit, "submit");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("killing job " + id));
+  EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "KILLED");
+  ExpectEveryTaskRowFinal(view);
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+      << MiniLoom::JobProcesses(id).size() << " processes left";
+  ExpectOnlyHistoryLeft(cluster);
+}
+
+INSTANTIATE_TEST_SUITE_P(YarnDaily, StopSignal, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const auto& info) { return SignalName(info.param); });
+
+TEST(YarnDaily, StatusOfARunningJobComesFromYarn) {
+  YarnDoubleCluster cluster;
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  for (auto& a : SleepJob()) args.push_back(a);
+  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  std::string id = cluster.loom().WaitUntilRunning(2, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  std::string app = cluster.ApplicationId(id);
+  RunResult status = cluster.loom().Run({"status", id}, cluster.Env());
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("RUNNING"));
+  EXPECT_THAT(status.out, Not(HasSubstr("AM not running")));
+  EXPECT_THAT(status.out, HasSubstr(app));
+  RunResult json_status = cluster.loom().Run({"status", "--json", id}, cluster.Env());
+  auto j = nlohmann::json::parse(json_status.out);
+  EXPECT_EQ(j["state"], "RUNNING");
+  EXPECT_EQ(j["backend_id"], app);
+  EXPECT_EQ(j["tasks"].size(), 2u);
+  RunResult list = cluster.loom().Run({"list"}, cluster.Env());
+  EXPECT_THAT(list.out, HasSubstr(app));
+  // While it runs, HDFS holds no secret of the job: it travels in the containers' credentials.
+  for (const std::string& f : cluster.StagingFiles()) EXPECT_THAT(f, Not(HasSubstr("secret"))) << f;
+  ::kill(submit.pid(), SIGINT);
+  cluster.loom().Collect(submit, "submit");
+}
+
+TEST(YarnDaily, LoomKillCleansStagingAndEndsEveryTaskRow) {
+  YarnDoubleCluster cluster;
+  std::vector<std::string> args = {"submit", "--cluster", "yarn", "--quiet"};
+  for (auto& a : SleepJob()) args.push_back(a);
+  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  std::string id = cluster.loom().WaitUntilRunning(2, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  // The follower is gone (SIGKILL: no clean-up of its own); `loom kill` must do it all.
+  ::kill(submit.pid(), SIGKILL);
+  cluster.loom().Collect(submit, "submit");
+  RunResult kill = cluster.loom().Run({"kill", id}, cluster.Env());
+  EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
+  EXPECT_THAT(kill.out, HasSubstr("KILLED"));
+  EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "KILLED");
+  ExpectEveryTaskRowFinal(view);
+  ExpectOnlyHistoryLeft(cluster);
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+}
+
+TEST(YarnDaily, JobWhoseClientWasKilledIsRecordedAndCleanedByTheNextStatus) {
+  YarnDoubleCluster cluster;
+  Subprocess submit = cluster.loom().Start(
+      {"submit", "--cluster", "yarn", "--quiet", "--src_dir", MiniLoom::Source(kScripts), "--executes",
+       "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params", "--task worker:9 --others-sleep 3",
+       "--conf", "loom.worker.instances=2", "--conf", "loom.worker.memory=512m"},
+      "submit", cluster.Env());
+  std::string id = cluster.loom().WaitUntilRunning(2, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  ::kill(submit.pid(), SIGKILL);
+  cluster.loom().Collect(submit, "submit");
+  ASSERT_OK(cluster.WaitForAppEnd(id, 60s));
+  RunResult status = cluster.loom().Run({"status", id}, cluster.Env());
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED"));
+  ExpectEveryTaskRowFinal(cluster.loom().View(id));
+  ExpectOnlyHistoryLeft(cluster);
+}
+
+}  // namespace
+}  // namespace loom::testing
