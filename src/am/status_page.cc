@@ -36,6 +36,8 @@ std::string HttpResponse(int code, const std::string& reason, const std::string&
 
 }  // namespace
 
+StatusPage::StatusPage(history::JobDir dir, std::string job_id) : dir_(std::move(dir)), job_id_(std::move(job_id)) {}
+
 StatusPage::~StatusPage() { Stop(); }
 
 Result<int> StatusPage::Start(const std::string& bind_address) {
@@ -90,28 +92,32 @@ std::string StatusPage::Respond(const std::string& request_line) const {
   std::string path = p == std::string::npos ? "" : request_line.substr(p + 1, request_line.find(' ', p + 1) - p - 1);
   if (size_t q = path.find('?'); q != std::string::npos) path.resize(q);
   if (method != "GET") return HttpResponse(405, "Method Not Allowed", "text/plain", "only GET\n");
+  Page page = Render(path);
+  const char* reason = page.code == 200 ? "OK" : page.code == 404 ? "Not Found" : "Internal Server Error";
+  return HttpResponse(page.code, reason, page.content_type, page.body);
+}
+
+StatusPage::Page StatusPage::Render(const std::string& path) const {
   auto view = history::LoadJobView(dir_);
-  if (!view.ok()) return HttpResponse(500, "Internal Server Error", "text/plain", view.status().ToString() + "\n");
-  if (path == "/status.json") {
-    nlohmann::json tasks = nlohmann::json::array();
-    for (const auto& t : view->tasks) {
-      tasks.push_back({{"task", t.id}, {"state", t.state}, {"address", t.address}, {"exit_code", t.exit_code},
-                       {"restarts", t.restarts}});
-    }
-    nlohmann::json j = {{"job_id", view->id}, {"name", view->name},           {"state", view->state},
-                        {"attempt", view->attempt}, {"diagnostics", view->diagnostics}, {"tasks", tasks}};
-    return HttpResponse(200, "OK", "application/json", j.dump(2) + "\n");
-  }
-  if (path != "/" && path != "/index.html") return HttpResponse(404, "Not Found", "text/plain", "not found\n");
+  if (!view.ok()) return {500, "text/plain", view.status().ToString() + "\n"};
+  view->id = job_id_;
+  if (path == "/status.json") return {200, "application/json", history::ToJson(*view).dump(2) + "\n"};
+  if (path != "/" && path != "/index.html") return {404, "text/plain", "not found\n"};
   std::string body = "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"5\">"
                      "<title>Loom " + HtmlEscape(view->id) + "</title><style>body{font-family:sans-serif;margin:2em}"
                      "pre{background:#f6f8fa;padding:1em}</style></head><body><h1>" + HtmlEscape(view->name) +
                      "</h1><p>job <code>" + HtmlEscape(view->id) + "</code> &middot; <b>" + HtmlEscape(view->state) +
                      "</b>" + (view->attempt ? " &middot; restart " + std::to_string(view->attempt) : "") + "</p>";
   if (!view->diagnostics.empty()) body += "<p>" + HtmlEscape(view->diagnostics) + "</p>";
+  // TonY links its TensorBoard from the tracking page: a task of type tensorboard, once up.
+  for (const auto& t : view->tasks) {
+    if (t.id.rfind("tensorboard:", 0) == 0 && !t.address.empty() && t.state == "RUNNING") {
+      body += "<p><a href=\"http://" + HtmlEscape(t.address) + "/\">TensorBoard</a> (" + HtmlEscape(t.id) + ")</p>";
+    }
+  }
   body += "<pre>" + HtmlEscape(history::RenderTaskTable(*view)) + "</pre>" +
           "<p><a href=\"status.json\">status.json</a></p></body></html>\n";
-  return HttpResponse(200, "OK", "text/html; charset=utf-8", body);
+  return {200, "text/html; charset=utf-8", body};
 }
 
 }  // namespace loom::am

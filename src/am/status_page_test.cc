@@ -12,6 +12,7 @@
 
 #include "core/testing.h"
 #include "history/event_log.h"
+#include "history/job_view.h"
 
 namespace loom::am {
 namespace {
@@ -36,30 +37,38 @@ class StatusPageTest : public ::testing::Test {
 };
 
 TEST_F(StatusPageTest, ShowsTheTaskTableEscaped) {
-  StatusPage page(dir_);
-  std::string r = page.Respond("GET / HTTP/1.1");
-  EXPECT_THAT(r, HasSubstr("HTTP/1.0 200 OK"));
+  StatusPage page(dir_, "job_real_id");
+  StatusPage::Page p = page.Render("/");
+  EXPECT_EQ(p.code, 200);
+  std::string r = p.body;
   EXPECT_THAT(r, HasSubstr("&lt;digits&gt;"));  // the job name is not markup
+  EXPECT_THAT(r, HasSubstr("job_real_id"));      // the job's id, not its dir's name
   EXPECT_THAT(r, HasSubstr("worker:0"));
   EXPECT_THAT(r, HasSubstr("FAILED"));
   EXPECT_THAT(r, HasSubstr("RUNNING"));
 }
 
-TEST_F(StatusPageTest, StatusJsonAndErrors) {
-  StatusPage page(dir_);
-  std::string r = page.Respond("GET /status.json?x=1 HTTP/1.1");
-  ASSERT_THAT(r, HasSubstr("200 OK"));
-  auto j = nlohmann::json::parse(r.substr(r.find("\r\n\r\n") + 4));
+TEST_F(StatusPageTest, StatusJsonHasTheShapeOfLoomStatus) {
+  StatusPage page(dir_, "job_y");
+  StatusPage::Page p = page.Render("/status.json");
+  ASSERT_EQ(p.code, 200);
+  auto j = nlohmann::json::parse(p.body);
+  EXPECT_EQ(j, history::ToJson(*history::LoadJobView(dir_)));
   EXPECT_EQ(j["state"], "RUNNING");
   ASSERT_EQ(j["tasks"].size(), 2u);
   EXPECT_EQ(j["tasks"][1]["exit_code"], 3);
-  EXPECT_THAT(page.Respond("GET /etc/passwd HTTP/1.1"), HasSubstr("404"));
-  EXPECT_THAT(page.Respond("POST / HTTP/1.1"), HasSubstr("405"));
-  EXPECT_THAT(page.Respond(""), HasSubstr("405"));
+  EXPECT_EQ(page.Render("/etc/passwd").code, 404);
+}
+
+TEST_F(StatusPageTest, LinksARunningTensorBoardTask) {
+  history::EventLog log(dir_.events());
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "RUNNING"}, {"address", "h:6006"}}));
+  StatusPage page(dir_, "job_y");
+  EXPECT_THAT(page.Render("/").body, HasSubstr("<a href=\"http://h:6006/\">TensorBoard</a>"));
 }
 
 TEST_F(StatusPageTest, ServesOverHttp) {
-  StatusPage page(dir_);
+  StatusPage page(dir_, "job_y");
   auto port = page.Start("127.0.0.1");
   ASSERT_OK(port);
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -68,7 +77,7 @@ TEST_F(StatusPageTest, ServesOverHttp) {
   addr.sin_port = htons(static_cast<uint16_t>(*port));
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  std::string req = "GET /status.json HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string req = "GET /status.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
   std::string got;
   char buf[4096];

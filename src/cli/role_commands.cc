@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cluster/local/host_inventory.h"
 #include "cluster/local/local_container_broker.h"
+#include "cluster/yarn/history_upload.h"
 #include "cluster/yarn/yarn_container_broker.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "control/auth.h"
@@ -92,7 +93,8 @@ int AmCommand(std::vector<std::string> args) {
   am::ApplicationMaster* master_ptr = nullptr;  // the YARN broker registers the AM's port
   std::unique_ptr<cluster::ContainerBroker> broker_owner;
   cluster::yarn::YarnContainerBroker* yarn = nullptr;
-  am::StatusPage page(dir);
+  std::string job_id = env.count("LOOM_JOB_ID") && !env["LOOM_JOB_ID"].empty() ? env["LOOM_JOB_ID"] : dir.job_id();
+  am::StatusPage page(dir, job_id);
   if (backend == "yarn") {
     auto yopts = cluster::yarn::YarnBrokerOptionsFromContainer(env);
     if (!yopts.ok()) return AmFailed(dir, "AM cannot reach YARN: " + yopts.status().message());
@@ -127,7 +129,7 @@ int AmCommand(std::vector<std::string> args) {
   opts.spec = *spec;
   opts.job_dir = dir;
   // On YARN the job dir is the container's own; the job keeps the id the client gave it.
-  opts.job_id = env.count("LOOM_JOB_ID") && !env["LOOM_JOB_ID"].empty() ? env["LOOM_JOB_ID"] : dir.job_id();
+  opts.job_id = job_id;
   opts.secret = *secret;
   opts.secret_file = secret_file;
   opts.executor_binary = SelfExecutable();
@@ -166,19 +168,25 @@ int AmCommand(std::vector<std::string> args) {
       std::abort();
     }).detach();
   }
+  std::optional<cluster::yarn::StagingManifest> manifest;
+  std::optional<cluster::yarn::HistoryUploader> history_copy;
+  if (yarn) {
+    if (auto text = ReadFile(cluster::yarn::kManifestResource); text.ok()) {
+      if (auto m = cluster::yarn::StagingManifest::FromJson(*text); m.ok()) manifest = std::move(*m);
+    }
+    if (manifest) history_copy.emplace(manifest->webhdfs, manifest->user, manifest->dir, dir, std::chrono::seconds(2));
+  }
   auto state = master.Run();
   if (yarn) {
-    // Unregister with the job's outcome: `yarn application -status` shows it, and the RM
-    // ends the application FINISHED with this final status.
+    // The job is over: its record to HDFS and its staging files gone first, then unregister
+    // with the outcome (`yarn application -status` shows it); after that the NodeManager may
+    // end this container at any moment.
+    history_copy.reset();
+    if (manifest) (void)cluster::yarn::CleanStaging(manifest->webhdfs, manifest->user, manifest->dir, &dir);
     auto view = history::LoadJobView(dir);
     std::string final_state = state.ok() ? JobStateName(*state) : "FAILED";
     std::string diagnostics = state.ok() ? (view.ok() ? view->diagnostics : "") : state.status().message();
     if (Status s = yarn->Finish(final_state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());
-    if (auto text = ReadFile(cluster::yarn::kManifestResource); text.ok()) {
-      if (auto m = cluster::yarn::StagingManifest::FromJson(*text); m.ok()) {
-        (void)cluster::yarn::CleanStaging(m->webhdfs, m->user, m->dir, &dir);
-      }
-    }
   }
   if (!state.ok()) return AmFailed(dir, state.status().message());
   return *state == JobState::kSucceeded ? kExitOk : kExitJobFailed;

@@ -1,6 +1,7 @@
 #include "cluster/yarn/yarn_job_submitter.h"
 
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -71,7 +72,7 @@ Status AppendBytes(const std::string& path, const std::string& bytes) {
 Status YarnJobRecord::Write(const history::JobDir& dir) const {
   json j = {{"application_id", application_id}, {"rm", rm}, {"user", user}, {"staging_dir", staging_dir},
             {"webhdfs", webhdfs}, {"am_events_offset", am_events_offset}, {"last_state", last_state},
-            {"last_reason", last_reason}, {"cleaned", cleaned}};
+            {"last_reason", last_reason}, {"cleaned", cleaned}, {"imported", imported}};
   return WriteFileAtomic(PathIn(dir), j.dump(2) + "\n");
 }
 
@@ -85,6 +86,7 @@ Result<YarnJobRecord> YarnJobRecord::Read(const history::JobDir& dir) {
     r.last_state = j.value("last_state", "");
     r.last_reason = j.value("last_reason", "");
     r.cleaned = j.value("cleaned", false);
+    r.imported = j.value("imported", false);
     return r;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(PathIn(dir) + " is malformed: " + e.what());
@@ -399,8 +401,14 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   }
   history::EventLog local(dir.events());
 
-  // The AM's events, copied over the control plane (needs the secret this client holds).
+  // The AM's events, copied over the control plane (needs the secret this client holds);
+  // a job found from another client reads the copy the AM keeps in HDFS instead.
   auto secret = control::ReadSecretFile(dir.secret());
+  if (record.imported) {
+    if (auto bytes = WebHdfs(record.webhdfs, record.user).Open(record.staging_dir + "/history/events.jsonl"); bytes.ok()) {
+      (void)WriteFileAtomic(dir.events(), *bytes);
+    }
+  }
   std::string am_address;
   if (report->rpc_port() > 0 && !report->host().empty() && report->host() != "N/A") {
     std::string host = report->host();
@@ -500,7 +508,62 @@ std::vector<std::string> YarnJobSubmitter::Describe(const history::JobDir& dir) 
 }
 
 Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& user) {
-  return Status::NotFound("not a YARN job known here");
+  if (!StartsWith(id, "application_") && !StartsWith(id, "job_")) return Status::NotFound("not a YARN or Loom job id");
+  auto conf = HadoopConf::FromEnvironment(user);
+  if (!conf.ok()) return Status::NotFound("HADOOP_CONF_DIR is not set, so YARN was not asked");
+  // A job dir here that already follows this application.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(history::LoomHome() + "/jobs", ec)) {
+    history::JobDir dir(entry.path().string());
+    if (auto r = YarnJobRecord::Read(dir); r.ok() && r->application_id == id) return dir;
+  }
+  ApplicationClient rm(conf->rm.host, conf->rm.port, user);
+  std::optional<ypb::ApplicationReportProto> report;
+  if (StartsWith(id, "application_")) {
+    LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(id));
+    auto r = rm.GetApplicationReport(app);
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kNotFound) return Status::NotFound("YARN does not know " + id);
+      return r.status().WithContext("asking " + conf->rm.ToString() + " about " + id);
+    }
+    report = *r;
+  } else {
+    auto apps = rm.GetApplications({}, {"loom-job:" + id});
+    if (!apps.ok()) return apps.status().WithContext("asking " + conf->rm.ToString() + " for loom-job:" + id);
+    if (apps->empty()) return Status::NotFound("YARN has no application tagged loom-job:" + id);
+    report = apps->front();
+  }
+  std::string app_id = ApplicationIdString(report->applicationid());
+  std::string job_id;
+  for (const std::string& tag : report->applicationtags()) {
+    if (StartsWith(tag, "loom-job:")) job_id = tag.substr(9);
+  }
+  if (job_id.empty()) return Status::NotFound(app_id + " is not a Loom job (no loom-job tag)");
+  std::string owner = report->user().empty() ? user : report->user();
+  YarnJobRecord record{app_id, conf->rm.ToString(), owner, "/user/" + owner + "/.loom/" + app_id,
+                       "http://" + conf->namenode_http.ToString()};
+  // The record lives in HDFS: <staging>/history/ once the job ended, job.json beside it before.
+  history::JobDir dir = history::JobDir::ForJob(job_id);
+  LOOM_RETURN_IF_ERROR(MakeDirs(dir.tasks_dir()));
+  WebHdfs fs(record.webhdfs, owner);
+  auto fetch = [&](const std::vector<std::string>& candidates, const std::string& local) {
+    for (const std::string& path : candidates) {
+      if (auto bytes = fs.Open(path); bytes.ok()) return WriteFileAtomic(local, *bytes);
+    }
+    return Status::NotFound("none of " + Join(candidates, ", "));
+  };
+  (void)fetch({record.staging_dir + "/history/job.json", record.staging_dir + "/" + kJobJsonResource}, dir.job_json());
+  (void)fetch({record.staging_dir + "/history/events.jsonl"}, dir.events());
+  (void)fetch({record.staging_dir + "/history/status.json"}, dir.status());
+  if (!PathExists(dir.job_json())) {
+    json job = {{"job_id", job_id}, {"name", report->name()}, {"user", owner}, {"backend", "yarn"},
+                {"submitted_ms", report->starttime()}};
+    LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir.job_json(), job.dump(2) + "\n"));
+  }
+  record.imported = true;
+  record.cleaned = PathExists(dir.status());
+  LOOM_RETURN_IF_ERROR(record.Write(dir));
+  return dir;
 }
 
 }  // namespace loom::cluster::yarn

@@ -39,7 +39,8 @@ struct YarnJobRecord {
   // Kept by Sync(): how far the AM's events.jsonl was copied, and what was last recorded.
   int64_t am_events_offset = 0;
   std::string last_state, last_reason;
-  bool cleaned = false;  // the final status is written and staging is clean
+  bool cleaned = false;   // the final status is written and staging is clean
+  bool imported = false;  // found from another client: the AM's events come from HDFS
   static std::string PathIn(const history::JobDir& dir) { return dir.root() + "/yarn.json"; }
   Status Write(const history::JobDir& dir) const;
   static Result<YarnJobRecord> Read(const history::JobDir& dir);
