@@ -184,7 +184,8 @@ std::string ApplicationMaster::DescribeExit(const TaskId& id, const cluster::Con
     text = r.signal() ? "killed by signal " + std::to_string(r.signal()) + " (" + SignalName(r.signal()) + ")"
                       : "exit code " + std::to_string(r.exit_code());
     if (!r.reason().empty()) text += " (" + r.reason() + ")";
-    if (!exit.diagnostics.empty()) text += "; " + exit.diagnostics;
+    // The cluster's words add nothing to a reported exit unless the cluster ended it.
+    if (!exit.diagnostics.empty() && exit.by_cluster) text += "; " + exit.diagnostics;
     if (r.stderr_tail_size() > 0) {
       text += "; last stderr lines:";
       for (const auto& line : r.stderr_tail()) text += "\n    " + line;
@@ -192,7 +193,8 @@ std::string ApplicationMaster::DescribeExit(const TaskId& id, const cluster::Con
   } else {
     text = "executor exited with code " + std::to_string(exit.exit_code) + " before reporting";
     if (!exit.diagnostics.empty()) text += " (" + exit.diagnostics + ")";
-    text += "; see " + opts_.job_dir.task_dir(id) + "/executor.log";
+    // A hint that works wherever the container ran (its files may be on another host).
+    text += "; see `loom logs " + opts_.job_id + " --task " + id.ToString() + " --file executor.log`";
   }
   return text;
 }

@@ -120,12 +120,13 @@ int StatusCommand(std::vector<std::string> args) {
 }
 
 int LogsCommand(std::vector<std::string> args) {
-  std::string job, task;
+  std::string job, task, file;
   bool stderr_only = false, follow = false;
   CLI::App app("Print a task's output", "logs");
   app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
   app.add_option("--task", task, "TYPE:INDEX, or am for the ApplicationMaster (default: every task)");
   app.add_flag("--stderr", stderr_only, "Print stderr instead of stdout");
+  app.add_option("--file", file, "Another log file of the task: executor.log (am.log for --task am)");
   app.add_flag("-f,--follow", follow, "Keep printing until the job ends");
   if (int rc = Parse(app, args); rc >= 0) return rc;
   auto open = Open(job);
@@ -134,9 +135,11 @@ int LogsCommand(std::vector<std::string> args) {
   cluster::Backend& backend = *open->backend;
   auto view = history::LoadJobView(dir);
   if (!view.ok()) return UsageError(view.status().message());
+  if (file.empty()) file = stderr_only ? "stderr" : "stdout";
+  if (file.find('/') != std::string::npos) return UsageError("--file " + file + ": a file name, not a path");
   std::vector<cluster::LogTarget> targets;
   if (task == "am") {
-    targets.push_back({std::nullopt, stderr_only});
+    targets.push_back({std::nullopt, file == "stdout" || file == "stderr" ? "am.log" : file});
   } else if (!task.empty()) {
     auto id = ParseTaskId(task);
     if (!id.ok()) return UsageError("--task " + id.status().message());
@@ -147,10 +150,10 @@ int LogsCommand(std::vector<std::string> args) {
       for (const auto& t : view->tasks) names.push_back(t.id);
       return UsageError("job " + dir.job_id() + " has no task " + task + " (tasks: " + Join(names, ", ") + ", am)");
     }
-    targets.push_back({*id, stderr_only});
+    targets.push_back({*id, file});
   } else {
     for (const auto& t : view->tasks) {
-      if (auto id = ParseTaskId(t.id); id.ok()) targets.push_back({*id, stderr_only});
+      if (auto id = ParseTaskId(t.id); id.ok()) targets.push_back({*id, file});
     }
   }
   const bool several = targets.size() > 1;
@@ -170,7 +173,7 @@ int LogsCommand(std::vector<std::string> args) {
       missing[i].clear();
       if (bytes->empty() && !last) continue;
       if (several && !follow && !bytes->empty()) {
-        std::printf("==> %s %s <==\n", targets[i].Label().c_str(), stderr_only ? "stderr" : "stdout");
+        std::printf("==> %s %s <==\n", targets[i].Label().c_str(), targets[i].file.c_str());
       }
       offsets[i] += static_cast<int64_t>(bytes->size());
       printers[i].Add(*bytes, last || !follow);
@@ -193,7 +196,7 @@ int LogsCommand(std::vector<std::string> args) {
   for (int64_t o : offsets) printed_nothing &= o == 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (!missing[i].empty() && (printed_nothing || !several)) {
-      std::fprintf(stderr, "loom: %s %s: %s\n", targets[i].Label().c_str(), stderr_only ? "stderr" : "stdout", missing[i].c_str());
+      std::fprintf(stderr, "loom: %s %s: %s\n", targets[i].Label().c_str(), targets[i].file.c_str(), missing[i].c_str());
     }
   }
   return kExitOk;

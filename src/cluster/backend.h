@@ -21,10 +21,10 @@
 
 namespace loom::cluster {
 
-// One log stream of a job: a task's (or the AM's) stdout or stderr.
+// One log file of a job: a task's stdout, stderr or executor.log, or the AM's am.log.
 struct LogTarget {
-  std::optional<TaskId> task;  // nullopt: the ApplicationMaster's own log
-  bool stderr_stream = false;
+  std::optional<TaskId> task;  // nullopt: the ApplicationMaster
+  std::string file = "stdout";  // "stdout", "stderr", "executor.log"; "am.log" for the AM
   std::string Label() const { return task ? task->ToString() : "am"; }
 };
 

@@ -45,6 +45,7 @@ struct ContainerExit {
   TaskId task;
   int exit_code = 0;        // the container's main process (the executor), shell convention
   std::string diagnostics;  // the backend's words on why it ended, if any
+  bool by_cluster = false;  // the cluster ended it (lost node, preempted, over its memory)
 };
 
 // Callbacks from the broker; may come from any thread.

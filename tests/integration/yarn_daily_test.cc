@@ -133,5 +133,40 @@ TEST(YarnDaily, JobWhoseClientWasKilledIsRecordedAndCleanedByTheNextStatus) {
   ExpectOnlyHistoryLeft(cluster);
 }
 
+TEST(YarnDaily, AnotherClientFindsTheJobByApplicationOrJobId) {
+  YarnDoubleCluster cluster;
+  std::vector<std::string> args = {"submit", "--cluster", "yarn", "--quiet"};
+  for (auto& a : SleepJob()) args.push_back(a);
+  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  std::string id = cluster.loom().WaitUntilRunning(2, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  std::string app = cluster.ApplicationId(id);
+  // Another user session: its own $LOOM_HOME, the same HADOOP_CONF_DIR.
+  MiniLoom elsewhere;
+  RunResult running;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        running = elsewhere.Run({"status", app}, cluster.Env());
+        return running.out.find("worker:1") != std::string::npos && running.out.find("RUNNING") != std::string::npos;
+      },
+      15s))
+      << running.out << running.err;
+  EXPECT_THAT(running.out, HasSubstr(id));
+  RunResult kill = elsewhere.Run({"kill", id}, cluster.Env());
+  EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
+  RunResult r = cluster.loom().Collect(submit, "submit");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  // A third client, after the end: the record in HDFS.
+  MiniLoom later;
+  RunResult status = later.Run({"status", id}, cluster.Env());
+  EXPECT_EQ(status.exit_code, 1) << status.out << status.err;  // KILLED
+  EXPECT_THAT(status.out, HasSubstr("KILLED"));
+  EXPECT_THAT(status.out, HasSubstr("worker:0"));
+  RunResult unknown = later.Run({"status", "application_1_9999"}, cluster.Env());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("application_1_9999"));
+  ExpectOnlyHistoryLeft(cluster);
+}
+
 }  // namespace
 }  // namespace loom::testing

@@ -55,12 +55,13 @@ std::vector<std::string> SectionNames(const std::string& elf) {
   return names;
 }
 
-// Regular files named loom-* anywhere in the NodeManager's dirs: its localized copies.
+// Regular files named loom-<hash> anywhere in the NodeManager's dirs: its localized copies.
 std::vector<std::string> LocalizedBinaries(const std::string& nm_local) {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(nm_local, ec)) {
-    if (!e.is_symlink() && e.is_regular_file() && e.path().filename().string().starts_with("loom-")) {
+    static const std::regex kCachedName("loom-[0-9a-f]{16}");
+    if (!e.is_symlink() && e.is_regular_file() && std::regex_match(e.path().filename().string(), kCachedName)) {
       out.push_back(e.path().string());
     }
   }
@@ -105,7 +106,7 @@ TEST(YarnStaging, SecondJobUploadsNoBinaryAndTheNodeManagerLocalizesItOnce) {
   created.erase(created.begin(), created.begin() + static_cast<long>(created_before));
   // Only the second job's own files: its staging dir, nothing in the cache.
   EXPECT_THAT(created, Each(MatchesRegex("/user/root/\\.loom/application_[0-9]+_0002/.*")));
-  EXPECT_THAT(created, ::testing::Contains(HasSubstr("loom.secret")));
+  EXPECT_THAT(created, ::testing::Contains(HasSubstr("/src.tar.gz")));
   EXPECT_EQ(cluster.hdfs().ListRecursive(kCache), cached);  // CleanStaging left it for the next job
 
   // One download for both applications, into the NM's public cache (the staging root that the

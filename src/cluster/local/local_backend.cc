@@ -90,9 +90,8 @@ int LocalBackend::AmExitFd(const history::JobDir& dir) {
 }
 
 Result<std::string> LocalBackend::ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) {
-  std::string path = !target.task ? dir.am_log()
-                     : target.stderr_stream ? dir.task_stderr(*target.task)
-                                            : dir.task_stdout(*target.task);
+  if (target.file.find('/') != std::string::npos) return Status::InvalidArgument("bad log name " + target.file);
+  std::string path = target.task ? dir.task_dir(*target.task) + "/" + target.file : dir.root() + "/" + target.file;
   if (!PathExists(path)) return Status::NotFound(path + " does not exist (yet)");
   return ReadFileFrom(path, offset);
 }

@@ -1,5 +1,7 @@
 #include "cluster/yarn/yarn_container_broker.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/wire/ipc_frame.h"
@@ -10,6 +12,38 @@
 namespace loom::cluster::yarn {
 
 namespace ypb = ::hadoop::yarn;
+
+namespace {
+
+}  // namespace
+
+std::string WithoutRepeatedBlocks(const std::string& diagnostics) {
+  // "[2026-11-22 18:46:25.123]Container exited ..." : the timestamp differs between repeats.
+  auto key = [](std::string_view block) {
+    while (!block.empty() && (block.front() == '\n' || block.front() == ' ')) block.remove_prefix(1);
+    if (!block.empty() && block.front() == '[') {
+      if (size_t close = block.find(']'); close != std::string_view::npos) block.remove_prefix(close + 1);
+    }
+    while (!block.empty() && (block.back() == '\n' || block.back() == ' ')) block.remove_suffix(1);
+    return std::string(block);
+  };
+  std::vector<std::string> seen;
+  std::string out;
+  size_t start = 0;
+  while (start < diagnostics.size()) {
+    size_t end = diagnostics.find("\n\n", start);
+    std::string_view block = std::string_view(diagnostics).substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string k = key(block);
+    if (!k.empty() && std::find(seen.begin(), seen.end(), k) == seen.end()) {
+      seen.push_back(k);
+      if (!out.empty()) out += "\n";
+      out += Trim(std::string(block));
+    }
+    if (end == std::string::npos) break;
+    start = end + 2;
+  }
+  return out;
+}
 
 namespace {
 
@@ -164,8 +198,9 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
       if (it == held_.end() || it->second.completed) continue;
       it->second.completed = true;
       int status = st.exit_status();
-      std::string diag = Trim(st.diagnostics());
+      std::string diag = WithoutRepeatedBlocks(Trim(st.diagnostics()));
       ContainerExit exit{id, it->second.task, status >= 0 ? status : 1, diag};
+      exit.by_cluster = status < 0;
       if (status < 0) {
         exit.diagnostics = "YARN exit status " + std::to_string(status) + " (" + ExitStatusName(status) + ")" +
                            (diag.empty() ? "" : ": " + diag);
@@ -297,7 +332,9 @@ Status YarnContainerBroker::Finish(const std::string& state, const std::string& 
                                             : state == "KILLED"  ? ypb::APP_KILLED
                                                                  : ypb::APP_FAILED;
   spdlog::info("unregistering from the RM: {}", state);
-  return rm_->Finish(status, diagnostics, opts_.tracking_url, std::chrono::seconds(30));
+  // No final tracking URL: the AM's page dies with it, and with none the RM's proxy sends
+  // users to the application's own page (rm-rest/05) instead of a dead port.
+  return rm_->Finish(status, diagnostics, "", std::chrono::seconds(30));
 }
 
 std::string YarnContainerBroker::Describe() const {

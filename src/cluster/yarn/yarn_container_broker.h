@@ -33,6 +33,11 @@ struct YarnBrokerOptions {
   std::chrono::milliseconds fast_heartbeat{100};  // while containers are wanted
 };
 
+// A NodeManager's container diagnostics say the same thing more than once (the launch
+// exception and the exit each append "Container exited with a non-zero exit code ...", and
+// the stderr tail with it): the text with each block once, timestamps ignored when comparing.
+std::string WithoutRepeatedBlocks(const std::string& diagnostics);
+
 class YarnContainerBroker : public ContainerBroker {
  public:
   explicit YarnContainerBroker(YarnBrokerOptions options);

@@ -239,7 +239,7 @@ TEST_F(YarnLogReaderTest, FollowingPastTheTailWindowReadsTheWholeFile) {
   YarnLogReader reader = Reader();
   reader.set_tail_window_for_test(3);
   const std::string cid = "container_1795372454004_0017_01_000002";
-  Nm(NmWrapped(cid, "stdout", "f\n", 9, false));  // the last 2 bytes: not back to byte 2
+  Nm(NmWrapped(cid, "stdout", "ne\n", 9, false));  // the last 3 bytes: not back to byte 2
   Nm(NmWrapped(cid, "stdout", "out-line\n", 9, false));
   Result<LogChunk> next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 2);
   ASSERT_OK(next);
@@ -249,12 +249,14 @@ TEST_F(YarnLogReaderTest, FollowingPastTheTailWindowReadsTheWholeFile) {
   EXPECT_EQ(NmTargets().size(), 2u);
   // A file now shorter than the offset (replaced): everything, from 0.
   server_.ClearTargets();
+  Nm(NmWrapped(cid, "stdout", "ew\n", 4, true));  // the tail misses the first byte: a whole read follows
   Nm(NmWrapped(cid, "stdout", "new\n", 4, true));
   next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 100);
   ASSERT_OK(next);
   EXPECT_EQ(next->offset, 0);
   EXPECT_EQ(next->bytes, "new\n");
-  EXPECT_EQ(NmTargets().size(), 1u);
+  EXPECT_FALSE(next->complete);
+  EXPECT_EQ(NmTargets().size(), 2u);
 }
 
 TEST_F(YarnLogReaderTest, AggregatedTFileOnceTheNodeManagerForgetsTheContainer) {
