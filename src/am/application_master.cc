@@ -167,7 +167,10 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     tracker_->OnLaunched(container.task);
     slot->last_heartbeat_ns = NowNs();
     ArmRegistrationTimeout(container.task, container.id);
-    RecordTask(container.task, {{"container", container.id}, {"host", container.host}});
+    json placed = {{"container", container.id}, {"host", container.host}};
+    if (!container.node_id.empty()) placed["node_id"] = container.node_id;
+    if (!container.node_http.empty()) placed["node_http"] = container.node_http;
+    RecordTask(container.task, placed);
   });
 }
 

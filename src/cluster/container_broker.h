@@ -25,6 +25,10 @@ struct Container {
   std::string host;
   // Variables the backend adds to the container (CUDA_VISIBLE_DEVICES for pinned GPUs, ...).
   std::map<std::string, std::string> env;
+  // Where the backend keeps the container's logs, for `loom logs` (YARN: the NodeManager's
+  // NodeId and web address); empty where the job dir has them.
+  std::string node_id;
+  std::string node_http;
 };
 
 // A file or directory shipped into the container's working directory, as YARN localizes it.

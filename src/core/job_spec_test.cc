@@ -71,6 +71,66 @@ TEST_F(JobSpecTest, PerTypeCommandWins) {
   EXPECT_EQ(spec->FindType("ps")->command, "sleep 100");
 }
 
+TEST(VenvFormat, ByExtension) {
+  EXPECT_EQ(VenvFormatOf("/x/venv.zip").value_or(VenvFormat::kNone), VenvFormat::kZip);
+  EXPECT_EQ(VenvFormatOf("env.TAR.GZ").value_or(VenvFormat::kNone), VenvFormat::kTarGz);
+  EXPECT_EQ(VenvFormatOf("env.tgz").value_or(VenvFormat::kNone), VenvFormat::kTarGz);
+  EXPECT_EQ(VenvFormatOf("env.pex").value_or(VenvFormat::kNone), VenvFormat::kPex);
+  for (const char* bad : {"env.rar", "env.tar", "env", "env.zip.bak"}) {
+    EXPECT_STATUS(VenvFormatOf(bad), kInvalidArgument, HasSubstr("--python_venv " + std::string(bad) + ": unsupported format"));
+  }
+}
+
+TEST_F(JobSpecTest, VenvFormatsAndTheirCommands) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.application.python-binary-path", "bin/python", "f");
+  for (const char* name : {"env.zip", "env.tar.gz", "env.tgz"}) {
+    std::ofstream(dir_ / name) << "x";
+    conf_.Set("loom.application.python-venv", (dir_ / name).string(), "--python_venv");
+    auto spec = BuildJobSpec(conf_, dir_.string());
+    ASSERT_OK(spec);
+    EXPECT_EQ(spec->FindType("worker")->command, "venv/bin/python train.py") << name;
+  }
+  // A pex is the interpreter's first argument; a path inside it cannot be the interpreter.
+  std::ofstream(dir_ / "env.pex") << "x";
+  conf_.Set("loom.application.python-venv", (dir_ / "env.pex").string(), "--python_venv");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("--python_binary_path bin/python: a relative path names a file inside an unpacked venv"));
+  conf_.Set("loom.application.python-binary-path", "/usr/bin/python3", "f");
+  auto pex = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(pex);
+  EXPECT_EQ(pex->python_venv_format, VenvFormat::kPex);
+  EXPECT_EQ(pex->FindType("worker")->command, "/usr/bin/python3 venv train.py");
+}
+
+TEST_F(JobSpecTest, VenvOfAnotherFormatOrADirectoryIsRefused) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  std::ofstream(dir_ / "env.rar") << "x";
+  conf_.Set("loom.application.python-venv", (dir_ / "env.rar").string(), "--python_venv");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("unsupported format; accepted: .zip, .tar.gz, .tgz (conda-pack) or .pex"));
+  // The AM, which cannot see the file, refuses it the same way.
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string(), /*check_files=*/false), kInvalidArgument,
+                HasSubstr("unsupported format"));
+  std::filesystem::create_directories(dir_ / "dir.zip");
+  conf_.Set("loom.application.python-venv", (dir_ / "dir.zip").string(), "--python_venv");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("is a directory"));
+}
+
+TEST_F(JobSpecTest, ScriptWithoutSrcDirIsResolvedFromTheBaseDir) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.application.src-dir", "", "--src_dir");
+  conf_.Set("loom.application.executes", "src/train.py --lr 1", "--executes");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("worker")->command, "python3 " + (dir_ / "src/train.py").string() + " --lr 1");
+  std::ofstream(dir_ / "run.sh") << "echo hi\n";
+  conf_.Set("loom.application.executes", "run.sh", "--executes");
+  spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("worker")->command, (dir_ / "run.sh").string());
+}
+
 TEST_F(JobSpecTest, MissingScriptIsAnError) {
   conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.executes", "nope.py", "--executes");

@@ -168,5 +168,73 @@ TEST(YarnDaily, AnotherClientFindsTheJobByApplicationOrJobId) {
   ExpectOnlyHistoryLeft(cluster);
 }
 
+// A job whose workers print numbered lines to stdout and stderr, then end: worker:1 fails.
+std::vector<std::string> LinesJob(int lines, int sleep_s) {
+  return {"submit", "--cluster", "yarn", "--quiet", "--src_dir", MiniLoom::Source(kScripts), "--executes",
+          "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
+          "--task worker:1 --delay " + std::to_string(sleep_s) + " --others-sleep " + std::to_string(sleep_s) +
+              " --lines " + std::to_string(lines),
+          "--conf", "loom.worker.instances=2", "--conf", "loom.worker.memory=512m"};
+}
+
+void ExpectLogsOfEveryStream(YarnDoubleCluster& cluster, MiniLoom& client, const std::string& job) {
+  RunResult out = client.Run({"logs", job, "--task", "worker:0"}, cluster.Env());
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_THAT(out.out, HasSubstr("worker:0 stdout line 1/3"));
+  EXPECT_THAT(out.out, HasSubstr("worker:0 stdout line 3/3"));
+  EXPECT_THAT(out.out, Not(HasSubstr("stderr line")));
+  RunResult err = client.Run({"logs", job, "--task", "worker:1", "--stderr"}, cluster.Env());
+  EXPECT_THAT(err.out, HasSubstr("worker:1 stderr line 2/3"));
+  EXPECT_THAT(err.out, HasSubstr("fatal: simulated failure"));
+  RunResult all = client.Run({"logs", job}, cluster.Env());
+  EXPECT_THAT(all.out, HasSubstr("==> worker:0 stdout <=="));
+  EXPECT_THAT(all.out, HasSubstr("==> worker:1 stdout <=="));
+  RunResult am = client.Run({"logs", job, "--task", "am"}, cluster.Env());
+  EXPECT_EQ(am.exit_code, 0) << am.err;
+  EXPECT_THAT(am.out, HasSubstr("AM for " + job));
+  RunResult executor = client.Run({"logs", job, "--task", "worker:1", "--file", "executor.log"}, cluster.Env());
+  EXPECT_THAT(executor.out, HasSubstr("[executor]"));
+  RunResult bad = client.Run({"logs", job, "--task", "worker:7"}, cluster.Env());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("has no task worker:7"));
+}
+
+TEST(YarnDaily, LogsFollowEveryTaskWithLabelsWhileTheJobRuns) {
+  YarnDoubleCluster cluster;
+  Subprocess submit = cluster.loom().Start(LinesJob(3, 4), "submit", cluster.Env());
+  std::string id = cluster.loom().WaitUntilRunning(2, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  RunResult follow = cluster.loom().Run({"logs", id, "-f"}, cluster.Env());
+  EXPECT_EQ(follow.exit_code, 0) << follow.err;
+  EXPECT_THAT(follow.out, HasSubstr("[worker:0] worker:0 stdout line 1/3\n"));
+  EXPECT_THAT(follow.out, HasSubstr("[worker:1] worker:1 stdout line 3/3\n"));
+  EXPECT_THAT(follow.out, HasSubstr("[worker:0] worker:0 done"));
+  cluster.loom().Collect(submit, "submit");
+  ExpectLogsOfEveryStream(cluster, cluster.loom(), id);
+}
+
+TEST(YarnDaily, LogsOfAnEndedJobFromTheNodeManager) {
+  YarnDoubleCluster cluster;
+  RunResult r = cluster.loom().Run(LinesJob(3, 0), cluster.Env());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  ExpectLogsOfEveryStream(cluster, cluster.loom(), cluster.loom().OnlyJobId());
+}
+
+class AggregatedLogs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AggregatedLogs, AreReadFromHdfsOnceTheNodeManagerLetsGo) {
+  YarnDoubleCluster cluster([](auto& o) { o.log_aggregation = GetParam(); });
+  RunResult r = cluster.loom().Run(LinesJob(3, 0), cluster.Env());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_OK(cluster.yarn().WaitForLogAggregation(cluster.ApplicationId(id), 30s));
+  ExpectLogsOfEveryStream(cluster, cluster.loom(), id);
+  // And from another client, which finds the job through YARN.
+  MiniLoom elsewhere;
+  ExpectLogsOfEveryStream(cluster, elsewhere, id);
+}
+
+INSTANTIATE_TEST_SUITE_P(YarnDaily, AggregatedLogs, ::testing::Values("TFile", "IFile"));
+
 }  // namespace
 }  // namespace loom::testing

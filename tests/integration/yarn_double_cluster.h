@@ -4,6 +4,7 @@
 // on the yarn backend. The NodeManager's directories are under root()/yarn/nm-local.
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "cluster/yarn/rpc/yarn_clients.h"
@@ -17,7 +18,8 @@ namespace loom::testing {
 
 class YarnDoubleCluster {
  public:
-  YarnDoubleCluster() {
+  // `tweak` changes the double's options (more nodes, queues, log aggregation) before it starts.
+  explicit YarnDoubleCluster(const std::function<void(yarn_double::YarnTestDouble::Options&)>& tweak = {}) {
     root_ = std::filesystem::path(loom_.home()) / "cluster";
     std::filesystem::create_directories(root_ / "hdfs");
     std::filesystem::create_directories(root_ / "yarn");
@@ -29,6 +31,7 @@ class YarnDoubleCluster {
     o.hdfs = hdfs_.get();
     o.node_memory_mb = 16384;
     o.node_vcores = 8;
+    if (tweak) tweak(o);
     yarn_ = std::make_unique<yarn_double::YarnTestDouble>(o);
     EXPECT_OK(yarn_->Start());
     EXPECT_OK(yarn_->WriteHadoopConfDir((root_ / "conf").string()));

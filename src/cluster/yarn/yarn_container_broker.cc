@@ -189,7 +189,7 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
       cancel.set_num_containers(0);  // this key wants nothing more
       asks_.push_back(cancel);
       held_[id] = {it->second.task, c, false, false};
-      allocated.push_back({id, it->second.task, c.nodeid().host(), {}});
+      allocated.push_back({id, it->second.task, c.nodeid().host(), {}, NodeIdString(c.nodeid()), c.node_http_address()});
       pending_.erase(it);
     }
     for (const ypb::ContainerStatusProto& st : response.completed_container_statuses()) {

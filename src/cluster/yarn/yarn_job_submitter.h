@@ -24,6 +24,7 @@
 namespace loom::cluster::yarn {
 
 class ApplicationClient;
+class YarnLogReader;
 
 // The alias of the job secret in a container's credentials (HADOOP_TOKEN_FILE_LOCATION).
 inline constexpr char kSecretCredentialAlias[] = "loom.job.secret";
@@ -75,6 +76,7 @@ class YarnJobSubmitter : public Backend {
   std::string user_;
   std::string loom_binary_;
   config::Config job_conf_;
+  std::unique_ptr<YarnLogReader> logs_;  // made on first use
   std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
   std::atomic<bool> stop_{false};
