@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include "cluster/local/host_inventory.h"
+#include "cluster/local/local_am_side.h"
 #include "cluster/local/local_backend.h"
+#include "cluster/yarn/yarn_am_side.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
@@ -33,6 +35,7 @@ std::vector<BackendEntry> MakeBackends() {
       [](const std::string& id) -> Result<history::JobDir> {
         return Status::NotFound("no job " + id + " under " + history::LoomHome() + "/jobs");
       },
+      [] { return std::unique_ptr<cluster::AmSide>(std::make_unique<cluster::local::LocalAmSide>()); },
   });
   all.push_back({
       "yarn",
@@ -47,6 +50,7 @@ std::vector<BackendEntry> MakeBackends() {
         return cluster::yarn::YarnJobSubmitter::ForJob(dir, CurrentUser());
       },
       [](const std::string& id) -> Result<history::JobDir> { return cluster::yarn::ImportYarnJob(id, CurrentUser()); },
+      [] { return std::unique_ptr<cluster::AmSide>(std::make_unique<cluster::yarn::YarnAmSide>()); },
   });
   return all;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/am_side.h"
 #include "cluster/backend.h"
 #include "core/config/config.h"
 #include "history/job_dir.h"
@@ -25,6 +26,8 @@ struct BackendEntry {
   // (application_...), and makes its job dir there from the cluster's records. NotFound if
   // this backend does not know it.
   std::function<Result<history::JobDir>(const std::string& id)> import;
+  // The backend as the ApplicationMaster sees it, in `loom am --backend NAME`.
+  std::function<std::unique_ptr<cluster::AmSide>()> am_side;
 };
 
 const std::vector<BackendEntry>& Backends();

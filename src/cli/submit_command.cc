@@ -91,7 +91,7 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   app.add_option("--executes", f.executes, "Entry point, relative to --src_dir");
   app.add_option("--task_params", f.task_params, "Arguments for the entry point");
   app.add_option("--src_dir", f.src_dir, "Directory shipped to every task");
-  app.add_option("--python_venv", f.python_venv, "Zipped Python environment, unzipped in every task");
+  app.add_option("--python_venv", f.python_venv, "Python environment for every task: .zip, .tar.gz/.tgz (conda-pack) or .pex");
   app.add_option("--python_binary_path", f.python_binary_path, "Python interpreter (relative: inside the venv)");
   app.add_option("--shell_env", f.shell_env, "KEY=VALUE for the user process (repeatable)");
   app.add_option("--container_env", f.container_env, "KEY=VALUE for the container (repeatable)");

@@ -845,4 +845,29 @@ std::vector<std::string> FakeHdfs::ListRecursive(const std::string& prefix) cons
   return out;
 }
 
+Status FakeHdfs::MakeDir(const std::string& hdfs_path, const std::string& owner, const std::string& permission) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Reply error;
+  if (!MakeDirLocked(Normalize(hdfs_path), owner, permission, &error)) {
+    return Status::FailedPrecondition("fake HDFS: cannot make directory " + hdfs_path);
+  }
+  return Status::Ok();
+}
+
+Status FakeHdfs::PutFile(const std::string& hdfs_path, const std::string& bytes, const std::string& owner,
+                         const std::string& permission) {
+  const std::string path = Normalize(hdfs_path);
+  std::lock_guard<std::mutex> lock(mu_);
+  Reply error;
+  const Node* existing = Find(path);
+  if (existing != nullptr && existing->entry.dir) return Status::AlreadyExists("fake HDFS: " + path + " is a directory");
+  if (!MakeDirLocked(Parent(path), owner, "755", &error)) {
+    return Status::FailedPrecondition("fake HDFS: cannot make the parent of " + path);
+  }
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(LocalPath(path), bytes, 0644));
+  int64_t now = NowMs();
+  nodes_[path] = Node{Entry{false, static_cast<int64_t>(bytes.size()), now, permission, owner}, NextFileIdLocked(), now};
+  return Status::Ok();
+}
+
 }  // namespace loom::yarn_double

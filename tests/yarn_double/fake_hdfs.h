@@ -70,6 +70,13 @@ class FakeHdfs {
   int64_t requests_served() const { return requests_served_; }
   // Every file a DataNode CREATE wrote, in order (the path it was created at, before any rename).
   std::vector<std::string> CreatedFiles() const;
+  // Writes into the namespace directly, as a NodeManager's log upload does over HDFS RPC
+  // (which the double does not speak). MakeDir: mkdir -p, the missing directories get `owner`
+  // and `permission`, existing ones stay as they are. PutFile: the file (replaced if there),
+  // missing parents made 755.
+  Status MakeDir(const std::string& hdfs_path, const std::string& owner, const std::string& permission);
+  Status PutFile(const std::string& hdfs_path, const std::string& bytes, const std::string& owner,
+                 const std::string& permission);
 
  private:
   struct Node {

@@ -444,10 +444,12 @@ Status IpcServer::Start() {
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, options_.bind_ip.c_str(), &addr.sin_addr) != 1) {
+    return Status::InvalidArgument("not an IPv4 address for " + options_.name + ": " + options_.bind_ip);
+  }
   addr.sin_port = 0;
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return Status::FromErrno("bind 127.0.0.1:0 for " + options_.name, errno);
+    return Status::FromErrno("bind " + options_.bind_ip + ":0 for " + options_.name, errno);
   }
   if (::listen(listen_fd_, 64) != 0) return Status::FromErrno("listen", errno);
   socklen_t len = sizeof(addr);

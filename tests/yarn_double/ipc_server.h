@@ -49,6 +49,9 @@ using PasswordLookup = std::variant<std::string, RpcError>;
 struct IpcServerOptions {
   std::string name;      // for diagnostics: "rm", "scheduler", "nm"
   std::string protocol;  // the protocol served, e.g. org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB
+  // The loopback address to listen on: each of several NodeManagers has its own
+  // (127.0.0.2, ...), so that their NodeIds name different hosts.
+  std::string bind_ip = "127.0.0.1";
   // Whether SIMPLE is offered next to TOKEN (the RM client port). TOKEN-only ports reject a
   // NONE preamble with FATAL "SIMPLE authentication is not enabled.  Available:[TOKEN]".
   bool allow_simple = false;
@@ -68,7 +71,7 @@ class IpcServer {
   IpcServer(const IpcServer&) = delete;
   IpcServer& operator=(const IpcServer&) = delete;
 
-  // Listens on 127.0.0.1 with an ephemeral port and starts accepting.
+  // Listens on `bind_ip` with an ephemeral port and starts accepting.
   Status Start();
   // Closes the listener and every connection, and joins their threads. Idempotent.
   void Stop();

@@ -207,7 +207,7 @@ bool PubliclyReadable(const FakeHdfs& hdfs, const std::string& path) {
 // Result: the local path, or the diagnostics the container fails with. A resource is localized
 // once per cache (PUBLIC: the node; PRIVATE: the user; APPLICATION: the app); a container that
 // asks for one being localized waits for it, as the NM's LocalizedResource makes it.
-static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const LaunchPlan& plan, int32_t app_id,
+static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const LaunchPlan& plan,
                                                      const yp::LocalResourceProto& lr) {
   const yp::URLProto& u = lr.resource();
   std::string url = u.scheme() + "://" + u.host() + (u.has_port() && u.port() >= 0 ? ":" + std::to_string(u.port()) : "") +
@@ -236,19 +236,13 @@ static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const La
   NmCache* cache = nullptr;
   {
     std::unique_lock<std::mutex> lock(d.mu_);
-    std::string root;
+    std::string root = plan.appcache + "/filecache";
     if (is_public) {
-      cache = &d.public_cache_;
-      root = d.options_.work_dir + "/nm-local/filecache";
+      root = plan.user_dir.substr(0, plan.user_dir.rfind("/usercache/")) + "/filecache";
     } else if (lr.visibility() == yp::PRIVATE) {
-      cache = &d.private_caches_[plan.user];
       root = plan.user_dir + "/filecache";
-    } else {
-      App* app = d.FindAppLocked(app_id);
-      if (!app) return "java.io.IOException: application gone";
-      cache = &app->localized;
-      root = plan.appcache + "/filecache";
     }
+    cache = &d.nm_caches_[root];  // std::map: the pointer stays valid
     d.cv_.wait(lock, [&] { return d.stopping_ || !cache->in_progress.count(cache_key); });
     if (d.stopping_) return "java.io.IOException: the NodeManager is stopping";
     auto it = cache->localized.find(cache_key);
@@ -335,23 +329,22 @@ std::string LaunchScript(const LaunchPlan& p, const yp::ContainerLaunchContextPr
 void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::ContainerLaunchContextProto& clc,
                                      const std::string& tokens) {
   LaunchPlan p;
-  int32_t app_id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     Container& c = *containers_[container_id];
     App* app = FindAppLocked(c.app);
-    app_id = c.app;
     p.container_id = c.id;
     p.app_id = app ? app->id_str : AppIdString(cluster_ts_, c.app);
     p.user = c.user;
     p.work_dir = c.work_dir;
     p.log_dir = c.log_dir;
-    p.user_dir = options_.work_dir + "/nm-local/usercache/" + c.user;
+    const Node& node = NodeOf(c);  // the NodeManager the RM placed it on
+    p.user_dir = node.local_dir + "/usercache/" + c.user;
     p.appcache = p.user_dir + "/appcache/" + p.app_id;
-    p.nm_port = nm_server_->port();
-    p.nm_http_port = nm_http_port_;
-    p.node_host = options_.node_host;
+    p.nm_port = node.port();
+    p.nm_http_port = node.http_port;
+    p.node_host = node.host;
     c.started_ms = NowMs();
   }
   auto fail = [&](int exit_status, const std::string& diag) {
@@ -365,7 +358,7 @@ void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::
   int64_t started = NowMs(), missed_bytes = 0, cached_bytes = 0, missed = 0, cached = 0;
   std::vector<std::pair<std::string, std::string>> links;
   for (const auto& r : clc.localresources()) {
-    auto got = Localize(*this, p, app_id, r.value());
+    auto got = Localize(*this, p, r.value());
     if (auto* diag = std::get_if<std::string>(&got)) return fail(-1000, Timestamp() + *diag + "\n");
     const Localized& l = std::get<Localized>(got);
     (l.cached ? cached_bytes : missed_bytes) += l.bytes;
@@ -414,15 +407,16 @@ namespace {
 struct NmCalls {
   YarnDoubleImpl& d;
   yp::NMTokenIdentifierProto nm_token;
+  int node = 0;  // the NodeManager that took the call
 
-  std::string NodeAddress() const { return d.options_.node_host + ":" + std::to_string(d.nm_server_->port()); }
+  std::string NodeAddress() const { return d.nodes_[static_cast<size_t>(node)]->Address(); }
 
   // Why this start request is refused, or "" to start it.
   std::string StartRefusal(const yp::StartContainerRequestProto& r, const yp::ContainerTokenIdentifierProto& id,
                            const std::string& cid) {
     auto it = d.containers_.find(cid);
     const hadoop::common::TokenProto& t = r.container_token();
-    if (it == d.containers_.end() || it->second->token.identifier != t.identifier() ||
+    if (it == d.containers_.end() || it->second->node != node || it->second->token.identifier != t.identifier() ||
         it->second->token.password != t.password()) {
       return "Unauthorized request to start container.\n" + cid +
              " Invalid container token used for starting container on : " + NodeAddress();
@@ -486,7 +480,7 @@ struct NmCalls {
                         const std::string& method) {
     std::string cid = ContainerIdString(id);
     auto it = d.containers_.find(cid);
-    if (it == d.containers_.end() || !it->second->start_requested) {
+    if (it == d.containers_.end() || !it->second->start_requested || it->second->node != node) {
       *failed->Add() = Failure(id, kYarnException, "Container " + cid + " is not handled by this NodeManager", method);
       return nullptr;
     }
@@ -534,7 +528,12 @@ struct NmCalls {
 }  // namespace
 
 CallResult YarnDoubleImpl::HandleNm(const std::string& method, std::string_view req, const ConnectionInfo& conn) {
-  NmCalls calls{*this, {}};
+  return HandleNmOn(0, method, req, conn);
+}
+
+CallResult YarnDoubleImpl::HandleNmOn(int node, const std::string& method, std::string_view req,
+                                      const ConnectionInfo& conn) {
+  NmCalls calls{*this, {}, node};
   calls.nm_token.ParseFromString(conn.token_identifier);
   if (method == "startContainers") return calls.Start(req);
   if (method == "stopContainers") return calls.Stop(req);

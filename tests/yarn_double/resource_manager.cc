@@ -2,9 +2,13 @@
 // port), ApplicationMasterProtocol (the scheduler port), the AM launch, and the application
 // life cycle, shaped like the Hadoop 3.3.6 RM recorded in dshell/01 and dshell/05.
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <limits>
+#include <set>
 
 #include "core/strings.h"
 #include "double_records.pb.h"
@@ -72,6 +76,37 @@ std::string TooBigMessage(const Res& asked, const Res& max, bool gpu) {
          max.ToString(gpu);
 }
 
+// The date in the scheduler's diagnostics: FastDateFormat "EEE MMM dd HH:mm:ss Z yyyy", in UTC
+// as on the recorded RM ("Sun Nov 22 18:58:42 +0000 2026").
+std::string DiagnosticsDate(int64_t ms) {
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%a %b %d %H:%M:%S +0000 %Y", &tm);
+  return buf;
+}
+
+// `r` times `fraction`, rounded down: a queue's share of the cluster.
+Res Scale(const Res& r, float fraction) {
+  auto part = [&](int64_t v) { return static_cast<int64_t>(std::floor(static_cast<double>(v) * fraction + 1e-6)); };
+  return Res{part(r.memory), static_cast<int32_t>(part(r.vcores)), part(r.gpus)};
+}
+
+// Resources.multiplyAndNormalizeUp: `r` times `fraction`, memory rounded up to the minimum
+// allocation, vcores up to whole ones. 10% of 8192 MB is 896 MB with 128 MB steps (rm-rest 08).
+Res ScaleUp(const Res& r, float fraction, int64_t step) {
+  auto up = [&](int64_t v, int64_t unit) {
+    double x = static_cast<double>(v) * fraction / static_cast<double>(unit);
+    return static_cast<int64_t>(std::ceil(x - 1e-9)) * unit;
+  };
+  return Res{std::max(step, up(r.memory, step)), static_cast<int32_t>(std::max<int64_t>(1, up(r.vcores, 1))),
+             up(r.gpus, 1)};
+}
+
+constexpr char kRack[] = "/default-rack";  // every node's rack, as on the recorded cluster
+constexpr char kLostContainer[] = "Container released on a *lost* node";  // SchedulerUtils.LOST_CONTAINER
+
 std::string FormatIsoMs(int64_t ms) {
   std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
@@ -107,7 +142,8 @@ PasswordLookup YarnDoubleImpl::AmRmPassword(const std::string& identifier) {
 // ---- allocation ---------------------------------------------------------------------------------
 
 Container* YarnDoubleImpl::AllocateLocked(App& app, const Res& r, int32_t priority, int64_t allocation_request_id,
-                                          bool is_am) {
+                                          bool is_am, int node) {
+  const Node& n = *nodes_[static_cast<size_t>(node)];
   auto c = std::make_unique<Container>();
   int64_t number = is_am ? 1 : app.next_container++;
   int64_t now = NowMs();
@@ -119,15 +155,16 @@ Container* YarnDoubleImpl::AllocateLocked(App& app, const Res& r, int32_t priori
   c->resource = r;
   c->priority = priority;
   c->allocation_request_id = allocation_request_id;
+  c->node = node;
   c->user = app.user;
   c->allocated_ms = now;
-  c->work_dir = options_.work_dir + "/nm-local/usercache/" + app.user + "/appcache/" + app.id_str + "/" + c->id;
-  c->log_dir = options_.work_dir + "/logs/" + app.id_str + "/" + c->id;
+  c->work_dir = n.local_dir + "/usercache/" + app.user + "/appcache/" + app.id_str + "/" + c->id;
+  c->log_dir = n.log_dir + "/" + app.id_str + "/" + c->id;
 
   // The container token, field for field as in dshell/03 and dshell/05 (defaults written out).
   yp::ContainerTokenIdentifierProto t;
   *t.mutable_containerid() = c->id_proto;
-  t.set_nmhostaddr(options_.node_host + ":" + std::to_string(nm_server_->port()));
+  t.set_nmhostaddr(n.Address());
   t.set_appsubmitter(app.user);
   *t.mutable_resource() = ResourceToProto(r, WithGpu());
   t.set_expirytimestamp(now + kContainerTokenExpiryMs);
@@ -141,23 +178,106 @@ Container* YarnDoubleImpl::AllocateLocked(App& app, const Res& r, int32_t priori
   t.set_version(0);
   t.set_allocation_request_id(allocation_request_id);
   c->token = wire::Token{t.SerializeAsString(), RandomPassword(), "ContainerToken",
-                         "127.0.0.1:" + std::to_string(nm_server_->port())};
+                         n.bind_ip + ":" + std::to_string(n.port())};
   Container* raw = c.get();
   containers_[c->id] = std::move(c);
   return raw;
 }
 
+// ---- the CapacityScheduler ---------------------------------------------------------------------
+
+std::vector<YarnTestDouble::Options::Queue> YarnDoubleImpl::QueuesLocked() const {
+  if (!options_.queues.empty()) return options_.queues;
+  return {YarnTestDouble::Options::Queue{"default", 1.0f, 1.0f, 0.1f}};  // ipc-queue/06
+}
+
+std::optional<YarnTestDouble::Options::Queue> YarnDoubleImpl::FindQueueLocked(const std::string& name) const {
+  for (const auto& q : QueuesLocked()) {
+    if (name == q.name || name == "root." + q.name) return q;
+  }
+  return std::nullopt;
+}
+
+Res YarnDoubleImpl::QueueUsedLocked(const std::string& queue) const {
+  Res used;
+  for (const auto& [id, c] : containers_) {
+    auto app = apps_.find(c->app);
+    if (app == apps_.end() || app->second->queue != queue) continue;
+    if (!c->rm_done && (!c->complete || !NodeOf(*c).Usable())) used = used + c->resource;
+  }
+  return used;
+}
+
+// LeafQueue.activateApplications: an application's AM counts against its queue's AM share
+// (maximum-am-resource-percent of the queue's capacity, rounded up to the minimum allocation)
+// from activation until it ends. The first application of a queue is always activated, even
+// alone over the limit; later ones wait ACCEPTED with the recorded diagnostics (rm-rest 08)
+// until the queue's AM usage leaves room. Memory alone decides (DefaultResourceCalculator).
+void YarnDoubleImpl::ActivateLocked(int64_t now) {
+  const Res cluster = ClusterCapacityLocked();
+  const bool gpu = WithGpu();
+  for (const auto& q : QueuesLocked()) {
+    Res limit = ScaleUp(Scale(cluster, q.capacity), q.max_am_percentage, std::max<int64_t>(1, options_.min_allocation_mb));
+    if (!gpu) limit.gpus = 0;
+    Res used_am;
+    int active = 0;
+    for (const auto& [id, app] : apps_) {
+      if (app->queue == q.name && app->activated && !app->Final()) {
+        used_am = used_am + app->am_resource;
+        ++active;
+      }
+    }
+    for (auto& [id, app] : apps_) {
+      if (app->queue != q.name || app->activated || app->Final()) continue;
+      if (app->state == yp::SUBMITTED) app->state = yp::ACCEPTED;  // the scheduler took it into its queue
+      if (active > 0 && used_am.memory + app->am_resource.memory > limit.memory) {
+        std::string details =
+            "Application is added to the scheduler and is not yet activated. Queue's AM resource limit exceeded.  "
+            "Details : AM Partition = <DEFAULT_PARTITION>; AM Resource Request = " +
+            app->am_resource.ToString(gpu) + "; Queue Resource Limit for AM = " + limit.ToString(gpu) +
+            "; User AM Resource Limit of the queue = " + limit.ToString(gpu) +
+            "; Queue AM Resource Usage = " + used_am.ToString(gpu) + "; ";
+        // Stamped when the reason (or the usage in it) changes, not on every pass.
+        if (details != app->am_limit_details) {
+          app->am_limit_details = details;
+          app->diagnostics = "[" + DiagnosticsDate(now) + "] " + details;
+        }
+        continue;
+      }
+      app->activated = true;
+      app->am_limit_details.clear();
+      app->diagnostics = "";
+      used_am = used_am + app->am_resource;
+      ++active;
+      cv_.notify_all();
+    }
+  }
+}
+
 void YarnDoubleImpl::ScheduleAmsLocked(std::vector<std::string>* to_launch) {
+  ActivateLocked(NowMs());
   for (auto& [id, app] : apps_) {
-    if (!app->am_pending || app->Final()) continue;
-    if (app->state == yp::SUBMITTED) app->state = yp::ACCEPTED;  // the scheduler took it into "default"
-    Res free = NodeCapacity() - UsedLocked();
-    if (!app->am_resource.FitsIn(free)) {
+    if (!app->activated || !app->am_pending || app->Final()) continue;
+    // The first node with room; with heartbeats the AM waits for one from such a node.
+    int fits = -1;
+    for (const auto& n : nodes_) {
+      if (n->Usable() && app->am_resource.FitsIn(NodeCapacity() - UsedOnLocked(n->index))) {
+        fits = n->index;
+        break;
+      }
+    }
+    if (fits < 0) {
       app->diagnostics = "Application is added to the scheduler and is not yet activated. Waiting for " +
                          app->am_resource.ToString(WithGpu()) + " to be free on the node for the AM container.";
       continue;
     }
-    Container* c = AllocateLocked(*app, app->am_resource, app->priority, -1, true);
+    if (options_.nm_heartbeat_ms != 0) {
+      if (StartsWith(app->diagnostics, "Application is added to the scheduler and is not yet activated. Waiting")) {
+        app->diagnostics = "";
+      }
+      continue;
+    }
+    Container* c = AllocateLocked(*app, app->am_resource, app->priority, -1, true, fits);
     c->start_requested = true;
     app->am_pending = false;
     app->am_container = c->id;
@@ -165,6 +285,175 @@ void YarnDoubleImpl::ScheduleAmsLocked(std::vector<std::string>* to_launch) {
     to_launch->push_back(c->id);
     cv_.notify_all();
   }
+}
+
+namespace {
+
+enum class Locality { kNodeLocal, kRackLocal, kOffSwitch };
+
+}  // namespace
+
+// One NodeManager heartbeat, as the CapacityScheduler handles it: AM containers first (their
+// ask is "*", so OFF_SWITCH), then each application's asks in priority order. Per scheduler
+// key (priority, allocation_request_id) the "*" ask holds the total; a host ask puts the
+// container on that host (NODE_LOCAL, as many as fit in one heartbeat), a rack ask on any node
+// of the rack (RACK_LOCAL) once the key has missed `delay` scheduling opportunities, and
+// anything else goes OFF_SWITCH: at most one OFF_SWITCH container per heartbeat
+// (yarn.scheduler.capacity.per-node-heartbeat.maximum-offswitch-assignments = 1), which is why
+// a gang that asks for "*" only gets one container per NodeManager heartbeat.
+int YarnDoubleImpl::NodeHeartbeatLocked(int index, std::vector<std::string>* am_launches) {
+  Node& n = *nodes_[static_cast<size_t>(index)];
+  if (!n.Usable()) return 0;
+  const Res cluster = ClusterCapacityLocked();
+  int placed = 0, off_switch = 0;
+  auto fits = [&](const App& app, const Res& r) {
+    if (!r.FitsIn(NodeCapacity() - UsedOnLocked(index))) return false;
+    auto q = FindQueueLocked(app.queue);
+    Res max = Scale(cluster, q ? q->max_capacity : 1.0f);
+    return QueueUsedLocked(app.queue).memory + r.memory <= max.memory;
+  };
+  for (auto& [id, app] : apps_) {
+    if (off_switch > 0) break;
+    if (!app->activated || !app->am_pending || app->Final() || !fits(*app, app->am_resource)) continue;
+    Container* c = AllocateLocked(*app, app->am_resource, app->priority, -1, true, index);
+    c->start_requested = true;
+    app->am_pending = false;
+    app->am_container = c->id;
+    app->diagnostics = "";
+    am_launches->push_back(c->id);
+    ++off_switch;
+    ++placed;
+  }
+  int usable = 0;
+  for (const auto& node : nodes_) usable += node->Usable() ? 1 : 0;
+  const int delay = options_.node_locality_delay >= 0 ? options_.node_locality_delay : usable;
+  for (auto& [id, app_ptr] : apps_) {
+    App& app = *app_ptr;
+    if (!app.registered || app.Final() || app.finish_calls > 0) continue;
+    std::set<std::pair<int32_t, int64_t>> keys;
+    for (const auto& [key, ask] : app.asks) keys.insert({key.priority, key.allocation_request_id});
+    for (const auto& key : keys) {
+      auto find = [&](const std::string& name) -> yp::ResourceRequestProto* {
+        auto it = app.asks.find(App::AskKey{key.first, key.second, name});
+        return it == app.asks.end() ? nullptr : &it->second;
+      };
+      yp::ResourceRequestProto* any = find("*");
+      if (!any || any->num_containers() <= 0) continue;
+      yp::ResourceRequestProto* here = find(n.host);
+      yp::ResourceRequestProto* rack = find(kRack);
+      bool host_asks = false, relax_from_host = true;
+      for (const auto& [k, ask] : app.asks) {
+        if (k.priority != key.first || k.allocation_request_id != key.second || k.resource_name == "*" ||
+            StartsWith(k.resource_name, "/") || ask.num_containers() <= 0) {
+          continue;
+        }
+        host_asks = true;
+        relax_from_host = relax_from_host && ask.relax_locality();
+      }
+      bool rack_wanted = rack && rack->num_containers() > 0;
+      bool relax_from_rack = relax_from_host && (!rack || rack->relax_locality());
+      int& missed = app.missed[key];
+      ++missed;  // SchedulerApplicationAttempt.addSchedulingOpportunity
+      Res r = ResourceFromProto(any->capability());
+      while (any->num_containers() > 0 && fits(app, r)) {
+        Locality where;
+        if (here && here->num_containers() > 0) {
+          where = Locality::kNodeLocal;
+        } else if (!host_asks && !rack_wanted) {
+          where = Locality::kOffSwitch;  // asked for "*" only
+        } else if (missed > delay && rack_wanted && relax_from_host) {
+          where = Locality::kRackLocal;  // every node is in /default-rack
+        } else if (missed > delay && relax_from_rack) {
+          where = Locality::kOffSwitch;
+        } else {
+          break;
+        }
+        if (where == Locality::kOffSwitch && off_switch > 0) break;
+        Container* c = AllocateLocked(app, r, key.first, key.second, false, index);
+        app.newly_allocated.push_back(c->id);
+        any->set_num_containers(any->num_containers() - 1);
+        if (where == Locality::kNodeLocal) {
+          here->set_num_containers(here->num_containers() - 1);
+          missed = 0;
+        }
+        if (where != Locality::kOffSwitch && rack && rack->num_containers() > 0) {
+          rack->set_num_containers(rack->num_containers() - 1);
+        }
+        if (where == Locality::kOffSwitch) ++off_switch;
+        ++placed;
+      }
+    }
+  }
+  if (placed > 0) cv_.notify_all();
+  return placed;
+}
+
+int64_t YarnDoubleImpl::HeartbeatsLocked(int64_t now, std::vector<std::string>* am_launches) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  if (options_.nm_heartbeat_ms <= 0) return kNever;
+  int64_t next = kNever;
+  for (auto& n : nodes_) {
+    if (!n->Usable()) continue;
+    if (now >= n->next_heartbeat_ms) {
+      NodeHeartbeatLocked(n->index, am_launches);
+      n->next_heartbeat_ms = std::max(n->next_heartbeat_ms + options_.nm_heartbeat_ms, now + 1);
+    }
+    next = std::min(next, n->next_heartbeat_ms);
+  }
+  return next;
+}
+
+yp::NodeReportProto YarnDoubleImpl::NodeReportLocked(const Node& node) const {
+  yp::NodeReportProto n;
+  n.mutable_nodeid()->set_host(node.host);
+  n.mutable_nodeid()->set_port(node.port());
+  n.set_httpaddress(node.host + ":" + std::to_string(node.http_port));
+  n.set_rackname(kRack);
+  Res used = node.expired ? Res{} : UsedOnLocked(node.index);
+  *n.mutable_used() = ResourceToProto(used, WithGpu());
+  *n.mutable_capability() = ResourceToProto(NodeCapacity(), WithGpu());
+  int live = 0;
+  for (const auto& [id, c] : containers_) live += (c->node == node.index && !c->complete && !c->rm_done) ? 1 : 0;
+  if (live > 0 && !node.expired) n.set_numcontainers(live);
+  n.set_node_state(node.expired ? yp::NS_LOST : yp::NS_RUNNING);
+  n.set_health_report("");
+  n.set_last_health_report_time((node.lost_ms ? node.lost_ms : NowMs()) / 1000 * 1000);
+  auto* cu = n.mutable_containers_utilization();
+  cu->set_pmem(0);
+  cu->set_vmem(0);
+  cu->set_cpu(0);
+  // node_utilization carries customResources {yarn.io/gpu: 0} even without GPUs (dshell/01).
+  rec::ResourceUtilizationProto nu;
+  nu.set_pmem(0);
+  nu.set_vmem(0);
+  nu.set_cpu(0);
+  auto* gpu = nu.add_customresources();
+  gpu->set_key(kGpuResource);
+  gpu->set_value(0);
+  n.mutable_node_utilization()->ParseFromString(nu.SerializeAsString());  // field 4 kept as unknown
+  return n;
+}
+
+// The liveness monitor gave up on a node (yarn.nm.liveness-monitor.expiry-interval-ms): the RM
+// marks it LOST, tells every running attempt (updated_nodes), and completes each container it
+// had there with ABORTED and the scheduler's LOST_CONTAINER text (CapacityScheduler.removeNode).
+void YarnDoubleImpl::ExpireNodeLocked(Node& node) {
+  node.expired = true;
+  for (auto& [id, c] : containers_) {
+    if (c->node != node.index || c->rm_done) continue;
+    if (c->running && c->pid > 0) ::kill(-c->pid, SIGKILL);
+    c->exit_status = -100;  // ContainerExitStatus.ABORTED
+    c->diagnostics = kLostContainer;
+    if (!c->complete) {
+      c->complete = true;
+      c->finished_ms = NowMs();
+    }
+    OnContainerFinishedLocked(*c);
+  }
+  for (auto& [id, app] : apps_) {
+    if (!app->Final()) app->updated_nodes.push_back(NodeReportLocked(node));
+  }
+  cv_.notify_all();
 }
 
 // What the RM's AMLauncher does: the client's CLC plus the AMRMToken (in the HDTS blob) and two
@@ -237,6 +526,8 @@ void YarnDoubleImpl::KillAppContainersLocked(App& app, const std::string& why, i
 // The NM reported a finished container: queue its status for the AM and, for the AM container,
 // end the application (unregistered: as the AM said; otherwise FAILED, as with maxAppAttempts 1).
 void YarnDoubleImpl::OnContainerFinishedLocked(Container& c) {
+  // A lost NodeManager tells the RM nothing; its containers end when the node expires.
+  if (!NodeOf(c).Usable() && !NodeOf(c).expired) return;
   App* app = FindAppLocked(c.app);
   if (!app) return;
   if (!c.rm_done) {
@@ -302,7 +593,8 @@ yp::ApplicationReportProto YarnDoubleImpl::ReportLocked(const App& app) const {
   *usage->mutable_needed_resources() = ResourceToProto(used, WithGpu());
   usage->set_memory_seconds(static_cast<int64_t>(mem_seconds));
   usage->set_vcore_seconds(static_cast<int64_t>(vcore_seconds));
-  float pct = options_.node_memory_mb ? 100.0f * static_cast<float>(used.memory) / options_.node_memory_mb : 0;
+  int64_t cluster_mb = ClusterCapacityLocked().memory;
+  float pct = cluster_mb ? 100.0f * static_cast<float>(used.memory) / static_cast<float>(cluster_mb) : 0;
   usage->set_queue_usage_percentage(pct);
   usage->set_cluster_usage_percentage(pct);
   usage->set_preempted_memory_seconds(0);
@@ -360,10 +652,15 @@ struct ClientCalls {
   CallResult ClusterMetrics() {
     yp::GetClusterMetricsResponseProto resp;
     auto* m = resp.mutable_cluster_metrics();
-    m->set_num_node_managers(1);
+    int active = 0, lost = 0;
+    {
+      std::lock_guard<std::mutex> lock(d.mu_);
+      for (const auto& n : d.nodes_) (n->expired ? lost : active) += 1;
+    }
+    m->set_num_node_managers(active);
     m->set_num_decommissioned_nms(0);
-    m->set_num_active_nms(1);
-    m->set_num_lost_nms(0);
+    m->set_num_active_nms(active);
+    m->set_num_lost_nms(lost);
     m->set_num_unhealthy_nms(0);
     m->set_num_rebooted_nms(0);
     m->set_num_decommissioning_nms(0);
@@ -371,64 +668,51 @@ struct ClientCalls {
     return Serialize(resp);
   }
 
+  // Every node in a requested state (none requested: every state, as ClientRMService does).
   CallResult ClusterNodes(std::string_view bytes) {
     auto req = Parse<yp::GetClusterNodesRequestProto>(bytes);
     if (!req) return BadRequest("getClusterNodes");
     yp::GetClusterNodesResponseProto resp;
-    bool wants_running = req->nodestates_size() == 0 ||
-                         std::find(req->nodestates().begin(), req->nodestates().end(), yp::NS_RUNNING) !=
-                             req->nodestates().end();
-    if (!wants_running) return Serialize(resp);
     std::lock_guard<std::mutex> lock(d.mu_);
-    auto* n = resp.add_nodereports();
-    n->mutable_nodeid()->set_host(d.options_.node_host);
-    n->mutable_nodeid()->set_port(d.nm_server_->port());
-    n->set_httpaddress(d.options_.node_host + ":" + std::to_string(d.nm_http_port_));
-    n->set_rackname("/default-rack");
-    *n->mutable_used() = ResourceToProto(d.UsedLocked(), d.WithGpu());
-    *n->mutable_capability() = ResourceToProto(d.NodeCapacity(), d.WithGpu());
-    int live = 0;
-    for (const auto& [id, c] : d.containers_) live += (!c->complete && !c->rm_done) ? 1 : 0;
-    if (live > 0) n->set_numcontainers(live);
-    n->set_node_state(yp::NS_RUNNING);
-    n->set_health_report("");
-    n->set_last_health_report_time(NowMs() / 1000 * 1000);
-    auto* cu = n->mutable_containers_utilization();
-    cu->set_pmem(0);
-    cu->set_vmem(0);
-    cu->set_cpu(0);
-    // node_utilization carries customResources {yarn.io/gpu: 0} even without GPUs (dshell/01).
-    rec::ResourceUtilizationProto nu;
-    nu.set_pmem(0);
-    nu.set_vmem(0);
-    nu.set_cpu(0);
-    auto* gpu = nu.add_customresources();
-    gpu->set_key(kGpuResource);
-    gpu->set_value(0);
-    n->mutable_node_utilization()->ParseFromString(nu.SerializeAsString());  // field 4 kept as unknown
+    for (const auto& n : d.nodes_) {
+      yp::NodeStateProto state = n->expired ? yp::NS_LOST : yp::NS_RUNNING;
+      bool wanted = req->nodestates_size() == 0 ||
+                    std::find(req->nodestates().begin(), req->nodestates().end(), state) != req->nodestates().end();
+      if (wanted) *resp.add_nodereports() = d.NodeReportLocked(*n);
+    }
     return Serialize(resp);
   }
 
+  // An unknown queue is SUCCESS with an empty body (ipc-queue/02); capacities are fractions.
   CallResult QueueInfo(std::string_view bytes) {
-    auto req = Parse<rec::GetQueueInfoRequestProto>(bytes);
+    auto req = Parse<yp::GetQueueInfoRequestProto>(bytes);
     if (!req) return BadRequest("getQueueInfo");
-    if (req->queuename() != "default" && req->queuename() != "root.default") {
-      return ClientError("java.io.IOException", "getQueueInfo", "Unknown queue: " + req->queuename());
-    }
     std::lock_guard<std::mutex> lock(d.mu_);
-    Res cap = d.NodeCapacity(), used = d.UsedLocked();
-    rec::GetQueueInfoResponseProto resp;
+    yp::GetQueueInfoResponseProto resp;
+    std::optional<YarnTestDouble::Options::Queue> queue = d.FindQueueLocked(req->queuename());
+    if (!queue) return Serialize(resp);
+    const Res cluster = d.ClusterCapacityLocked();
+    const Res cap = Scale(cluster, queue->capacity), max = Scale(cluster, queue->max_capacity);
+    const Res used = d.QueueUsedLocked(queue->name);
     auto* q = resp.mutable_queueinfo();
-    q->set_queuename("default");
-    q->set_capacity(1);
-    q->set_maximumcapacity(1);
+    q->set_queuename(queue->name);
+    q->set_capacity(queue->capacity);
+    q->set_maximumcapacity(queue->max_capacity);
     q->set_currentcapacity(cap.memory ? static_cast<float>(used.memory) / static_cast<float>(cap.memory) : 0);
-    q->set_state(rec::Q_RUNNING);
+    q->set_state(yp::Q_RUNNING);
+    if (req->includeapplications()) {
+      for (const auto& [id, app] : d.apps_) {
+        if (app->queue == queue->name && !app->Final()) *q->add_applications() = d.ReportLocked(*app);
+      }
+    }
     q->add_accessiblenodelabels("*");
     auto* s = q->mutable_queuestatistics();
     int64_t submitted = 0, running = 0, pending = 0, completed = 0, killed = 0, failed = 0, containers = 0;
+    Res pending_res;
+    int64_t pending_containers = 0;
     std::set<std::string> active_users;
     for (const auto& [id, app] : d.apps_) {
+      if (app->queue != queue->name) continue;
       ++submitted;
       running += app->state == yp::RUNNING;
       pending += app->state == yp::SUBMITTED || app->state == yp::ACCEPTED;
@@ -436,8 +720,18 @@ struct ClientCalls {
       killed += app->state == yp::KILLED;
       failed += app->state == yp::FAILED;
       if (!app->Final()) active_users.insert(app->user);
+      if (app->Final()) continue;
+      for (const auto& [key, ask] : app->asks) {
+        if (key.resource_name != "*" || ask.num_containers() <= 0) continue;
+        Res one = ResourceFromProto(ask.capability());
+        pending_res = pending_res + Res{one.memory * ask.num_containers(), one.vcores * ask.num_containers(), 0};
+        pending_containers += ask.num_containers();
+      }
     }
-    for (const auto& [id, c] : d.containers_) containers += (!c->complete && !c->rm_done) ? 1 : 0;
+    for (const auto& [id, c] : d.containers_) {
+      auto app = d.apps_.find(c->app);
+      if (app != d.apps_.end() && app->second->queue == queue->name) containers += (!c->complete && !c->rm_done) ? 1 : 0;
+    }
     s->set_numappssubmitted(submitted);
     s->set_numappsrunning(running);
     s->set_numappspending(pending);
@@ -445,28 +739,28 @@ struct ClientCalls {
     s->set_numappskilled(killed);
     s->set_numappsfailed(failed);
     s->set_numactiveusers(static_cast<int64_t>(active_users.size()));
-    s->set_availablememorymb(cap.memory - used.memory);
+    s->set_availablememorymb(max.memory - used.memory);
     s->set_allocatedmemorymb(used.memory);
-    s->set_pendingmemorymb(0);
+    s->set_pendingmemorymb(pending_res.memory);
     s->set_reservedmemorymb(0);
-    s->set_availablevcores(cap.vcores - used.vcores);
+    s->set_availablevcores(max.vcores - used.vcores);
     s->set_allocatedvcores(used.vcores);
-    s->set_pendingvcores(0);
+    s->set_pendingvcores(pending_res.vcores);
     s->set_reservedvcores(0);
     s->set_allocatedcontainers(containers);
-    s->set_pendingcontainers(0);
+    s->set_pendingcontainers(pending_containers);
     s->set_reservedcontainers(0);
     q->set_preemptiondisabled(true);
     auto* m = q->add_queueconfigurationsmap();
     m->set_partitionname("");
     auto* qc = m->mutable_queueconfigurations();
-    qc->set_capacity(1);
-    qc->set_absolutecapacity(1);
-    qc->set_maxcapacity(1);
-    qc->set_absolutemaxcapacity(1);
-    qc->set_maxampercentage(0.1f);
+    qc->set_capacity(queue->capacity);
+    qc->set_absolutecapacity(queue->capacity);  // every queue is a child of root
+    qc->set_maxcapacity(queue->max_capacity);
+    qc->set_absolutemaxcapacity(queue->max_capacity);
+    qc->set_maxampercentage(queue->max_am_percentage);
     *qc->mutable_effectivemincapacity() = ResourceToProto(cap, d.WithGpu());
-    *qc->mutable_effectivemaxcapacity() = ResourceToProto(cap, d.WithGpu());
+    *qc->mutable_effectivemaxcapacity() = ResourceToProto(max, d.WithGpu());
     *qc->mutable_configuredmincapacity() = ResourceToProto(Res{}, d.WithGpu());
     *qc->mutable_configuredmaxcapacity() = ResourceToProto(Res{}, d.WithGpu());
     q->set_intraqueuepreemptiondisabled(true);
@@ -474,12 +768,48 @@ struct ClientCalls {
   }
 
   CallResult QueueUserAcls() {
-    rec::GetQueueUserAclsInfoResponseProto resp;
-    for (const char* name : {"root", "root.default"}) {
+    yp::GetQueueUserAclsInfoResponseProto resp;
+    std::vector<std::string> names = {"root"};
+    {
+      std::lock_guard<std::mutex> lock(d.mu_);
+      for (const auto& q : d.QueuesLocked()) names.push_back("root." + q.name);
+    }
+    for (const std::string& name : names) {
       auto* a = resp.add_queueuseracls();
       a->set_queuename(name);
-      a->add_useracls(rec::QACL_SUBMIT_APPLICATIONS);
-      a->add_useracls(rec::QACL_ADMINISTER_QUEUE);
+      a->add_useracls(yp::QACL_SUBMIT_APPLICATIONS);
+      a->add_useracls(yp::QACL_ADMINISTER_QUEUE);
+    }
+    return Serialize(resp);
+  }
+
+  // getApplications with the filters `yarn application -list` uses (ipc-queue/03): states,
+  // types, tags (any of them, lowercased as the RM stores them), queues and users.
+  CallResult Applications(std::string_view bytes) {
+    auto req = Parse<yp::GetApplicationsRequestProto>(bytes);
+    if (!req) return BadRequest("getApplications");
+    auto wanted = [](const auto& list, const std::string& v) {
+      return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+    };
+    std::set<std::string> tags;
+    for (const std::string& t : req->applicationtags()) tags.insert(ToLower(Trim(t)));
+    std::lock_guard<std::mutex> lock(d.mu_);
+    yp::GetApplicationsResponseProto resp;
+    int64_t n = 0;
+    for (const auto& [id, app] : d.apps_) {
+      if (req->has_limit() && req->limit() > 0 && n >= req->limit()) break;
+      if (req->application_states_size() > 0 &&
+          std::find(req->application_states().begin(), req->application_states().end(), app->state) ==
+              req->application_states().end()) {
+        continue;
+      }
+      if (!wanted(req->application_types(), app->type) || !wanted(req->users(), app->user)) continue;
+      if (!wanted(req->queues(), app->queue) && !wanted(req->queues(), "root." + app->queue)) continue;
+      if (!tags.empty() && std::none_of(app->tags.begin(), app->tags.end(), [&](const std::string& t) { return tags.count(t) > 0; })) {
+        continue;
+      }
+      *resp.add_applications() = d.ReportLocked(*app);
+      ++n;
     }
     return Serialize(resp);
   }
@@ -549,7 +879,8 @@ struct ClientCalls {
     }
     // ClientRMService treats a known id as the retry of an earlier submission.
     if (d.FindAppLocked(asc.application_id().id())) return Serialize(yp::SubmitApplicationResponseProto());
-    if (asc.queue() != "default" && asc.queue() != "root.default") {
+    std::optional<YarnTestDouble::Options::Queue> queue = d.FindQueueLocked(asc.queue());
+    if (!queue) {
       return ClientError(kYarnException, "submitApplication",
                          "Application " + app_id + " submitted by user " + user + " to unknown queue: " + asc.queue());
     }
@@ -577,6 +908,7 @@ struct ClientCalls {
     app->attempt_str = AttemptIdString(d.cluster_ts_, app->id, app->attempt);
     app->asc = asc;
     app->user = user;
+    app->queue = queue->name;
     app->name = asc.application_name();
     app->type = asc.applicationtype();
     for (const std::string& t : asc.applicationtags()) app->tags.push_back(ToLower(Trim(t)));  // the RM lowercases tags
@@ -666,6 +998,7 @@ CallResult YarnDoubleImpl::HandleClient(const std::string& method, std::string_v
   if (method == "getNewApplication") return calls.NewApplication();
   if (method == "submitApplication") return calls.Submit(req);
   if (method == "getApplicationReport") return calls.Report(req);
+  if (method == "getApplications") return calls.Applications(req);
   if (method == "forceKillApplication") return calls.Kill(req);
   return NoSuchMethod(method, kClientProtocol);
 }
@@ -725,11 +1058,12 @@ struct SchedulerCalls {
   }
 
   yp::ContainerProto ToProto(const Container& c) {
+    const Node& n = d.NodeOf(c);
     yp::ContainerProto p;
     *p.mutable_id() = c.id_proto;
-    p.mutable_nodeid()->set_host(d.options_.node_host);
-    p.mutable_nodeid()->set_port(d.nm_server_->port());
-    p.set_node_http_address(d.options_.node_host + ":" + std::to_string(d.nm_http_port_));
+    p.mutable_nodeid()->set_host(n.host);
+    p.mutable_nodeid()->set_port(n.port());
+    p.set_node_http_address(n.host + ":" + std::to_string(n.http_port));
     *p.mutable_resource() = ResourceToProto(c.resource, d.WithGpu());
     p.mutable_priority()->set_priority(c.priority);
     auto* t = p.mutable_container_token();
@@ -742,40 +1076,74 @@ struct SchedulerCalls {
     return p;
   }
 
-  // Containers the scheduler assigned since the previous call, from the asks then pending.
-  void Grant(yp::AllocateResponseProto* resp) {
+  // Without heartbeats (nm_heartbeat_ms 0): the scheduler places, during this call, what the
+  // asks then pending want, on the first node with room (a host ask's node first).
+  void PlaceNow(std::vector<std::string>* placed) {
     int granted = 0;
     int limit = d.options_.max_containers_per_allocate;
     for (auto& [key, ask] : app.asks) {
-      if (key.resource_name != "*") continue;  // one node: locality asks add nothing
+      if (key.resource_name != "*") continue;
       Res r = ResourceFromProto(ask.capability());
       while (ask.num_containers() > 0 && (limit <= 0 || granted < limit)) {
-        if (!r.FitsIn(d.NodeCapacity() - d.UsedLocked())) break;
-        Container* c = d.AllocateLocked(app, r, key.priority, key.allocation_request_id, false);
-        *resp->add_allocated_containers() = ToProto(*c);
+        int node = -1;
+        for (const auto& [k, local] : app.asks) {
+          if (k.priority != key.priority || k.allocation_request_id != key.allocation_request_id ||
+              local.num_containers() <= 0) {
+            continue;
+          }
+          for (const auto& n : d.nodes_) {
+            if (n->Usable() && n->host == k.resource_name && r.FitsIn(d.NodeCapacity() - d.UsedOnLocked(n->index))) {
+              node = n->index;
+            }
+          }
+        }
+        for (size_t i = 0; node < 0 && i < d.nodes_.size(); ++i) {
+          const Node& n = *d.nodes_[i];
+          if (n.Usable() && r.FitsIn(d.NodeCapacity() - d.UsedOnLocked(n.index))) node = n.index;
+        }
+        if (node < 0) break;
+        Container* c = d.AllocateLocked(app, r, key.priority, key.allocation_request_id, false, node);
+        placed->push_back(c->id);
         ask.set_num_containers(ask.num_containers() - 1);
+        auto local = app.asks.find(App::AskKey{key.priority, key.allocation_request_id, d.NodeOf(*c).host});
+        if (local != app.asks.end() && local->second.num_containers() > 0) {
+          local->second.set_num_containers(local->second.num_containers() - 1);
+        }
         ++granted;
       }
     }
-    if (granted > 0 && !app.nm_token_sent) {
-      // One NMToken per node, the first time the attempt gets a container there.
-      yp::NMTokenIdentifierProto id;
-      *id.mutable_appattemptid() = AttemptIdProto(d.cluster_ts_, app.id, app.attempt);
-      id.mutable_nodeid()->set_host(d.options_.node_host);
-      id.mutable_nodeid()->set_port(d.nm_server_->port());
-      id.set_appsubmitter(app.user);
-      id.set_keyid(d.nm_key_id_);
-      std::string password = RandomPassword();
-      d.nm_tokens_[id.SerializeAsString()] = password;
-      auto* nm = resp->add_nm_tokens();
-      nm->mutable_nodeid()->set_host(d.options_.node_host);
-      nm->mutable_nodeid()->set_port(d.nm_server_->port());
-      auto* t = nm->mutable_token();
-      t->set_identifier(id.SerializeAsString());
-      t->set_password(password);
-      t->set_kind("NMToken");
-      t->set_service("127.0.0.1:" + std::to_string(d.nm_server_->port()));
-      app.nm_token_sent = true;
+  }
+
+  // The containers placed since the previous call, and one NMToken per node the first time the
+  // attempt gets a container there.
+  void Grant(yp::AllocateResponseProto* resp) {
+    std::vector<std::string> placed = std::move(app.newly_allocated);
+    app.newly_allocated.clear();
+    if (d.options_.nm_heartbeat_ms == 0) PlaceNow(&placed);
+    for (const std::string& id : placed) {
+      auto it = d.containers_.find(id);
+      if (it == d.containers_.end()) continue;
+      const Container& c = *it->second;
+      *resp->add_allocated_containers() = ToProto(c);
+      if (app.nm_token_nodes.insert(c.node).second) {
+        const Node& n = d.NodeOf(c);
+        yp::NMTokenIdentifierProto nid;
+        *nid.mutable_appattemptid() = AttemptIdProto(d.cluster_ts_, app.id, app.attempt);
+        nid.mutable_nodeid()->set_host(n.host);
+        nid.mutable_nodeid()->set_port(n.port());
+        nid.set_appsubmitter(app.user);
+        nid.set_keyid(d.nm_key_id_);
+        std::string password = RandomPassword();
+        d.nm_tokens_[nid.SerializeAsString()] = password;
+        auto* nm = resp->add_nm_tokens();
+        nm->mutable_nodeid()->set_host(n.host);
+        nm->mutable_nodeid()->set_port(n.port());
+        auto* t = nm->mutable_token();
+        t->set_identifier(nid.SerializeAsString());
+        t->set_password(password);
+        t->set_kind("NMToken");
+        t->set_service(n.bind_ip + ":" + std::to_string(n.port()));
+      }
     }
   }
 
@@ -841,16 +1209,25 @@ struct SchedulerCalls {
     yp::AllocateResponseProto resp;
     resp.set_response_id((app.last_response_id + 1) & 0x7fffffff);
     if (app.finish_calls == 0 && !app.Final()) Grant(&resp);  // allocations made since the last call
+    for (auto& n : app.updated_nodes) *resp.add_updated_nodes() = std::move(n);
+    app.updated_nodes.clear();
     for (auto& [key, ask] : asks) app.asks[key] = ask;         // totals: a new ask replaces the old
     for (const auto& id : req->release()) (void)Release(id);
     if (req->has_progress()) app.progress = std::clamp(req->progress(), 0.0f, 1.0f);
     if (req->has_tracking_url()) app.tracking_url = req->tracking_url();
     for (auto& s : app.completed) *resp.add_completed_container_statuses() = s;
     app.completed.clear();
-    Res headroom = d.NodeCapacity() - d.UsedLocked();
-    headroom = Res{std::max<int64_t>(0, headroom.memory), std::max(0, headroom.vcores), std::max<int64_t>(0, headroom.gpus)};
+    // Headroom: what is free in the cluster, within what the queue may still take.
+    Res cluster = d.ClusterCapacityLocked();
+    Res headroom = cluster - d.UsedLocked();
+    auto queue = d.FindQueueLocked(app.queue);
+    Res queue_room = Scale(cluster, queue ? queue->max_capacity : 1.0f) - d.QueueUsedLocked(app.queue);
+    headroom = Res{std::max<int64_t>(0, std::min(headroom.memory, queue_room.memory)),
+                   std::max(0, std::min(headroom.vcores, queue_room.vcores)), std::max<int64_t>(0, headroom.gpus)};
     *resp.mutable_limit() = ResourceToProto(headroom, d.WithGpu());
-    resp.set_num_cluster_nodes(1);
+    int nodes = 0;
+    for (const auto& n : d.nodes_) nodes += n->expired ? 0 : 1;
+    resp.set_num_cluster_nodes(nodes);
     resp.mutable_application_priority()->set_priority(app.priority);
     app.last_response_id = resp.response_id();
     app.last_response = resp.SerializeAsString();

@@ -24,6 +24,8 @@
 
 namespace loom::yarn_double {
 
+class NmWebServer;
+
 namespace wire = loom::cluster::yarn;
 
 inline constexpr char kClientProtocol[] = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB";
@@ -40,6 +42,7 @@ struct Container {
   Res resource;
   int32_t priority = 0;
   int64_t allocation_request_id = -1;
+  int node = 0;       // index into YarnDoubleImpl::nodes_
   wire::Token token;  // the container token the RM issued
   std::string user;
 
@@ -62,7 +65,7 @@ struct Container {
   int64_t allocated_ms = 0, started_ms = 0, finished_ms = 0;
 };
 
-// One of the NodeManager's caches of localized resources (the trackers of its
+// One of a NodeManager's caches of localized resources (the trackers of its
 // ResourceLocalizationService), laid out as <root>/<N>/<HDFS file name> with N from 10.
 struct NmCache {
   std::map<std::string, std::string> localized;  // resource (url, timestamp, type) -> local path
@@ -104,11 +107,37 @@ struct App {
   };
   std::map<AskKey, yp::ResourceRequestProto> asks;  // totals still wanted; a new ask replaces
   std::vector<yp::ContainerStatusProto> completed;  // finished containers not yet reported
-  bool nm_token_sent = false;
+  std::set<int> nm_token_nodes;  // nodes whose NMToken this attempt got (one per node)
+  // The CapacityScheduler's view (resource_manager.cc).
+  bool activated = false;        // counted against its queue's AM share
+  std::string am_limit_details;  // what the AM-limit diagnostics said last, without the date
+  std::vector<std::string> newly_allocated;         // placed on heartbeats, for the next allocate
+  std::vector<yp::NodeReportProto> updated_nodes;   // nodes that changed state, for the next allocate
+  std::map<std::pair<int32_t, int64_t>, int> missed;  // scheduler key -> missed opportunities
   float progress = 0;
   int64_t next_container = 2;
-  NmCache localized;  // APPLICATION resources: appcache/<app>/filecache, this app only
   bool Final() const { return state == yp::FINISHED || state == yp::FAILED || state == yp::KILLED; }
+  // Options::log_aggregation: 0 not yet, 1 uploaded (the NMs no longer serve its logs), -1 failed.
+  int log_aggregation = 0;
+  std::string log_aggregation_error;
+};
+
+// One NodeManager. Node 0 is the one the double always had: its server is nm_server_, its
+// http port nm_http_port_, its dirs <work>/nm-local and <work>/logs.
+struct Node {
+  int index = 0;
+  std::string host;     // its NodeId host
+  std::string bind_ip;  // where its NM listens
+  IpcServer* server = nullptr;           // nm_server_ for node 0
+  std::unique_ptr<IpcServer> own_server;  // the others'
+  int http_fd = -1, http_port = 0;        // reserved, not served (node 0: nm_http_fd_/nm_http_port_)
+  std::string local_dir, log_dir;         // yarn.nodemanager.local-dirs / log-dirs
+  int64_t next_heartbeat_ms = 0;
+  int64_t lost_ms = 0;   // LoseNodeForTest: gone since then (0: alive)
+  bool expired = false;  // the RM has declared it LOST
+  int port() const { return server ? server->port() : 0; }
+  std::string Address() const { return host + ":" + std::to_string(port()); }
+  bool Usable() const { return lost_ms == 0; }
 };
 
 class YarnDoubleImpl {
@@ -123,6 +152,8 @@ class YarnDoubleImpl {
   std::string instance_;  // marks this double's container processes
   std::unique_ptr<IpcServer> rm_server_, scheduler_server_, nm_server_;
   int nm_http_fd_ = -1, nm_http_port_ = 0;
+  std::vector<std::unique_ptr<NmWebServer>> nm_web_servers_;  // one per node (nm_web_server.cc)
+  std::vector<std::unique_ptr<Node>> nodes_;  // fixed after Start(): index = Container::node
   int32_t amrm_key_id_ = 0, nm_key_id_ = 0, container_key_id_ = 0;
 
   mutable std::mutex mu_;
@@ -136,17 +167,20 @@ class YarnDoubleImpl {
   std::deque<std::string> test_nonces_;
   int32_t next_app_ = 1;
   std::vector<YarnTestDouble::ServedCall> served_;
-  // PUBLIC resources (nm-local/filecache) for every application, PRIVATE ones
-  // (usercache/<user>/filecache) for every application of their user (README §13 fact 6).
-  NmCache public_cache_;
-  std::map<std::string, NmCache> private_caches_;  // by user
+  // Every NodeManager's caches by root dir (README §13 fact 6): <local dir>/filecache holds
+  // PUBLIC resources for every application, <local dir>/usercache/<user>/filecache PRIVATE ones
+  // for every application of the user, .../appcache/<app>/filecache APPLICATION ones.
+  std::map<std::string, NmCache> nm_caches_;
 
   // ---- shared helpers (yarn_test_double.cc) ----
   std::string NextNonce();
   PasswordLookup NoDelegationToken(const std::string& identifier);
   bool WithGpu() const { return options_.node_gpus > 0; }
-  Res NodeCapacity() const;
+  Res NodeCapacity() const;  // one node's
   Res UsedLocked() const;  // every container allocated and not finished
+  Res UsedOnLocked(int node) const;
+  Res ClusterCapacityLocked() const;  // the nodes the RM has not declared LOST
+  const Node& NodeOf(const Container& c) const { return *nodes_[static_cast<size_t>(c.node)]; }
   App* FindAppLocked(int32_t id);
   App* AppOfAttemptLocked(const yp::ApplicationAttemptIdProto& attempt);
   void RecordLocked(const std::string& server, const std::string& method, const CallResult& r);
@@ -158,17 +192,34 @@ class YarnDoubleImpl {
   CallResult HandleScheduler(const std::string& method, std::string_view req, const ConnectionInfo& conn);
   PasswordLookup AmRmPassword(const std::string& identifier);
   yp::ApplicationReportProto ReportLocked(const App& app) const;
-  // Allocates and launches pending AM containers that fit.
+  // Activates applications (ActivateLocked); without heartbeats (nm_heartbeat_ms 0) also
+  // allocates pending AM containers that fit, to be launched.
   void ScheduleAmsLocked(std::vector<std::string>* to_launch);
-  Container* AllocateLocked(App& app, const Res& r, int32_t priority, int64_t allocation_request_id, bool is_am);
+  Container* AllocateLocked(App& app, const Res& r, int32_t priority, int64_t allocation_request_id, bool is_am,
+                            int node = 0);
   void OnContainerFinishedLocked(Container& c);
   void EndAppLocked(App& app, yp::YarnApplicationStateProto state, yp::FinalApplicationStatusProto final_status,
                     const std::string& diagnostics);
   void KillAppContainersLocked(App& app, const std::string& why, int grace_ms, bool include_am);
   void LaunchAm(const std::string& container_id);
+  // The scheduler (resource_manager.cc). Queues: Options::queues or the recorded "default".
+  std::vector<YarnTestDouble::Options::Queue> QueuesLocked() const;
+  std::optional<YarnTestDouble::Options::Queue> FindQueueLocked(const std::string& name) const;
+  // Activates ACCEPTED applications within their queue's AM share, sets the diagnostics of
+  // those that must wait.
+  void ActivateLocked(int64_t now);
+  // One heartbeat of `node`: places AM and task containers there. Returns how many.
+  int NodeHeartbeatLocked(int node, std::vector<std::string>* am_launches);
+  // NodeManagers whose heartbeat is due; the time of the next one.
+  int64_t HeartbeatsLocked(int64_t now, std::vector<std::string>* am_launches);
+  // A lost node past the liveness expiry: LOST, its containers completed.
+  void ExpireNodeLocked(Node& n);
+  yp::NodeReportProto NodeReportLocked(const Node& n) const;
+  Res QueueUsedLocked(const std::string& queue) const;
 
   // ---- NM (node_manager.cc) ----
-  CallResult HandleNm(const std::string& method, std::string_view req, const ConnectionInfo& conn);
+  CallResult HandleNm(const std::string& method, std::string_view req, const ConnectionInfo& conn);  // node 0
+  CallResult HandleNmOn(int node, const std::string& method, std::string_view req, const ConnectionInfo& conn);
   PasswordLookup NmPassword(const std::string& identifier);
   // Localizes, writes the launch files and starts the process; no lock held.
   void LaunchContainer(const std::string& container_id, const yp::ContainerLaunchContextProto& clc,

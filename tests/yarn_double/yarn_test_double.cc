@@ -12,6 +12,8 @@
 #include "core/files.h"
 #include "cluster/yarn/wire/sasl_digest.h"
 #include "fake_hdfs.h"
+#include "log_aggregation.h"
+#include "nm_web_server.h"
 #include "yarn_double_impl.h"
 
 namespace loom::yarn_double {
@@ -87,13 +89,61 @@ Status YarnDoubleImpl::Start() {
   rm_server_ = make("rm", kClientProtocol, true, &YarnDoubleImpl::HandleClient, &YarnDoubleImpl::NoDelegationToken);
   scheduler_server_ =
       make("scheduler", kSchedulerProtocol, false, &YarnDoubleImpl::HandleScheduler, &YarnDoubleImpl::AmRmPassword);
-  nm_server_ = make("nm", kNmProtocol, false, &YarnDoubleImpl::HandleNm, &YarnDoubleImpl::NmPassword);
+  // The NodeManagers. Node 0's server is nm_server_; each has its own address, port and dirs.
+  auto make_nm = [&](int node, const std::string& bind_ip) {
+    IpcServerOptions o;
+    o.name = "nm";
+    o.protocol = kNmProtocol;
+    o.bind_ip = bind_ip;
+    o.idle_close_ms = options_.ipc_idle_close_ms;
+    o.next_nonce = [this] { return NextNonce(); };
+    o.password_for = [this](const std::string& identifier) { return NmPassword(identifier); };
+    o.token_user = token_user;
+    o.handle = [this, node](const std::string& method, std::string_view req, const ConnectionInfo& c) {
+      CallResult r = HandleNmOn(node, method, req, c);
+      std::lock_guard<std::mutex> lock(mu_);
+      RecordLocked("nm", method, r);
+      return r;
+    };
+    return std::make_unique<IpcServer>(std::move(o));
+  };
+  const int node_count = std::max(1, options_.node_count);
+  for (int i = 0; i < node_count; ++i) {
+    auto node = std::make_unique<Node>();
+    node->index = i;
+    node->host = i < static_cast<int>(options_.node_hosts.size()) ? options_.node_hosts[static_cast<size_t>(i)]
+                 : i == 0                                          ? options_.node_host
+                                                                   : "127.0.0." + std::to_string(i + 1);
+    in_addr ip{};
+    node->bind_ip = ::inet_pton(AF_INET, node->host.c_str(), &ip) == 1 ? node->host : "127.0.0.1";
+    std::string root = i == 0 ? options_.work_dir : options_.work_dir + "/nm" + std::to_string(i);
+    node->local_dir = root + "/nm-local";
+    node->log_dir = root + "/logs";
+    LOOM_RETURN_IF_ERROR(MakeDirs(node->local_dir));
+    LOOM_RETURN_IF_ERROR(MakeDirs(node->log_dir));
+    if (i == 0) {
+      nm_server_ = make_nm(0, node->bind_ip);
+      node->server = nm_server_.get();
+    } else {
+      node->own_server = make_nm(i, node->bind_ip);
+      node->server = node->own_server.get();
+    }
+    nodes_.push_back(std::move(node));
+  }
   LOOM_RETURN_IF_ERROR(rm_server_->Start());
   LOOM_RETURN_IF_ERROR(scheduler_server_->Start());
-  LOOM_RETURN_IF_ERROR(nm_server_->Start());
-  LOOM_ASSIGN_OR_RETURN(auto reserved, ReservePort());
-  nm_http_fd_ = reserved.first;
-  nm_http_port_ = reserved.second;
+  const int64_t now = NowMs();
+  for (auto& node : nodes_) {
+    LOOM_RETURN_IF_ERROR(node->server->Start());
+    LOOM_ASSIGN_OR_RETURN(auto reserved, ReservePort());
+    node->http_fd = reserved.first;
+    node->http_port = reserved.second;
+    // NodeManagers heartbeat on their own clocks: spread over the interval.
+    node->next_heartbeat_ms = now + int64_t{options_.nm_heartbeat_ms} * (node->index + 1) / node_count;
+  }
+  nm_http_fd_ = nodes_[0]->http_fd;
+  nm_http_port_ = nodes_[0]->http_port;
+  LOOM_RETURN_IF_ERROR(StartNmWebServers(*this));
   {
     std::lock_guard<std::mutex> lock(mu_);
     started_ = true;
@@ -109,9 +159,13 @@ void YarnDoubleImpl::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  StopNmWebServers(*this);
   // No more calls: every connection thread is joined before the containers go.
   for (auto* s : {&rm_server_, &scheduler_server_, &nm_server_}) {
     if (*s) (*s)->Stop();
+  }
+  for (auto& node : nodes_) {
+    if (node->own_server) node->own_server->Stop();
   }
   if (dispatcher_.joinable()) dispatcher_.join();
   std::vector<pid_t> groups;
@@ -149,6 +203,10 @@ void YarnDoubleImpl::Stop() {
   }
   if (nm_http_fd_ >= 0) ::close(nm_http_fd_);
   nm_http_fd_ = -1;
+  for (auto& node : nodes_) {
+    if (node->index > 0 && node->http_fd >= 0) ::close(node->http_fd);
+    node->http_fd = -1;
+  }
 }
 
 PasswordLookup YarnDoubleImpl::NoDelegationToken(const std::string&) {
@@ -179,6 +237,22 @@ Res YarnDoubleImpl::UsedLocked() const {
   return used;
 }
 
+Res YarnDoubleImpl::UsedOnLocked(int node) const {
+  Res used;
+  for (const auto& [id, c] : containers_) {
+    if (c->node == node && !c->rm_done && !c->complete) used = used + c->resource;
+  }
+  return used;
+}
+
+Res YarnDoubleImpl::ClusterCapacityLocked() const {
+  Res total;
+  for (const auto& n : nodes_) {
+    if (!n->expired) total = total + NodeCapacity();
+  }
+  return total;
+}
+
 App* YarnDoubleImpl::FindAppLocked(int32_t id) {
   auto it = apps_.find(id);
   return it == apps_.end() ? nullptr : it->second.get();
@@ -200,20 +274,40 @@ void YarnDoubleImpl::RecordLocked(const std::string& server, const std::string& 
 void YarnDoubleImpl::DispatchLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    TickLocked(NowMs());
+    int64_t now = NowMs();
+    TickLocked(now);
     std::vector<std::string> launches;
     ScheduleAmsLocked(&launches);
+    int64_t next = std::min(now + 50, HeartbeatsLocked(now, &launches));  // NodeManager heartbeats
     if (!launches.empty()) {
       lock.unlock();
       for (const std::string& id : launches) LaunchAm(id);
       lock.lock();
       continue;
     }
-    cv_.wait_for(lock, std::chrono::milliseconds(50));
+    // Log aggregation: the NodeManagers upload an ended application's logs (no lock held).
+    if (std::vector<int32_t> due = AppsDueForLogAggregationLocked(*this); !due.empty()) {
+      lock.unlock();
+      std::vector<Status> results;
+      for (int32_t app : due) results.push_back(UploadAggregatedLogs(*this, app));
+      lock.lock();
+      for (size_t k = 0; k < due.size(); ++k) {
+        if (App* app = FindAppLocked(due[k])) {
+          app->log_aggregation = results[k].ok() ? 1 : -1;
+          app->log_aggregation_error = results[k].message();
+        }
+      }
+      cv_.notify_all();
+      continue;
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, next - now)));
   }
 }
 
 void YarnDoubleImpl::TickLocked(int64_t now) {
+  for (auto& n : nodes_) {
+    if (n->lost_ms && !n->expired && now >= n->lost_ms + options_.nm_liveness_expiry_ms) ExpireNodeLocked(*n);
+  }
   for (auto& [id, c] : containers_) {
     if (c->running && c->sigkill_at_ms && now >= c->sigkill_at_ms) {
       ::kill(-c->pid, SIGKILL);
@@ -255,6 +349,13 @@ int YarnTestDouble::rm_port() const { return impl_->rm_server_ ? impl_->rm_serve
 int YarnTestDouble::scheduler_port() const { return impl_->scheduler_server_ ? impl_->scheduler_server_->port() : 0; }
 int YarnTestDouble::nm_port() const { return impl_->nm_server_ ? impl_->nm_server_->port() : 0; }
 int YarnTestDouble::nm_http_port() const { return impl_->nm_http_port_; }
+int YarnTestDouble::node_count() const { return static_cast<int>(impl_->nodes_.size()); }
+int YarnTestDouble::nm_port(int node) const {
+  return node >= 0 && node < node_count() ? impl_->nodes_[static_cast<size_t>(node)]->port() : 0;
+}
+std::string YarnTestDouble::node_host(int node) const {
+  return node >= 0 && node < node_count() ? impl_->nodes_[static_cast<size_t>(node)]->host : "";
+}
 
 Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
   const Options& o = impl_->options_;
@@ -286,6 +387,15 @@ Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
   if (o.node_gpus > 0) {
     yarn += Property("yarn.resource-types", kGpuResource) +
             Property("yarn.nodemanager.resource-plugins", kGpuResource);
+  }
+  if (!o.log_aggregation.empty()) {  // as in the recorded log-aggregation runs (README §14)
+    const std::string controller = o.log_aggregation == "IFile"
+        ? "org.apache.hadoop.yarn.logaggregation.filecontroller.ifile.LogAggregationIndexedFileController"
+        : "org.apache.hadoop.yarn.logaggregation.filecontroller.tfile.LogAggregationTFileController";
+    yarn += Property("yarn.log-aggregation-enable", "true") +
+            Property("yarn.nodemanager.remote-app-log-dir", o.remote_app_log_dir) +
+            Property("yarn.log-aggregation.file-formats", o.log_aggregation) +
+            Property("yarn.log-aggregation.file-controller." + o.log_aggregation + ".class", controller);
   }
   return WriteFileAtomic(dir + "/yarn-site.xml", Configuration(yarn));
 }
@@ -322,6 +432,8 @@ std::vector<YarnTestDouble::ContainerInfo> YarnTestDouble::Containers() const {
     i.gpus = c->resource.gpus;
     i.work_dir = c->work_dir;
     i.log_dir = c->log_dir;
+    i.node = c->node;
+    i.node_id = impl_->NodeOf(*c).Address();
     out.push_back(std::move(i));
   }
   return out;
@@ -411,6 +523,7 @@ Status YarnTestDouble::InstallAppForTest(const cluster::yarn::Token& amrm_token,
   app->start_ms = NowMs();
   app->amrm_token = amrm_token;
   app->am_pending = false;
+  app->activated = true;  // its AM counts against the queue's AM share
   app->test_app = true;
   app->registered = am_registered;
   app->state = am_registered ? yp::RUNNING : yp::ACCEPTED;
@@ -430,6 +543,48 @@ Status YarnTestDouble::InstallAppForTest(const cluster::yarn::Token& amrm_token,
   return Status::Ok();
 }
 
+Result<int> YarnTestDouble::NodeHeartbeatForTest(int node) {
+  std::vector<std::string> launches;
+  int placed = 0;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu_);
+    if (node < 0 || node >= node_count()) return Status::NotFound("no node " + std::to_string(node));
+    if (!impl_->nodes_[static_cast<size_t>(node)]->Usable()) {
+      return Status::FailedPrecondition("node " + std::to_string(node) + " is lost");
+    }
+    impl_->ActivateLocked(NowMs());
+    placed = impl_->NodeHeartbeatLocked(node, &launches);
+  }
+  for (const std::string& id : launches) impl_->LaunchAm(id);
+  return placed;
+}
+
+Status YarnTestDouble::LoseNodeForTest(int node) {
+  std::vector<pid_t> groups;
+  std::vector<std::string> ids;
+  IpcServer* server = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu_);
+    if (node < 0 || node >= node_count()) return Status::NotFound("no node " + std::to_string(node));
+    Node& n = *impl_->nodes_[static_cast<size_t>(node)];
+    if (!n.Usable()) return Status::FailedPrecondition("node " + std::to_string(node) + " is already lost");
+    n.lost_ms = NowMs();
+    server = n.server;
+    for (auto& [id, c] : impl_->containers_) {
+      if (c->node != node || c->complete) continue;
+      ids.push_back(id);
+      c->stop_requested = true;  // a launch under way must not start its process
+      if (c->stop_diagnostics.empty()) c->stop_diagnostics = "The NodeManager is gone.";
+      if (c->running && c->pid > 0) groups.push_back(c->pid);
+    }
+  }
+  server->Stop();  // nothing answers on its port any more
+  for (pid_t g : groups) ::kill(-g, SIGKILL);
+  for (const std::string& id : ids) KillProcessesWithEnv(impl_->Marker(id));
+  impl_->cv_.notify_all();
+  return Status::Ok();
+}
+
 Status YarnTestDouble::InstallNmTokenForTest(const cluster::yarn::Token& nm_token) {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   impl_->nm_tokens_[nm_token.identifier] = nm_token.password;
@@ -439,6 +594,29 @@ Status YarnTestDouble::InstallNmTokenForTest(const cluster::yarn::Token& nm_toke
 void YarnTestDouble::SetNoncesForTest(std::vector<std::string> nonces) {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   impl_->test_nonces_.assign(nonces.begin(), nonces.end());
+}
+
+std::string YarnTestDouble::nm_http_address() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  std::string host = impl_->nodes_.empty() ? impl_->options_.node_host : impl_->nodes_[0]->host;
+  return host + ":" + std::to_string(impl_->nm_http_port_);
+}
+
+Status YarnTestDouble::WaitForLogAggregation(const std::string& app_id, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(impl_->mu_);
+  const App* found = nullptr;
+  auto done = [&] {
+    for (const auto& [id, app] : impl_->apps_) {
+      if (app->id_str == app_id) found = app.get();
+    }
+    return found != nullptr && found->log_aggregation != 0;
+  };
+  if (impl_->options_.log_aggregation.empty()) return Status::FailedPrecondition("log aggregation is off");
+  if (!impl_->cv_.wait_for(lock, timeout, done)) {
+    return Status::DeadlineExceeded("the logs of " + app_id + " were not aggregated");
+  }
+  if (found->log_aggregation < 0) return Status::FailedPrecondition("log aggregation failed: " + found->log_aggregation_error);
+  return Status::Ok();
 }
 
 }  // namespace loom::yarn_double

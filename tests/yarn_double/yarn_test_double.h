@@ -1,5 +1,5 @@
 #pragma once
-// YarnTestDouble: a TEST DOUBLE of a Hadoop 3.3.6 YARN ResourceManager and one NodeManager,
+// YarnTestDouble: a TEST DOUBLE of a Hadoop 3.3.6 YARN ResourceManager and its NodeManagers,
 // used because no Hadoop (no Java) can run in Loom's tests. It speaks real Hadoop IPC (RPC v9,
 // protobuf engine, SASL DIGEST-MD5 with YARN's tokens) on 127.0.0.1 ephemeral ports, and
 // follows the exchanges recorded from a real 3.3.6 cluster in tests/data/yarn-captures/:
@@ -9,9 +9,15 @@
 // Containers are real local processes: the NM writes launch_container.sh and container_tokens
 // like the recorded NodeManager, localizes LocalResources from a FakeHdfs (timestamps must
 // match), and runs each container in its own process group, which Stop() kills.
-// What it is not: no web UI or proxy (tracking URLs are not served), one node, one queue
-// ("default"), one AM attempt, no memory enforcement, no log aggregation, no security beyond
-// the token checks the recorded servers do.
+// The scheduler is the CapacityScheduler's shape: leaf queues with capacities and an AM share,
+// several NodeManagers on loopback addresses, containers placed on NodeManager heartbeats with
+// node-locality and the one-OFF_SWITCH-per-heartbeat rule, nodes that can be lost.
+// Each NodeManager's web server serves its containers' logs like the recorded one (nm-web/;
+// nm_web_server.h), and with Options::log_aggregation the NodeManagers upload an ended
+// application's logs to the FakeHdfs in the recorded TFile or IFile format (log_aggregation.h).
+// What it is not: no other web UI and no proxy (tracking URLs are not served), no queue
+// hierarchy below root, no preemption, one AM attempt, no memory enforcement, no rolling or
+// compressed log aggregation, no security beyond the token checks the recorded servers do.
 
 #include <sys/types.h>
 
@@ -50,6 +56,48 @@ class YarnTestDouble {
     int nm_sigkill_delay_ms = 250;        // yarn.nodemanager.sleep-delay-before-sigkill.ms
     int rm_kill_grace_ms = 2000;          // forceKillApplication: SIGKILL this long after SIGTERM
     int am_exit_grace_ms = 1000;          // after unregistering, the AM container is stopped if still alive
+
+    // ---- the CapacityScheduler: queues, NodeManagers, heartbeats ----
+    struct Queue {
+      std::string name;               // a leaf under root: "default" or "root.default" reach it
+      float capacity = 1.0f;          // guaranteed share of the cluster, a fraction
+      float max_capacity = 1.0f;      // most of the cluster the queue may ever use, a fraction
+      float max_am_percentage = 0.1f;  // maximum-am-resource-percent: the queue's AM share
+    };
+    // The leaf queues; empty: one "default" with capacity 1, maximum 1 and an AM share of 0.1,
+    // as recorded (ipc-queue/06). An application waits ACCEPTED while its queue's AMs would
+    // exceed the AM share (rm-rest 08, 16), and no queue grows past its maximum capacity.
+    std::vector<Queue> queues;
+    // NodeManagers, each with node_memory_mb / node_vcores / node_gpus, its own IPC port and
+    // http port, and its own dirs (node 0: <work>/nm-local and <work>/logs; node i:
+    // <work>/nm<i>/...).
+    int node_count = 1;
+    // Their NodeId hosts. Empty: node 0 is node_host, node i is "127.0.0.<i+1>". A host that is
+    // an IPv4 address is also where its NM listens (any 127/8 address is loopback on Linux);
+    // other hosts listen on 127.0.0.1.
+    std::vector<std::string> node_hosts;
+    // yarn.resourcemanager.nodemanagers.heartbeat-interval-ms: the scheduler places containers
+    // when a NodeManager heartbeats, at most one OFF_SWITCH container (an ask for "*" alone)
+    // per heartbeat, but every NODE_LOCAL one that fits. 0: no heartbeats, the scheduler places
+    // everything during the AM's allocate call (and AMs at once), as the double did before;
+    // the replays of recorded exchanges use that. -1: heartbeats only from NodeHeartbeatForTest.
+    int nm_heartbeat_ms = 1000;
+    // Missed scheduling opportunities before a container may go to another node than the one
+    // asked for (rack-local, then off-switch). -1: the number of nodes, which is where
+    // Hadoop's node-locality-delay (40) ends up on clusters of fewer than 40 nodes.
+    int node_locality_delay = -1;
+    // yarn.nm.liveness-monitor.expiry-interval-ms (Hadoop: 600000): how long after
+    // LoseNodeForTest the RM declares the node LOST and its containers completed.
+    int nm_liveness_expiry_ms = 2000;
+
+    // ---- log aggregation (README §14) ----
+    // "" (off, the default, as in nm-web/), "TFile" or "IFile" (yarn.log-aggregation.file-formats).
+    // When an application has ended and its containers have completed, each NodeManager
+    // writes their logs into `hdfs` at <remote_app_log_dir>/<user>/bucket-logs-<tfile|ifile>/
+    // <seq % 10000, 4 digits>/<app id>/<host>_<port>, and then answers "Unknown container" for
+    // them. Off, a NodeManager serves a finished application's logs until the double stops.
+    std::string log_aggregation;
+    std::string remote_app_log_dir = "/tmp/logs";  // yarn.nodemanager.remote-app-log-dir
   };
 
   // One container as the NM sees it.
@@ -66,6 +114,8 @@ class YarnTestDouble {
     int64_t gpus = 0;
     std::string work_dir;  // <work>/nm-local/usercache/<user>/appcache/<app>/<container>
     std::string log_dir;   // <work>/logs/<app>/<container>
+    int node = 0;          // the NodeManager it was allocated on
+    std::string node_id;   // that node's "host:port"
   };
 
   // One RPC the double answered.
@@ -80,8 +130,8 @@ class YarnTestDouble {
   YarnTestDouble(const YarnTestDouble&) = delete;
   YarnTestDouble& operator=(const YarnTestDouble&) = delete;
 
-  // Listens on three 127.0.0.1 ephemeral ports (RM client, RM scheduler, NM) and reserves a
-  // fourth for the NM http port number (nothing answers there).
+  // Listens on 127.0.0.1 ephemeral ports: RM client, RM scheduler, and per NodeManager its
+  // IPC port and its web server (container logs).
   Status Start();
   // Closes every socket and ends every container: SIGTERM to each process group, SIGKILL after
   // a short grace, plus any process still carrying a container's marker. Idempotent.
@@ -89,8 +139,16 @@ class YarnTestDouble {
 
   int rm_port() const;
   int scheduler_port() const;
-  int nm_port() const;
+  int nm_port() const;  // node 0's
   int nm_http_port() const;
+  // "host:port" of node 0's NM web server, as in ContainerProto.node_http_address.
+  std::string nm_http_address() const;
+  // Waits until the NodeManagers have uploaded `app_id`'s logs (Options::log_aggregation set):
+  // Ok, FailedPrecondition with the reason if the upload failed, DeadlineExceeded.
+  Status WaitForLogAggregation(const std::string& app_id, std::chrono::milliseconds timeout) const;
+  int node_count() const;
+  int nm_port(int node) const;
+  std::string node_host(int node) const;
 
   // core-site.xml (fs.defaultFS), hdfs-site.xml (dfs.namenode.http-address of the FakeHdfs) and
   // yarn-site.xml (RM address, scheduler address, NM settings) like cluster-conf/ of the recording.
@@ -125,6 +183,16 @@ class YarnTestDouble {
   // headroom ("limit") values match a recording.
   Status InstallAppForTest(const cluster::yarn::Token& amrm_token, bool am_registered, int64_t am_memory_mb = 0,
                            int am_vcores = 1);
+  // One NodeManager heartbeat now (with nm_heartbeat_ms -1, the only ones): the scheduler
+  // places what it can on that node. Returns how many containers it placed (AMs included).
+  // NotFound for a node that does not exist; FailedPrecondition for a lost one.
+  Result<int> NodeHeartbeatForTest(int node);
+  // The node's NodeManager disappears, as when its machine dies: its IPC server closes, its
+  // containers' processes are killed, it heartbeats no more. After nm_liveness_expiry_ms the
+  // RM declares it LOST (getClusterNodes, updated_nodes in allocate) and reports its
+  // containers completed with exit status -100 (ABORTED) and "Container released on a *lost*
+  // node"; an AM container among them fails its application.
+  Status LoseNodeForTest(int node);
   // An NMToken the NM accepts (e.g. the one recorded in dshell/05's allocate response).
   Status InstallNmTokenForTest(const cluster::yarn::Token& nm_token);
   // The nonces of the next SASL connections, in order (then fixed_nonce_for_test / random).

@@ -348,6 +348,7 @@ class YarnDoubleTest : public ::testing::Test {
     o.node_vcores = 4;  // the recorded NM
     o.cluster_timestamp = kTs;
     o.max_containers_per_allocate = 1;  // the recorded RM handed out one container per heartbeat
+    o.nm_heartbeat_ms = 0;  // placed during each allocate call, so the replay is deterministic
     return o;
   }
 
@@ -908,6 +909,7 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   o.node_memory_mb = 4096;
   o.node_vcores = 8;
   o.node_gpus = 2;
+  o.nm_heartbeat_ms = 0;  // what each allocate call gets is what this test checks
   StartDouble(o);
   ASSERT_OK(WebHdfsPut(hdfs_->namenode_http_port(), "/user/root/w/data.txt", "payload\n"));
   TestIpc rm(double_->rm_port());

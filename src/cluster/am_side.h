@@ -1,0 +1,50 @@
+#pragma once
+// AmSide: a backend as the ApplicationMaster sees it, in the AM's own process (`loom am
+// --backend NAME`). It readies the AM's job dir, says how executors reach the AM and what
+// they are given, makes the ContainerBroker, and has the last word with the cluster once the
+// job is over. The AM itself (am/) never learns which backend it runs on; the CLI picks the
+// AmSide from the list in cli/backends.cc.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cluster/container_broker.h"
+#include "core/config/config.h"
+#include "core/status.h"
+#include "history/job_dir.h"
+
+namespace loom::cluster {
+
+// How the AM is placed and what its executors get.
+struct AmSetup {
+  std::string secret_file;                // the control plane's secret (0600), read by the AM
+  std::string bind_address = "127.0.0.1";  // where the AM's servers listen
+  std::string advertise_host = "127.0.0.1";  // how executors (and the tracking URL) reach it
+  std::string executor_binary;             // the `loom` that containers run as `loom executor`
+  std::map<std::string, std::string> executor_env;  // base environment of every executor
+  // Where the AM runs, as the backend names it (container, node_id, node_http), for logs.
+  std::map<std::string, std::string> location;
+  // How long the AM keeps answering after the job ended, for a client that copies its events.
+  std::chrono::milliseconds events_linger{0};
+};
+
+class AmSide {
+ public:
+  virtual ~AmSide() = default;
+  // Readies `dir` (the AM's job dir) from what the backend shipped; `env` is the AM's
+  // environment. Errors end the AM before it starts anything.
+  virtual Result<AmSetup> Prepare(const history::JobDir& dir, const std::map<std::string, std::string>& env) = 0;
+  // The broker for this job. `am_port` gives the AM's control-plane port once it listens
+  // (-1 before); `tracking_url` is the AM's status page ("" if it has none).
+  virtual Result<std::unique_ptr<ContainerBroker>> MakeBroker(const history::JobDir& dir, const config::Config& conf,
+                                                              std::function<int()> am_port,
+                                                              const std::string& tracking_url) = 0;
+  // After the job ended and every container is gone: the backend's clean-up and its report of
+  // the outcome (SUCCEEDED, FAILED or KILLED) to the cluster.
+  virtual void Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) {}
+};
+
+}  // namespace loom::cluster

@@ -1,0 +1,77 @@
+#include "cluster/yarn/yarn_am_side.h"
+
+#include <spdlog/spdlog.h>
+
+#include "control/auth.h"
+#include "core/files.h"
+#include "core/strings.h"
+#include "cluster/yarn/yarn_job_submitter.h"
+
+namespace loom::cluster::yarn {
+
+Result<AmSetup> YarnAmSide::Prepare(const history::JobDir& dir, const std::map<std::string, std::string>& env) {
+  LOOM_RETURN_IF_ERROR(MakeDirs(dir.tasks_dir()));
+  for (const char* f : {kConfigResource, kJobJsonResource}) {
+    LOOM_ASSIGN_OR_RETURN(std::string text, ReadFile(f));
+    LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir.root() + "/" + f, text));
+  }
+  auto options = YarnBrokerOptionsFromContainer(env);
+  if (!options.ok()) return options.status().WithContext("AM cannot reach YARN");
+  AmSetup setup;
+  // The secret came in the container's credentials; the AM's copy lives in its container's
+  // private working dir, which the NodeManager deletes with the container.
+  setup.secret_file = dir.secret();
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(setup.secret_file, options->job_secret + "\n", 0600));
+  // Executors run on other nodes: they reach the AM at its node's address, find `loom` as a
+  // LocalResource, and get only a portable environment (the NodeManager sets the rest).
+  setup.bind_address = "0.0.0.0";
+  setup.advertise_host = options->nm_host;
+  setup.executor_binary = std::string("./") + kLoomBinaryResource;
+  for (const auto& [k, v] : env) {
+    if (k == "PATH" || k == "LANG" || k == "TZ" || StartsWith(k, "LC_") || StartsWith(k, "LOOM_TEST_")) {
+      setup.executor_env[k] = v;
+    }
+  }
+  auto get = [&](const char* k) { auto it = env.find(k); return it == env.end() ? std::string() : it->second; };
+  if (!get("CONTAINER_ID").empty()) setup.location["container"] = get("CONTAINER_ID");
+  if (!get("NM_PORT").empty()) setup.location["node_id"] = options->nm_host + ":" + get("NM_PORT");
+  if (!get("NM_HTTP_PORT").empty()) setup.location["node_http"] = options->nm_host + ":" + get("NM_HTTP_PORT");
+  // A client still following copies the AM's last events before it goes.
+  setup.events_linger = std::chrono::milliseconds(3000);
+  const StagingManifest& m = options->manifest;
+  history_copy_.emplace(m.webhdfs, m.user, m.dir, dir, std::chrono::seconds(2));
+  options_ = std::move(*options);
+  return setup;
+}
+
+Result<std::unique_ptr<ContainerBroker>> YarnAmSide::MakeBroker(const history::JobDir&, const config::Config&,
+                                                                std::function<int()> am_port,
+                                                                const std::string& tracking_url) {
+  if (!options_) return Status::FailedPrecondition("YarnAmSide::MakeBroker before Prepare");
+  options_->am_port = std::move(am_port);
+  options_->tracking_url = tracking_url;
+  auto broker = std::make_unique<YarnContainerBroker>(std::move(*options_));
+  options_.reset();
+  broker_ = broker.get();
+  return std::unique_ptr<ContainerBroker>(std::move(broker));
+}
+
+void YarnAmSide::Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) {
+  // The job's record to HDFS and its staging files gone first, then unregister with the
+  // outcome (`yarn application -status` shows it); after that the NodeManager may end this
+  // container at any moment.
+  std::string webhdfs, user, staging;
+  if (auto text = ReadFile(kManifestResource); text.ok()) {
+    if (auto m = StagingManifest::FromJson(*text); m.ok()) {
+      webhdfs = m->webhdfs;
+      user = m->user;
+      staging = m->dir;
+    }
+  }
+  history_copy_.reset();  // one last upload
+  if (!staging.empty()) (void)CleanStaging(webhdfs, user, staging, &dir);
+  if (!broker_) return;
+  if (Status s = broker_->Finish(state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());
+}
+
+}  // namespace loom::cluster::yarn
