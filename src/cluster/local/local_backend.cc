@@ -81,7 +81,7 @@ Status LocalBackend::Sync(const history::JobDir& dir) {
   // The AM is gone and wrote no final status (it crashed, or was killed with -9).
   if (PathExists(dir.status())) return Status::Ok();  // it wrote one as it exited
   RemoveLeftovers(dir);
-  return history::EndJob(dir, "FAILED", "the ApplicationMaster exited without a final status; see " + dir.am_log());
+  return history::EndJob(dir, "FAILED", "the ApplicationMaster exited unexpectedly, without a final status; see " + dir.am_log());
 }
 
 int LocalBackend::AmExitFd(const history::JobDir& dir) {

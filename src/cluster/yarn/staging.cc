@@ -18,9 +18,19 @@ json StagingManifest::ToJson() const {
                         {"mtime", f.mtime},     {"archive", f.archive},
                         {"visibility", hadoop::yarn::LocalResourceVisibilityProto_Name(f.visibility)}};
   }
-  return {{"fs_scheme", fs_scheme}, {"fs_host", fs_host},   {"fs_port", fs_port},
-          {"webhdfs", webhdfs},     {"user", user},         {"dir", dir},
-          {"scheduler", scheduler}, {"application_id", application_id}, {"files", files_json}};
+  json out = {{"fs_scheme", fs_scheme}, {"fs_host", fs_host},   {"fs_port", fs_port},
+              {"webhdfs", webhdfs},     {"user", user},         {"dir", dir},
+              {"scheduler", scheduler}, {"application_id", application_id}, {"files", files_json}};
+  if (!nodes.empty()) {
+    json nodes_json = json::array();
+    for (const ManifestNode& n : nodes) {
+      nodes_json.push_back({{"host", n.host}, {"port", n.port}, {"rack", n.rack}, {"memory_mb", n.memory_mb},
+                            {"vcores", n.vcores}, {"gpus", n.gpus}, {"used_memory_mb", n.used_memory_mb},
+                            {"used_vcores", n.used_vcores}, {"used_gpus", n.used_gpus}});
+    }
+    out["nodes"] = nodes_json;
+  }
+  return out;
 }
 
 Result<StagingManifest> StagingManifest::FromJson(const std::string& text) {
@@ -43,6 +53,12 @@ Result<StagingManifest> StagingManifest::FromJson(const std::string& text) {
         return Status::InvalidArgument("malformed staging manifest: " + name + " has visibility " +
                                        f.value("visibility", ""));
       }
+    }
+    for (const auto& n : j.value("nodes", json::array())) {
+      m.nodes.push_back({n.at("host").get<std::string>(), n.at("port").get<int>(), n.value("rack", "/default-rack"),
+                         n.at("memory_mb").get<int64_t>(), n.value("used_memory_mb", int64_t{0}),
+                         n.at("vcores").get<int>(), n.value("used_vcores", 0), n.value("gpus", int64_t{0}),
+                         n.value("used_gpus", int64_t{0})});
     }
     return m;
   } catch (const json::exception& e) {
@@ -152,6 +168,17 @@ hadoop::yarn::ResourceProto ToYarnResource(const Resources& r) {
     gpu->set_type(hadoop::yarn::COUNTABLE);
   }
   return p;
+}
+
+std::vector<ManifestNode> ManifestNodes(const std::vector<hadoop::yarn::NodeReportProto>& reports) {
+  std::vector<ManifestNode> out;
+  for (const auto& r : reports) {
+    if (r.node_state() != hadoop::yarn::NS_RUNNING) continue;
+    out.push_back({r.nodeid().host(), r.nodeid().port(), r.rackname().empty() ? "/default-rack" : r.rackname(),
+                   r.capability().memory(), r.used().memory(), r.capability().virtual_cores(), r.used().virtual_cores(),
+                   GpusOf(r.capability()), GpusOf(r.used())});
+  }
+  return out;
 }
 
 int64_t GpusOf(const hadoop::yarn::ResourceProto& r) {

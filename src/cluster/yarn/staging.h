@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,18 @@ struct StagedFile {
   hadoop::yarn::LocalResourceVisibilityProto visibility = hadoop::yarn::APPLICATION;
 };
 
+// A NodeManager as getClusterNodes reported it at submit time.
+struct ManifestNode {
+  std::string host;  // NodeId host: the resource_name of a node-local ask
+  int port = 0;
+  std::string rack;  // e.g. "/default-rack"
+  int64_t memory_mb = 0, used_memory_mb = 0;
+  int vcores = 0, used_vcores = 0;
+  int64_t gpus = 0, used_gpus = 0;
+};
+// The RUNNING nodes of getClusterNodes' answer.
+std::vector<ManifestNode> ManifestNodes(const std::vector<hadoop::yarn::NodeReportProto>& reports);
+
 struct StagingManifest {
   std::string fs_scheme, fs_host;
   int fs_port = -1;
@@ -58,6 +71,10 @@ struct StagingManifest {
   std::string scheduler;  // host:port of the RM scheduler (not in a container's environment)
   std::string application_id;
   std::map<std::string, StagedFile> files;  // by resource name
+  // The cluster's nodes when the job was submitted: where the AM spreads its tasks (node-local
+  // asks). The AM cannot ask for them itself on a secure cluster (it holds only its AMRMToken);
+  // allocate's updated_nodes keeps its picture current. Empty: the AM asks for "*" only.
+  std::vector<ManifestNode> nodes;
 
   nlohmann::json ToJson() const;
   static Result<StagingManifest> FromJson(const std::string& text);

@@ -81,7 +81,14 @@ std::string CommandLine(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-YarnContainerBroker::YarnContainerBroker(YarnBrokerOptions options) : opts_(std::move(options)) {}
+std::string PendingRequest::ToString() const {
+  return task.ToString() + " (" + resources.ToString() + ") waiting " +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count()) + " s: " + reason;
+}
+
+YarnContainerBroker::YarnContainerBroker(YarnBrokerOptions options) : opts_(std::move(options)) {
+  for (const ManifestNode& n : opts_.manifest.nodes) nodes_[n.host] = NodeView{n, true};
+}
 
 YarnContainerBroker::~YarnContainerBroker() { Shutdown(std::chrono::milliseconds(0)); }
 
@@ -99,24 +106,152 @@ Status YarnContainerBroker::Start(ContainerEvents* events) {
   return Status::Ok();
 }
 
+Resources YarnContainerBroker::FreeOnLocked(const NodeView& n) const {
+  Resources free{n.node.memory_mb - n.node.used_memory_mb, n.node.vcores - n.node.used_vcores,
+                 static_cast<int>(n.node.gpus - n.node.used_gpus)};
+  auto take = [&](const Resources& r) {
+    free.memory_mib -= r.memory_mib;
+    free.vcores -= r.vcores;
+    free.gpus -= r.gpus;
+  };
+  for (const auto& [id, p] : pending_) {
+    if (p.node == n.node.host) take(p.resources);
+  }
+  // Ours that arrived after the snapshot was taken.
+  for (const auto& [id, h] : held_) {
+    if (!h.completed && h.container.nodeid().host() == n.node.host) {
+      const auto& r = h.container.resource();
+      take(Resources{r.memory(), r.virtual_cores(), static_cast<int>(GpusOf(r))});
+    }
+  }
+  return free;
+}
+
+std::string YarnContainerBroker::PickNodeLocked(const Resources& r) const {
+  std::string best;
+  int64_t best_free = -1;
+  for (const auto& [host, n] : nodes_) {
+    if (!n.usable) continue;
+    Resources free = FreeOnLocked(n);
+    bool fits = free.memory_mib >= r.memory_mib && free.vcores >= std::max(1, r.vcores) && free.gpus >= r.gpus;
+    // The most room first: a gang spreads, and each node's next heartbeat takes its part.
+    if (fits && free.memory_mib > best_free) {
+      best = host;
+      best_free = free.memory_mib;
+    }
+  }
+  return best;
+}
+
+std::vector<ypb::ResourceRequestProto> YarnContainerBroker::AsksFor(const Resources& r, const std::string& node_label,
+                                                                    const std::string& host, int64_t id) const {
+  ypb::ResourceRequestProto ask;
+  ask.mutable_priority()->set_priority(1);
+  *ask.mutable_capability() = ToYarnResource(r);
+  ask.set_num_containers(1);
+  ask.set_relax_locality(true);  // the host, then its rack, then anywhere: never stuck on one node
+  if (!node_label.empty()) ask.set_node_label_expression(node_label);
+  ask.mutable_execution_type_request()->set_execution_type(ypb::GUARANTEED);
+  ask.set_allocation_request_id(id);
+  std::vector<ypb::ResourceRequestProto> asks;
+  std::vector<std::string> names = {"*"};
+  if (!host.empty()) {
+    auto it = nodes_.find(host);
+    std::string rack = it != nodes_.end() && !it->second.node.rack.empty() ? it->second.node.rack : "/default-rack";
+    names = {host, rack, "*"};
+  }
+  for (const std::string& name : names) {
+    ask.set_resource_name(name);
+    asks.push_back(ask);
+  }
+  return asks;
+}
+
 Status YarnContainerBroker::Request(const ContainerRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return Status::Cancelled("the broker is shutting down");
   if (!fatal_.ok()) return fatal_;
   int64_t id = next_request_id_++;
-  ypb::ResourceRequestProto ask;
-  ask.mutable_priority()->set_priority(1);
-  ask.set_resource_name("*");
-  *ask.mutable_capability() = ToYarnResource(request.resources);
-  ask.set_num_containers(1);
-  ask.set_relax_locality(true);
-  if (!request.node_label.empty()) ask.set_node_label_expression(request.node_label);
-  ask.mutable_execution_type_request()->set_execution_type(ypb::GUARANTEED);
-  ask.set_allocation_request_id(id);
-  pending_[id] = {request.task, ask};
-  asks_.push_back(ask);
+  auto now = std::chrono::steady_clock::now();
+  if (pending_.empty()) next_pending_report_ = now + opts_.pending_report_interval;
+  // Node labels pick nodes the snapshot does not describe: those asks stay "*".
+  std::string host = request.node_label.empty() ? PickNodeLocked(request.resources) : "";
+  Pending p{request.task, request.resources, host, AsksFor(request.resources, request.node_label, host, id), now};
+  asks_.insert(asks_.end(), p.asks.begin(), p.asks.end());
+  pending_[id] = std::move(p);
   wake_.notify_all();
   return Status::Ok();
+}
+
+void YarnContainerBroker::UpdateNodesLocked(const ypb::AllocateResponseProto& response) {
+  if (response.has_limit()) headroom_ = response.limit();
+  for (const ypb::NodeReportProto& r : response.updated_nodes()) {
+    const std::string& host = r.nodeid().host();
+    bool usable = r.node_state() == ypb::NS_RUNNING;
+    auto [it, added] = nodes_.try_emplace(host);
+    std::vector<ManifestNode> fresh = ManifestNodes({r});
+    if (!fresh.empty()) it->second.node = fresh[0];
+    if (added && fresh.empty()) it->second.node.host = host;
+    it->second.usable = usable;
+    spdlog::info("node {} is now {}", NodeIdString(r.nodeid()), ypb::NodeStateProto_Name(r.node_state()));
+    if (usable) continue;
+    // Tasks asked for on a node that is gone: ask for them elsewhere (the old host ask is
+    // cancelled; rack and "*" stay).
+    for (auto& [id, p] : pending_) {
+      if (p.node != host) continue;
+      for (auto& ask : p.asks) {
+        if (ask.resource_name() != host) continue;
+        ypb::ResourceRequestProto cancel = ask;
+        cancel.set_num_containers(0);
+        asks_.push_back(cancel);
+      }
+      p.node.clear();  // not counted against the lost node any more
+      std::string label = p.asks.empty() ? "" : p.asks[0].node_label_expression();
+      std::string other = PickNodeLocked(p.resources);
+      p.asks = AsksFor(p.resources, label, other, id);
+      p.node = other;
+      asks_.insert(asks_.end(), p.asks.begin(), p.asks.end());
+    }
+  }
+}
+
+std::vector<PendingRequest> YarnContainerBroker::PendingLocked() const {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<PendingRequest> out;
+  for (const auto& [id, p] : pending_) {
+    PendingRequest r{p.task, p.resources, p.node,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(now - p.since), ""};
+    bool any_large_enough = nodes_.empty();
+    for (const auto& [host, n] : nodes_) {
+      if (n.usable && n.node.memory_mb >= p.resources.memory_mib && n.node.vcores >= p.resources.vcores &&
+          n.node.gpus >= p.resources.gpus) {
+        any_large_enough = true;
+      }
+    }
+    if (!any_large_enough) {
+      r.reason = "no known node is large enough";
+    } else if (headroom_ && (headroom_->memory() < p.resources.memory_mib ||
+                             GpusOf(*headroom_) < p.resources.gpus)) {
+      r.reason = "the queue's headroom is " + std::to_string(headroom_->memory()) + " MiB, " +
+                 std::to_string(headroom_->virtual_cores()) + " vcores" +
+                 (p.resources.gpus ? ", " + std::to_string(GpusOf(*headroom_)) + " GPUs" : "") +
+                 ": other applications hold the rest of the queue or cluster";
+    } else if (!p.node.empty()) {
+      r.reason = "asked on " + p.node + ": waiting for a heartbeat of its NodeManager with room (any node of its "
+                 "rack after the scheduler's locality delay)";
+    } else {
+      r.reason = "waiting for a NodeManager heartbeat with room (the scheduler places one container per heartbeat "
+                 "when asked for any node)";
+    }
+    out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.waited > b.waited; });
+  return out;
+}
+
+std::vector<PendingRequest> YarnContainerBroker::PendingRequests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PendingLocked();
 }
 
 void YarnContainerBroker::HeartbeatLoop() {
@@ -168,6 +303,18 @@ void YarnContainerBroker::HeartbeatLoop() {
       wake_.wait_for(lock, backoff, [this] { return stopping_; });
       continue;
     }
+    if (!pending_.empty() && std::chrono::steady_clock::now() >= next_pending_report_) {
+      // A gang that waits says what it waits for, and why.
+      next_pending_report_ = std::chrono::steady_clock::now() + opts_.pending_report_interval;
+      std::vector<PendingRequest> waiting = PendingLocked();
+      lock.unlock();
+      if (opts_.on_pending) {
+        opts_.on_pending(waiting);
+      } else {
+        for (const PendingRequest& p : waiting) spdlog::info("container wanted: {}", p.ToString());
+      }
+      lock.lock();
+    }
     auto interval = pending_.empty() ? opts_.heartbeat : opts_.fast_heartbeat;
     wake_.wait_for(lock, interval, [this] { return stopping_ || !asks_.empty() || !releases_.empty(); });
   }
@@ -178,6 +325,7 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
   std::vector<ContainerExit> completed;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    UpdateNodesLocked(response);
     for (const ypb::ContainerProto& c : response.allocated_containers()) {
       std::string id = ContainerIdString(c.id());
       auto it = pending_.find(c.allocation_request_id());
@@ -185,9 +333,11 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
         releases_.push_back(c.id());  // more than was asked for (or too late): give it back
         continue;
       }
-      ypb::ResourceRequestProto cancel = it->second.ask;
-      cancel.set_num_containers(0);  // this key wants nothing more
-      asks_.push_back(cancel);
+      for (const ypb::ResourceRequestProto& ask : it->second.asks) {
+        ypb::ResourceRequestProto cancel = ask;
+        cancel.set_num_containers(0);  // this key wants nothing more, on its host, rack or anywhere
+        asks_.push_back(cancel);
+      }
       held_[id] = {it->second.task, c, false, false};
       allocated.push_back({id, it->second.task, c.nodeid().host(), {}, NodeIdString(c.nodeid()), c.node_http_address()});
       pending_.erase(it);
@@ -296,9 +446,11 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
     }
     // Cancel what is still wanted.
     for (auto& [id, p] : pending_) {
-      ypb::ResourceRequestProto cancel = p.ask;
-      cancel.set_num_containers(0);
-      asks_.push_back(cancel);
+      for (const ypb::ResourceRequestProto& ask : p.asks) {
+        ypb::ResourceRequestProto cancel = ask;
+        cancel.set_num_containers(0);
+        asks_.push_back(cancel);
+      }
     }
     pending_.clear();
   }

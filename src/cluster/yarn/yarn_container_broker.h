@@ -4,13 +4,23 @@
 // allocation_request_id, so asks never overwrite each other), heartbeats (allocate) from its
 // own thread, launches `loom executor` on NodeManagers with the staged files as
 // LocalResources, and unregisters with the job's final state.
+//
+// Locality: the CapacityScheduler hands out one OFF_SWITCH container (an ask for "*" alone)
+// per NodeManager heartbeat, so a gang of 8 asking for "*" takes 8 heartbeats (8+ s). With
+// the cluster's nodes (the manifest's snapshot, kept current by allocate's updated_nodes) the
+// broker spreads the tasks over nodes with room and asks for each on its node, its rack and
+// "*" under one allocation_request_id with relax_locality: every NodeManager then takes all
+// of its tasks in one heartbeat, and a node that cannot still lets the task go elsewhere after
+// the scheduler's locality delay.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -20,6 +30,18 @@
 #include "cluster/yarn/staging.h"
 
 namespace loom::cluster::yarn {
+
+// A container asked for and not yet allocated, and why it waits as far as the AM can tell.
+struct PendingRequest {
+  TaskId task;
+  Resources resources;
+  std::string node;  // the host asked for ("": any)
+  std::chrono::milliseconds waited{0};
+  // "the queue's headroom is 2048 MiB, 2 vcores", "waiting for a heartbeat of <host> with
+  // room", "no known node is large enough", ...
+  std::string reason;
+  std::string ToString() const;  // "worker:1 (4g memory, 1 vcores) waiting 12 s: <reason>"
+};
 
 struct YarnBrokerOptions {
   StagingManifest manifest;
@@ -31,6 +53,11 @@ struct YarnBrokerOptions {
   std::string tracking_url;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds fast_heartbeat{100};  // while containers are wanted
+  // While containers are wanted, called from the heartbeat thread every
+  // `pending_report_interval` with those still pending (see PendingRequests()); unset: they
+  // are logged instead.
+  std::function<void(const std::vector<PendingRequest>&)> on_pending;
+  std::chrono::milliseconds pending_report_interval{10000};
 };
 
 // A NodeManager's container diagnostics say the same thing more than once (the launch
@@ -54,10 +81,21 @@ class YarnContainerBroker : public ContainerBroker {
   // state: SUCCEEDED, FAILED or KILLED. Call after Shutdown.
   Status Finish(const std::string& state, const std::string& diagnostics);
 
+  // The containers asked for and not yet allocated, oldest first. Thread-safe.
+  std::vector<PendingRequest> PendingRequests() const;
+
  private:
   struct Pending {
     TaskId task;
-    hadoop::yarn::ResourceRequestProto ask;
+    Resources resources;
+    std::string node;  // host of the node-local ask, "" for "*" only
+    std::vector<hadoop::yarn::ResourceRequestProto> asks;  // host, rack, "*" (or "*" alone)
+    std::chrono::steady_clock::time_point since;
+  };
+  // What the broker knows of a NodeManager.
+  struct NodeView {
+    ManifestNode node;
+    bool usable = true;  // RUNNING, as far as the last report said
   };
   struct Held {
     TaskId task;
@@ -67,12 +105,22 @@ class YarnContainerBroker : public ContainerBroker {
   };
   void HeartbeatLoop();
   void Handle(const hadoop::yarn::AllocateResponseProto& response);
+  // The usable node with the most free memory that still fits `r` after what is planned
+  // there; "" when none (or none known).
+  std::string PickNodeLocked(const Resources& r) const;
+  Resources FreeOnLocked(const NodeView& n) const;
+  // The asks for one task on `host` ("" : "*" only), under allocation_request_id `id`.
+  std::vector<hadoop::yarn::ResourceRequestProto> AsksFor(const Resources& r, const std::string& node_label,
+                                                          const std::string& host, int64_t id) const;
+  // Takes allocate's updated_nodes: new nodes, and lost ones whose tasks go elsewhere.
+  void UpdateNodesLocked(const hadoop::yarn::AllocateResponseProto& response);
+  std::vector<PendingRequest> PendingLocked() const;
 
   YarnBrokerOptions opts_;
   std::unique_ptr<AmRmClient> rm_;
   ContainerEvents* events_ = nullptr;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
   int64_t next_request_id_ = 1;
@@ -80,6 +128,9 @@ class YarnContainerBroker : public ContainerBroker {
   std::vector<hadoop::yarn::ResourceRequestProto> asks_;  // changed asks for the next heartbeat
   std::vector<hadoop::yarn::ContainerIdProto> releases_;
   std::map<std::string, Held> held_;  // by container id string
+  std::map<std::string, NodeView> nodes_;  // by host
+  std::optional<hadoop::yarn::ResourceProto> headroom_;  // allocate's `limit`, last heard
+  std::chrono::steady_clock::time_point next_pending_report_;
   std::thread heartbeat_;
   Status fatal_;  // the RM ended us (AM_SHUTDOWN, lost token)
 };

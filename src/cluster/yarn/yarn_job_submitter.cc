@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cluster/yarn/capacity_check.h"
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/logs/yarn_log_reader.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
@@ -176,42 +177,29 @@ void YarnJobSubmitter::StopMirror() {
 
 Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   const HadoopConf& conf = conf_;
-  ApplicationClient rm(conf.rm.host, conf.rm.port, user_);
-  auto nodes = rm.GetClusterNodes();
-  if (!nodes.ok()) {
-    return Status::Unavailable("asking the ResourceManager at " + conf.rm.ToString() +
-                               " for its nodes: " + nodes.status().message());
-  }
-  if (nodes->empty()) return Status::FailedPrecondition("the YARN cluster at " + conf.rm.ToString() + " has no running NodeManager");
-  auto fits_somewhere = [&](const Resources& r) {
-    for (const auto& n : *nodes) {
-      const auto& cap = n.capability();
-      if (cap.memory() >= r.memory_mib && cap.virtual_cores() >= r.vcores && GpusOf(cap) >= r.gpus) return true;
-    }
-    return false;
-  };
-  std::string largest;
-  for (const auto& n : *nodes) {
-    largest += (largest.empty() ? "" : ", ") + NodeIdString(n.nodeid()) + " " + std::to_string(n.capability().memory()) +
-               " MiB/" + std::to_string(n.capability().virtual_cores()) + " vcores/" +
-               std::to_string(GpusOf(n.capability())) + " GPUs";
-  }
-  if (!fits_somewhere(spec.am_resources)) {
-    return Status::ResourceExhausted("the AM needs " + spec.am_resources.ToString() +
-                                     " but no YARN node is that large (" + largest + ")");
-  }
-  for (const TaskTypeSpec& t : spec.types) {
-    if (!fits_somewhere(t.resources)) {
-      return Status::ResourceExhausted("a " + t.name + " task needs " + t.resources.ToString() +
-                                       " but no YARN node is that large (" + largest + ")");
-    }
-  }
   for (const TaskTypeSpec& t : spec.types) {
     if (!t.extra_files.empty()) {
       return Status::Unimplemented("loom." + t.name + ".resources is not supported on the yarn backend yet");
     }
   }
-  return Status::Ok();
+  ApplicationClient rm(conf.rm.host, conf.rm.port, user_);
+  auto unreachable = [&](const Status& s, const std::string& what) {
+    return Status::Unavailable("asking the ResourceManager at " + conf.rm.ToString() + " for " + what + ": " + s.message());
+  };
+  // The queue first: an unknown one is the user's to fix, before anything is staged.
+  std::string queue_name = config::GetString(job_conf_, "loom.yarn.queue");
+  auto queue = rm.GetQueueInfo(queue_name);
+  if (!queue.ok()) {
+    if (queue.status().code() == StatusCode::kNotFound) {
+      return Status::InvalidArgument("loom.yarn.queue=" + queue_name + ": " + queue.status().message());
+    }
+    return unreachable(queue.status(), "queue " + queue_name);
+  }
+  auto nodes = rm.GetClusterNodes();
+  if (!nodes.ok()) return unreachable(nodes.status(), "its nodes");
+  CapacityRules rules;
+  rules.min_allocation_mb = conf.min_allocation_mb;
+  return CheckJobFits(spec, *nodes, *queue, rules);
 }
 
 Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, const JobSpec& spec,

@@ -38,6 +38,7 @@ Props Defaults() {
   set("yarn.log-aggregation-enable", "false");
   set("yarn.nodemanager.remote-app-log-dir", "/tmp/logs");
   set("yarn.nodemanager.remote-app-log-dir-suffix", "logs");
+  set("yarn.scheduler.minimum-allocation-mb", "1024");
   set("yarn.log-aggregation.file-formats", "TFile");
   return p;
 }
@@ -177,6 +178,8 @@ Status FillLogSettings(const Props& props, HadoopConf& conf) {
   LOOM_ASSIGN_OR_RETURN(conf.nm_webapp, HostPortOf(props, "yarn.nodemanager.webapp.address"));
   LOOM_ASSIGN_OR_RETURN(std::string enable, Expand(props, "yarn.log-aggregation-enable"));
   conf.log_aggregation_enable = ToLower(Trim(enable)) == "true";
+  LOOM_ASSIGN_OR_RETURN(std::string min_mb, Expand(props, "yarn.scheduler.minimum-allocation-mb"));
+  if (auto mb = ParseInt(Trim(min_mb)); mb.ok() && *mb > 0) conf.min_allocation_mb = *mb;
   LOOM_ASSIGN_OR_RETURN(conf.remote_app_log_dir, Expand(props, "yarn.nodemanager.remote-app-log-dir"));
   LOOM_ASSIGN_OR_RETURN(conf.remote_app_log_dir_suffix, Expand(props, "yarn.nodemanager.remote-app-log-dir-suffix"));
   LOOM_ASSIGN_OR_RETURN(std::string formats, Expand(props, "yarn.log-aggregation.file-formats"));

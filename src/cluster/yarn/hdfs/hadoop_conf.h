@@ -32,6 +32,8 @@ struct HadoopConf {
   std::string security;              // hadoop.security.authentication ("simple")
   std::string rpc_protection;        // hadoop.rpc.protection ("authentication")
   std::string staging_dir;           // loom staging root: "/user/<user>/.loom"
+  // yarn.scheduler.minimum-allocation-mb (yarn-default: 1024): asks round up to a multiple.
+  int64_t min_allocation_mb = 1024;
   // Where containers' logs are (yarn-site.xml), for `loom logs`: a NodeManager's web server
   // while it keeps them, then HDFS if the cluster aggregates logs.
   HostPort nm_webapp;                            // yarn.nodemanager.webapp.address (default 0.0.0.0:8042)

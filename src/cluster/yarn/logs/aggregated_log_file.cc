@@ -58,14 +58,14 @@ class Cursor {
   // org.apache.hadoop.io.file.tfile.Utils.readVLong: one byte for -32..127, else the first
   // byte says how many follow.
   Status VLong(int64_t& out) {
-    uint64_t first_u;
+    uint64_t first_u = 0;
     LOOM_RETURN_IF_ERROR(Unsigned(1, first_u));
     int first = static_cast<int8_t>(first_u);
     if (first >= -32) {
       out = first;
       return Status::Ok();
     }
-    uint64_t rest;
+    uint64_t rest = 0;
     switch ((first + 128) / 8) {
       case 11: case 10: case 9: case 8: case 7:
         LOOM_RETURN_IF_ERROR(Unsigned(1, rest));
@@ -96,7 +96,7 @@ class Cursor {
   }
   // Utils.writeString: VInt byte length (-1: null), then the UTF-8 bytes.
   Status TString(std::string& out) {
-    int64_t n;
+    int64_t n = 0;
     LOOM_RETURN_IF_ERROR(VLong(n));
     if (n == -1) {
       out.clear();
@@ -110,7 +110,7 @@ class Cursor {
   }
   // java.io.DataOutput.writeUTF: u16 length, modified UTF-8.
   Status Utf(std::string& out) {
-    uint64_t n;
+    uint64_t n = 0;
     LOOM_RETURN_IF_ERROR(Unsigned(2, n));
     std::string_view b;
     LOOM_RETURN_IF_ERROR(Bytes(static_cast<size_t>(n), b));
@@ -175,7 +175,7 @@ Status ParseContainerValue(const std::string& container_id, std::string_view val
 Status ParseDataBlock(std::string_view block, int index, AggregatedLogFile& out) {
   Cursor c(block, "TFile data block " + std::to_string(index));
   while (!c.done()) {
-    int64_t key_length;
+    int64_t key_length = 0;
     LOOM_RETURN_IF_ERROR(c.NonNegativeVLong(key_length, "key length"));
     std::string_view key_bytes;
     LOOM_RETURN_IF_ERROR(c.Bytes(static_cast<size_t>(key_length), key_bytes));
@@ -185,7 +185,7 @@ Status ParseDataBlock(std::string_view block, int index, AggregatedLogFile& out)
     if (!kc.done()) return c.Error("a key with bytes after its string");
     std::string value;
     for (bool last = false; !last;) {
-      int64_t n;
+      int64_t n = 0;
       LOOM_RETURN_IF_ERROR(c.VLong(n));
       last = n >= 0;
       if (n == INT64_MIN) return c.Error("corrupt chunk length");
@@ -313,7 +313,7 @@ Result<AggregatedLogFile> ParseTFileLogs(std::string_view bytes) {
     return Status::InvalidArgument("TFile: no BCFile magic at its start and end");
   }
   Cursor tail(bytes.substr(bytes.size() - kBcFileTail), "TFile trailer");
-  uint64_t meta_index_offset, major, minor;
+  uint64_t meta_index_offset = 0, major = 0, minor = 0;
   LOOM_RETURN_IF_ERROR(tail.Unsigned(8, meta_index_offset));
   LOOM_RETURN_IF_ERROR(tail.Unsigned(2, major));
   LOOM_RETURN_IF_ERROR(tail.Unsigned(2, minor));
@@ -326,7 +326,7 @@ Result<AggregatedLogFile> ParseTFileLogs(std::string_view bytes) {
 
   // MetaIndex: the named meta blocks ("data:" + name), each with its compression and region.
   Cursor meta(bytes.substr(index_at, meta_end - index_at), "TFile MetaIndex");
-  int64_t count;
+  int64_t count = 0;
   LOOM_RETURN_IF_ERROR(meta.NonNegativeVLong(count, "meta block count"));
   Region data_index;
   bool have_data_index = false;
@@ -344,7 +344,7 @@ Result<AggregatedLogFile> ParseTFileLogs(std::string_view bytes) {
   // BCFile.index: the data blocks' default compression and regions.
   Cursor di(bytes.substr(data_index.offset, data_index.compressed), "TFile BCFile.index");
   std::string compression;
-  int64_t blocks;
+  int64_t blocks = 0;
   LOOM_RETURN_IF_ERROR(di.TString(compression));
   LOOM_RETURN_IF_ERROR(di.NonNegativeVLong(blocks, "data block count"));
   AggregatedLogFile out;

@@ -1,0 +1,282 @@
+// YarnContainerBroker against the YARN test double's CapacityScheduler: a gang spread over the
+// nodes of the manifest's snapshot with node-local asks arrives in one heartbeat round (asking
+// for "*" it needs one heartbeat per container), pending tasks say why they wait, and tasks
+// asked for on a node that is lost are asked for elsewhere.
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "cluster/yarn/rpc/yarn_clients.h"
+#include "cluster/yarn/yarn_container_broker.h"
+#include "core/testing.h"
+#include "yarn_test_double.h"
+
+namespace loom::cluster::yarn {
+namespace {
+
+namespace ypb = ::hadoop::yarn;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// ContainerEvents that remember what happened.
+class Recorder : public ContainerEvents {
+ public:
+  void OnAllocated(const Container& c) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    allocated_.push_back(c);
+    cv_.notify_all();
+  }
+  void OnCompleted(const ContainerExit&) override {}
+  void OnContainerError(const TaskId& task, const Status& error) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    errors_.push_back(task.ToString() + ": " + error.ToString());
+    cv_.notify_all();
+  }
+  // Waits until `n` containers arrived; what arrived by then.
+  std::vector<Container> WaitAllocated(size_t n, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return allocated_.size() >= n; });
+    return allocated_;
+  }
+  std::vector<std::string> errors() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return errors_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Container> allocated_;
+  std::vector<std::string> errors_;
+};
+
+template <typename F>
+bool Eventually(F done, std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+class BrokerLocalityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    work_ = std::filesystem::temp_directory_path() /
+            ("loom-locality-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(work_);
+  }
+  void TearDown() override {
+    broker_.reset();
+    if (double_) double_->Stop();
+    double_.reset();
+    std::filesystem::remove_all(work_);
+  }
+
+  // A double with `nodes` NodeManagers and an application whose AM container runs a sleep:
+  // the test's broker acts as that application's AM.
+  void StartCluster(int nodes, int heartbeat_ms, int64_t node_mb = 8192, int liveness_ms = 2000) {
+    yarn_double::YarnTestDouble::Options o;
+    o.work_dir = work_.string() + "/yarn";
+    o.node_memory_mb = node_mb;
+    o.node_vcores = 16;
+    o.node_count = nodes;
+    o.nm_heartbeat_ms = heartbeat_ms;
+    o.nm_liveness_expiry_ms = liveness_ms;
+    double_ = std::make_unique<yarn_double::YarnTestDouble>(o);
+    ASSERT_OK(double_->Start());
+    rm_ = std::make_unique<ApplicationClient>("127.0.0.1", double_->rm_port(), "root");
+    app_ = SubmitApp(heartbeat_ms < 0);
+  }
+
+  // An application whose AM container (on a heartbeat; `beat`: the test's, on node 0) runs a sleep.
+  ypb::ApplicationIdProto SubmitApp(bool beat) {
+    auto fresh = rm_->GetNewApplication();
+    EXPECT_OK(fresh);
+    ypb::ApplicationIdProto app = fresh.value_or(ypb::GetNewApplicationResponseProto{}).application_id();
+    ypb::ApplicationSubmissionContextProto asc;
+    *asc.mutable_application_id() = app;
+    asc.mutable_resource()->set_memory(128);
+    asc.mutable_resource()->set_virtual_cores(1);
+    asc.mutable_am_container_spec()->add_command("exec sleep 300");
+    EXPECT_OK(rm_->SubmitApplication(asc));
+    std::string am = "container_" + ApplicationIdString(app).substr(12) + "_01_000001";
+    auto has_am = [&] {
+      for (const auto& c : double_->Containers()) {
+        if (c.id == am) return true;
+      }
+      return false;
+    };
+    if (beat) {
+      EXPECT_TRUE(Eventually([&] {
+        auto r = rm_->GetApplicationReport(app);
+        return r.ok() && r->yarn_application_state() == ypb::ACCEPTED;
+      }));
+      EXPECT_OK(double_->NodeHeartbeatForTest(0));  // the AM container, on node 0
+    }
+    EXPECT_TRUE(Eventually(has_am));
+    return app;
+  }
+
+  YarnBrokerOptions Options(bool with_nodes) { return Options(app_, with_nodes); }
+  YarnBrokerOptions Options(const ypb::ApplicationIdProto& app, bool with_nodes) {
+    YarnBrokerOptions o;
+    o.manifest.scheduler = "127.0.0.1:" + std::to_string(double_->scheduler_port());
+    o.manifest.application_id = ApplicationIdString(app);
+    if (with_nodes) {
+      auto nodes = rm_->GetClusterNodes();
+      EXPECT_OK(nodes);
+      o.manifest.nodes = ManifestNodes(nodes.value_or(std::vector<ypb::NodeReportProto>{}));
+    }
+    auto token = double_->AmRmToken(ApplicationIdString(app));
+    EXPECT_OK(token);
+    o.amrm_token = token.value_or(Token{});
+    o.nm_host = "localhost";
+    o.heartbeat = 100ms;
+    o.fast_heartbeat = 10ms;
+    return o;
+  }
+
+  void StartBroker(YarnBrokerOptions o) {
+    broker_ = std::make_unique<YarnContainerBroker>(std::move(o));
+    ASSERT_OK(broker_->Start(&events_));
+  }
+
+  void RequestWorkers(int n, Resources r) {
+    for (int i = 0; i < n; ++i) ASSERT_OK(broker_->Request({TaskId{"worker", i}, r, ""}));
+  }
+
+  std::filesystem::path work_;
+  std::unique_ptr<yarn_double::YarnTestDouble> double_;
+  std::unique_ptr<ApplicationClient> rm_;
+  ypb::ApplicationIdProto app_;
+  Recorder events_;
+  std::unique_ptr<YarnContainerBroker> broker_;
+};
+
+TEST(ManifestNodes, RunningNodesRoundTripThroughTheManifest) {
+  ypb::NodeReportProto running, lost;
+  running.mutable_nodeid()->set_host("n1");
+  running.mutable_nodeid()->set_port(45454);
+  running.set_rackname("/rack-a");
+  running.mutable_capability()->set_memory(8192);
+  running.mutable_capability()->set_virtual_cores(4);
+  running.mutable_used()->set_memory(2048);
+  running.mutable_used()->set_virtual_cores(1);
+  running.set_node_state(ypb::NS_RUNNING);
+  lost = running;
+  lost.mutable_nodeid()->set_host("n2");
+  lost.set_node_state(ypb::NS_LOST);
+  StagingManifest m;
+  m.fs_scheme = "hdfs";
+  m.scheduler = "rm:8030";
+  m.nodes = ManifestNodes({running, lost});
+  ASSERT_EQ(m.nodes.size(), 1u);
+  auto back = StagingManifest::FromJson(m.ToJson().dump());
+  ASSERT_OK(back);
+  ASSERT_EQ(back->nodes.size(), 1u);
+  EXPECT_EQ(back->nodes[0].host, "n1");
+  EXPECT_EQ(back->nodes[0].rack, "/rack-a");
+  EXPECT_EQ(back->nodes[0].memory_mb, 8192);
+  EXPECT_EQ(back->nodes[0].used_memory_mb, 2048);
+  // A manifest without nodes (an older client) still reads.
+  StagingManifest none = m;
+  none.nodes.clear();
+  auto old = StagingManifest::FromJson(none.ToJson().dump());
+  ASSERT_OK(old);
+  EXPECT_TRUE(old->nodes.empty());
+}
+
+// Issue 8 item 10: 8 tasks asked for "*" arrive one per NodeManager heartbeat; spread over the
+// nodes with node-local asks, each node takes its share in its next heartbeat.
+TEST_F(BrokerLocalityTest, GangSpreadOverTheNodesArrivesInOneHeartbeatRound) {
+  constexpr int kBeatMs = 250;
+  StartCluster(2, kBeatMs);
+  StartBroker(Options(/*with_nodes=*/true));
+  auto start = std::chrono::steady_clock::now();
+  RequestWorkers(8, {1024, 1, 0});
+  std::vector<Container> got = events_.WaitAllocated(8);
+  auto local_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  ASSERT_EQ(got.size(), 8u);
+  std::map<std::string, int> per_host;
+  for (const Container& c : got) ++per_host[c.host];
+  EXPECT_EQ(per_host, (std::map<std::string, int>{{"127.0.0.2", 4}, {"localhost", 4}}));
+  EXPECT_TRUE(broker_->PendingRequests().empty());
+  broker_.reset();
+
+  // The same gang of another application asking for "*" only (no node snapshot): one
+  // container per heartbeat.
+  Recorder any_events;
+  auto o = Options(SubmitApp(false), /*with_nodes=*/false);
+  broker_ = std::make_unique<YarnContainerBroker>(std::move(o));
+  ASSERT_OK(broker_->Start(&any_events));
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 8; ++i) ASSERT_OK(broker_->Request({TaskId{"worker", i}, {1024, 1, 0}, ""}));
+  EXPECT_EQ(any_events.WaitAllocated(8).size(), 8u);
+  auto any_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  EXPECT_GE(any_ms.count(), 3 * kBeatMs);  // 4 rounds of 2 heartbeats, the first possibly at once
+  EXPECT_LT(local_ms.count(), 3 * kBeatMs);
+  EXPECT_LT(local_ms, any_ms);
+}
+
+TEST_F(BrokerLocalityTest, PendingTasksSayWhatTheyWaitFor) {
+  StartCluster(2, 50, /*node_mb=*/4096);
+  std::mutex mu;
+  std::vector<std::vector<PendingRequest>> reports;
+  YarnBrokerOptions o = Options(true);
+  o.pending_report_interval = 100ms;
+  o.on_pending = [&](const std::vector<PendingRequest>& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    reports.push_back(p);
+  };
+  StartBroker(std::move(o));
+  // Node 1 takes one 4096 MB worker; node 0 holds the 128 MB AM, so nothing else fits.
+  RequestWorkers(3, {4096, 1, 0});
+  ASSERT_EQ(events_.WaitAllocated(1).size(), 1u);
+  std::vector<PendingRequest> waiting;
+  ASSERT_TRUE(Eventually([&] {
+    waiting = broker_->PendingRequests();
+    return waiting.size() == 2 && waiting[0].reason.find("headroom") != std::string::npos;
+  })) << (waiting.empty() ? "" : waiting[0].ToString());
+  EXPECT_EQ(waiting[0].task.type, "worker");
+  EXPECT_EQ(waiting[0].resources.memory_mib, 4096);
+  EXPECT_THAT(waiting[0].reason, HasSubstr("the queue's headroom is 3968 MiB"));  // 8192 - 128 - 4096
+  EXPECT_THAT(waiting[0].ToString(), HasSubstr("worker:"));
+  EXPECT_GE(waiting[0].waited, waiting[1].waited);  // oldest first
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !reports.empty() && reports.back().size() == 2;
+  }));
+}
+
+TEST_F(BrokerLocalityTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
+  StartCluster(2, /*heartbeat_ms=*/-1, 8192, /*liveness_ms=*/100);
+  StartBroker(Options(true));
+  RequestWorkers(2, {1024, 1, 0});
+  // Spread: one on each node (node 1 has the most room, then node 0).
+  ASSERT_TRUE(Eventually([&] {
+    auto p = broker_->PendingRequests();
+    return p.size() == 2 && p[0].node != p[1].node;
+  }));
+  ASSERT_OK(double_->LoseNodeForTest(1));
+  // The RM reports node 1 LOST through allocate; the broker moves its task to node 0.
+  ASSERT_TRUE(Eventually([&] {
+    auto p = broker_->PendingRequests();
+    return p.size() == 2 && p[0].node == "localhost" && p[1].node == "localhost";
+  }));
+  auto placed = double_->NodeHeartbeatForTest(0);
+  ASSERT_OK(placed);
+  EXPECT_EQ(*placed, 2);  // both node-local, in one heartbeat
+  std::vector<Container> got = events_.WaitAllocated(2);
+  ASSERT_EQ(got.size(), 2u);
+  for (const Container& c : got) EXPECT_EQ(c.host, "localhost");
+  EXPECT_TRUE(events_.errors().empty());
+}
+
+}  // namespace
+}  // namespace loom::cluster::yarn
