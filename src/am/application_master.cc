@@ -1,5 +1,7 @@
 #include "am/application_master.h"
 
+#include "control/executor_env.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -132,13 +134,16 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     launch.argv = {opts_.executor_binary, "executor"};
     launch.env = opts_.executor_env;
     for (const auto& [k, v] : opts_.spec.container_env) launch.env[k] = v;
-    launch.env["LOOM_JOB_ID"] = opts_.job_id;
-    launch.env["LOOM_TASK_ID"] = container.task.ToString();
-    launch.env["LOOM_RESTART_COUNT"] = std::to_string(attempt_ + slot->restarts);
-    if (slot->previous_port) launch.env["LOOM_PREFERRED_PORT"] = std::to_string(slot->previous_port);
-    launch.env["LOOM_AM_ADDRESS"] = opts_.advertise_host + ":" + std::to_string(port_);
-    launch.env["LOOM_SECRET_FILE"] = opts_.secret_file;
-    launch.env["LOOM_PORT_RANGE"] = std::to_string(opts_.spec.port_low) + "-" + std::to_string(opts_.spec.port_high);
+    control::ExecutorEnv wiring;
+    wiring.job_id = opts_.job_id;
+    wiring.task_id = container.task.ToString();
+    wiring.restart_count = attempt_ + slot->restarts;
+    wiring.preferred_port = slot->previous_port;
+    wiring.am_address = opts_.advertise_host + ":" + std::to_string(port_);
+    wiring.secret_file = opts_.secret_file;
+    wiring.port_low = opts_.spec.port_low;
+    wiring.port_high = opts_.spec.port_high;
+    wiring.AddTo(launch.env);
     if (!opts_.spec.src_dir.empty()) launch.resources.push_back({opts_.spec.src_dir, ".", false});
     if (!opts_.spec.python_venv.empty()) launch.resources.push_back({opts_.spec.python_venv, "venv", true});
     if (const TaskTypeSpec* type = opts_.spec.FindType(container.task.type)) {

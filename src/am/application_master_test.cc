@@ -50,6 +50,7 @@ class AmTest : public ::testing::Test {
     o.job_dir = history::JobDir(root_.string());
     o.job_id = "job_amtest";
     o.secret = kSecret;
+    o.secret_file = "/nonexistent/secret";  // handed to executors by path
     o.bind_address = "127.0.0.1";
     events_ = std::make_unique<history::EventLog>(o.job_dir.events());
     am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);

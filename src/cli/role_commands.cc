@@ -16,6 +16,7 @@
 #include "cli/backends.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "control/auth.h"
+#include "control/executor_env.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -83,7 +84,7 @@ int AmCommand(std::vector<std::string> args) {
   auto secret = control::ReadSecretFile(setup->secret_file);
   if (!secret.ok()) return AmFailed(dir, secret.status().message());
   // On YARN the job dir is the container's own; the job keeps the id the client gave it.
-  std::string job_id = env.count("LOOM_JOB_ID") && !env["LOOM_JOB_ID"].empty() ? env["LOOM_JOB_ID"] : dir.job_id();
+  std::string job_id = !env[control::kJobIdEnv].empty() ? env[control::kJobIdEnv] : dir.job_id();
 
   // The AM's page: the application's tracking URL where the cluster has a UI for it.
   am::StatusPage page(dir, job_id);
@@ -144,20 +145,21 @@ int ExecutorCommand(std::vector<std::string> args) {
   }
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ [executor] %v");
   auto env = CurrentEnvironment();
-  if (auto alias = env.find("LOOM_SECRET_CREDENTIAL"); alias != env.end()) {
+  auto wiring = control::ExecutorEnv::FromEnv(env);
+  if (wiring.ok() && wiring->secret_file.empty()) {
     // On YARN the secret is in the container's credentials: a private file for the executor.
     auto token_file = env.find("HADOOP_TOKEN_FILE_LOCATION");
-    if (token_file == env.end()) return UsageError("executor: LOOM_SECRET_CREDENTIAL without HADOOP_TOKEN_FILE_LOCATION");
+    if (token_file == env.end()) return UsageError("executor: the secret's credential without HADOOP_TOKEN_FILE_LOCATION");
     auto creds = cluster::yarn::ReadCredentialsFile(token_file->second);
     if (!creds.ok()) return UsageError("executor: " + creds.status().message());
     std::string secret;
     for (const auto& [name, value] : creds->secrets) {
-      if (name == alias->second) secret = value;
+      if (name == wiring->secret_credential) secret = value;
     }
-    if (secret.empty()) return UsageError("executor: " + token_file->second + " holds no " + alias->second);
-    std::string path = AbsolutePath(".loom.secret");
-    if (Status s = WriteFileAtomic(path, secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
-    env[control::kSecretFileEnv] = path;
+    if (secret.empty()) return UsageError("executor: " + token_file->second + " holds no " + wiring->secret_credential);
+    wiring->secret_file = AbsolutePath(".loom.secret");
+    if (Status s = WriteFileAtomic(wiring->secret_file, secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
+    wiring->AddTo(env);
   }
   return executor::RunTaskExecutor(env);
 }

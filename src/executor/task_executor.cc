@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/auth.h"
+#include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
 #include "core/files.h"
 #include "core/job_spec.h"
@@ -65,6 +66,7 @@ class TaskExecutor {
   control::TaskRef Ref() const;
 
   std::map<std::string, std::string> env_;
+  control::ExecutorEnv wiring_;  // what the AM and the backend told this executor
   TaskId task_;
   std::string log_dir_;
   std::string secret_;
@@ -127,30 +129,13 @@ void LinkIntoWorkdir(const std::string& dir) {
 }  // namespace
 
 Status TaskExecutor::Init() {
-  auto get = [&](const char* key) -> Result<std::string> {
-    auto it = env_.find(key);
-    if (it == env_.end() || it->second.empty()) return Status::InvalidArgument(std::string(key) + " is not set");
-    return it->second;
-  };
-  LOOM_ASSIGN_OR_RETURN(std::string task, get("LOOM_TASK_ID"));
-  LOOM_ASSIGN_OR_RETURN(task_, ParseTaskId(task));
-  LOOM_ASSIGN_OR_RETURN(std::string am, get("LOOM_AM_ADDRESS"));
-  LOOM_ASSIGN_OR_RETURN(std::string secret_file, get(control::kSecretFileEnv));
-  LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(secret_file));
-  log_dir_ = env_.count("LOOM_LOG_DIR") ? env_["LOOM_LOG_DIR"] : ".";
-  if (auto it = env_.find("LOOM_LINK_INTO_WORKDIR"); it != env_.end()) LinkIntoWorkdir(it->second);
-  int low = 20000, high = 32000;
-  if (auto it = env_.find("LOOM_PORT_RANGE"); it != env_.end()) {
-    auto parts = Split(it->second, '-');
-    if (parts.size() == 2 && ParseInt(parts[0]).ok() && ParseInt(parts[1]).ok()) {
-      low = static_cast<int>(*ParseInt(parts[0]));
-      high = static_cast<int>(*ParseInt(parts[1]));
-    }
-  }
-  int preferred = 0;
-  if (auto it = env_.find("LOOM_PREFERRED_PORT"); it != env_.end()) {
-    if (auto p = ParseInt(it->second); p.ok()) preferred = static_cast<int>(*p);
-  }
+  LOOM_ASSIGN_OR_RETURN(wiring_, control::ExecutorEnv::FromEnv(env_));
+  LOOM_ASSIGN_OR_RETURN(task_, ParseTaskId(wiring_.task_id));
+  std::string am = wiring_.am_address;
+  LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(wiring_.secret_file));
+  log_dir_ = wiring_.log_dir.empty() ? "." : wiring_.log_dir;
+  if (!wiring_.link_into_workdir.empty()) LinkIntoWorkdir(wiring_.link_into_workdir);
+  int low = wiring_.port_low, high = wiring_.port_high, preferred = wiring_.preferred_port;
   LOOM_ASSIGN_OR_RETURN(port_, ReservedPort::Reserve(low, high, preferred));
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
@@ -161,10 +146,10 @@ Status TaskExecutor::Init() {
 Status TaskExecutor::Register() {
   control::RegisterRequest req;
   *req.mutable_task() = Ref();
-  req.set_host(env_.count("LOOM_HOST") ? env_["LOOM_HOST"] : "127.0.0.1");
+  req.set_host(wiring_.host.empty() ? "127.0.0.1" : wiring_.host);
   req.set_port(port_.port());
   req.set_executor_pid(::getpid());
-  req.set_container_id(env_.count("LOOM_CONTAINER_ID") ? env_["LOOM_CONTAINER_ID"] : "");
+  req.set_container_id(wiring_.container_id);
   // The AM may still be starting its server when the container comes up: retry while it is
   // unavailable, for up to 30 s.
   auto deadline = Clock::now() + std::chrono::seconds(30);
@@ -335,10 +320,7 @@ Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) 
   }
   o.env = env_;
   // The executor's own wiring is not the user's business, and the secret path least of all.
-  for (const char* k : {"LOOM_AM_ADDRESS", "LOOM_SECRET_FILE", "LOOM_PORT_RANGE", "LOOM_MEMORY_ENFORCED_BY",
-                        "LOOM_PREFERRED_PORT"}) {
-    o.env.erase(k);
-  }
+  control::ExecutorEnv::RemoveWiring(o.env);
   o.env.erase("MALLOC_ARENA_MAX");  // TonY#346
   o.env["PYTHONUNBUFFERED"] = "1";  // logs reach the files as they are printed
   for (const auto& [k, v] : spec.env()) o.env[k] = v;
@@ -365,7 +347,7 @@ Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) 
 int TaskExecutor::Supervise() {
   const pid_t pgid = user_->pgid();
   const milliseconds grace(params_.stop_grace_ms());
-  const bool watchdog = env_["LOOM_MEMORY_ENFORCED_BY"] == "watchdog" && params_.memory_limit_bytes() > 0;
+  const bool watchdog = wiring_.memory_enforced_by == "watchdog" && params_.memory_limit_bytes() > 0;
   std::optional<Clock::time_point> exec_deadline;
   if (params_.execution_timeout_ms() > 0) exec_deadline = Clock::now() + milliseconds(params_.execution_timeout_ms());
   bool terminating = false, killed_for_memory = false;

@@ -7,9 +7,8 @@
 // max-missed-heartbeats, or SIGTERM arrives, it stops the user's whole process group and exits:
 // it never leaves an orphan behind.
 //
-// Everything it needs comes from its environment, set by the AM and the backend:
-//   LOOM_AM_ADDRESS, LOOM_TASK_ID, LOOM_SECRET_FILE, LOOM_LOG_DIR, LOOM_HOST, LOOM_CONTAINER_ID,
-//   LOOM_PORT_RANGE, LOOM_MEMORY_ENFORCED_BY.
+// Everything it needs comes from its environment, set by the AM and the backend: the contract
+// is control::ExecutorEnv (control/executor_env.h).
 
 #include <map>
 #include <string>

@@ -7,6 +7,7 @@
 
 #include "cluster/local/cgroup.h"
 #include "control/auth.h"
+#include "control/executor_env.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "history/job_view.h"
@@ -26,7 +27,7 @@ Status LocalBackend::Submit(const JobSpec& spec, const history::JobDir& dir) {
   SpawnOptions o;
   o.argv = {loom_binary_, "am", "--job-dir", dir.root()};
   o.env = CurrentEnvironment();
-  o.env["LOOM_JOB_ID"] = dir.job_id();
+  o.env[control::kJobIdEnv] = dir.job_id();
   o.env[control::kSecretFileEnv] = dir.secret();
   o.stdout_path = dir.am_log();
   o.stderr_path = dir.am_log();

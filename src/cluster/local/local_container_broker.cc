@@ -1,5 +1,7 @@
 #include "cluster/local/local_container_broker.h"
 
+#include "control/executor_env.h"
+
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -100,8 +102,10 @@ std::vector<Container> LocalContainerBroker::AllocateLocked() {
       // Set even when empty: a task that asked for no GPU must not see any.
       slot.container.env["CUDA_VISIBLE_DEVICES"] = Join(ids, ",");
     }
-    slot.container.env["LOOM_HOST"] = slot.container.host;
-    slot.container.env["LOOM_CONTAINER_ID"] = slot.container.id;
+    control::ExecutorEnv wiring;
+    wiring.host = slot.container.host;
+    wiring.container_id = slot.container.id;
+    wiring.AddTo(slot.container.env);
     granted.push_back(slot.container);
     slots_.emplace(slot.container.id, std::move(slot));
     pending_.pop_front();
@@ -163,7 +167,9 @@ Status LocalContainerBroker::Launch(const Container& container, const LaunchSpec
   o.argv = spec.argv;
   o.env = spec.env;
   for (const auto& [k, v] : container.env) o.env[k] = v;
-  o.env["LOOM_LOG_DIR"] = task_dir;
+  control::ExecutorEnv wiring;
+  wiring.log_dir = task_dir;
+  wiring.memory_enforced_by = "watchdog";  // unless a cgroup with the memory controller does it
   o.cwd = work_dir;
   o.stdout_path = task_dir + "/executor.log";
   o.stderr_path = task_dir + "/executor.log";
@@ -173,13 +179,13 @@ Status LocalContainerBroker::Launch(const Container& container, const LaunchSpec
                                  slot.resources.memory_mib * 1024 * 1024);
     if (cg.ok()) {
       o.cgroup_procs_path = cg->procs_path();
-      o.env["LOOM_MEMORY_ENFORCED_BY"] = cg->memory_enforced() ? "cgroup" : "watchdog";
+      if (cg->memory_enforced()) wiring.memory_enforced_by = "cgroup";
       slot.cgroup = *cg;
     } else {
       spdlog::warn("no cgroup for {}: {}", container.task.ToString(), cg.status().ToString());
     }
   }
-  if (!slot.cgroup) o.env["LOOM_MEMORY_ENFORCED_BY"] = "watchdog";
+  wiring.AddTo(o.env);
   LOOM_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(o));
   slot.pidfd = OpenPidFd(child.pid());
   if (slot.pidfd < 0) return Status::FromErrno("pidfd_open", errno);

@@ -15,6 +15,7 @@
 #include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "control/auth.h"
+#include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
 #include "core/config/key_registry.h"
 #include "core/files.h"
@@ -338,8 +339,7 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
     e->set_key(k);
     e->set_value(v);
   };
-  add_env("LOOM_JOB_ID", dir.job_id());
-  add_env("LOOM_LOG_DIR", "<LOG_DIR>");
+  add_env(control::kJobIdEnv, dir.job_id());
   add_env("MALLOC_ARENA_MAX", "2");  // a small virtual size too, for NodeManagers that check it
   if (const char* tz = std::getenv("TZ")) add_env("TZ", tz);
   // The NodeManager joins the commands with spaces into `bash -c`; <LOG_DIR> is its to expand.

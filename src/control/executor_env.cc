@@ -1,0 +1,100 @@
+#include "control/executor_env.h"
+
+#include "control/auth.h"
+#include "core/strings.h"
+
+namespace loom::control {
+namespace {
+
+constexpr char kTaskId[] = "LOOM_TASK_ID";
+constexpr char kRestartCount[] = "LOOM_RESTART_COUNT";
+constexpr char kAmAddress[] = "LOOM_AM_ADDRESS";
+constexpr const char* kSecretFile = kSecretFileEnv;
+constexpr char kSecretCredential[] = "LOOM_SECRET_CREDENTIAL";
+constexpr char kPortRange[] = "LOOM_PORT_RANGE";
+constexpr char kPreferredPort[] = "LOOM_PREFERRED_PORT";
+constexpr char kHost[] = "LOOM_HOST";
+constexpr char kContainerId[] = "LOOM_CONTAINER_ID";
+constexpr char kLogDir[] = "LOOM_LOG_DIR";
+constexpr char kLinkIntoWorkdir[] = "LOOM_LINK_INTO_WORKDIR";
+constexpr char kMemoryEnforcedBy[] = "LOOM_MEMORY_ENFORCED_BY";
+
+Result<int> Number(const std::map<std::string, std::string>& env, const char* key, int fallback) {
+  auto it = env.find(key);
+  if (it == env.end() || it->second.empty()) return fallback;
+  auto n = ParseInt(it->second);
+  if (!n.ok() || *n < 0 || *n > 1 << 30) return Status::InvalidArgument(std::string(key) + "=" + it->second + " is not a number");
+  return static_cast<int>(*n);
+}
+
+}  // namespace
+
+void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
+  auto put = [&](const char* key, const std::string& value) {
+    if (!value.empty()) env[key] = value;
+  };
+  put(kJobIdEnv, job_id);
+  put(kTaskId, task_id);
+  if (!task_id.empty()) env[kRestartCount] = std::to_string(restart_count);
+  put(kAmAddress, am_address);
+  put(kSecretFile, secret_file);
+  put(kSecretCredential, secret_credential);
+  if (port_high > 0) env[kPortRange] = std::to_string(port_low) + "-" + std::to_string(port_high);
+  if (preferred_port > 0) env[kPreferredPort] = std::to_string(preferred_port);
+  put(kHost, host);
+  put(kContainerId, container_id);
+  put(kLogDir, log_dir);
+  put(kLinkIntoWorkdir, link_into_workdir);
+  put(kMemoryEnforcedBy, memory_enforced_by);
+}
+
+Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string>& env) {
+  auto get = [&](const char* key) {
+    auto it = env.find(key);
+    return it == env.end() ? std::string() : it->second;
+  };
+  ExecutorEnv e;
+  e.job_id = get(kJobIdEnv);
+  e.task_id = get(kTaskId);
+  e.am_address = get(kAmAddress);
+  e.secret_file = get(kSecretFile);
+  e.secret_credential = get(kSecretCredential);
+  e.host = get(kHost);
+  e.container_id = get(kContainerId);
+  e.log_dir = get(kLogDir);
+  e.link_into_workdir = get(kLinkIntoWorkdir);
+  e.memory_enforced_by = get(kMemoryEnforcedBy);
+  for (const char* required : {kTaskId, kAmAddress}) {
+    if (get(required).empty()) return Status::InvalidArgument(std::string(required) + " is not set");
+  }
+  if (e.secret_file.empty() && e.secret_credential.empty()) {
+    return Status::InvalidArgument(std::string(kSecretFile) + " is not set");
+  }
+  LOOM_ASSIGN_OR_RETURN(e.restart_count, Number(env, kRestartCount, 0));
+  LOOM_ASSIGN_OR_RETURN(e.preferred_port, Number(env, kPreferredPort, 0));
+  e.port_low = 20000;
+  e.port_high = 32000;
+  if (std::string range = get(kPortRange); !range.empty()) {
+    auto parts = Split(range, '-');
+    auto lo = parts.size() == 2 ? ParseInt(parts[0]) : Result<int64_t>(Status::InvalidArgument(""));
+    auto hi = parts.size() == 2 ? ParseInt(parts[1]) : Result<int64_t>(Status::InvalidArgument(""));
+    if (!lo.ok() || !hi.ok() || *lo <= 0 || *hi > 65535 || *lo > *hi) {
+      return Status::InvalidArgument(std::string(kPortRange) + "=" + range + " is not low-high");
+    }
+    e.port_low = static_cast<int>(*lo);
+    e.port_high = static_cast<int>(*hi);
+  }
+  if (!e.memory_enforced_by.empty() && e.memory_enforced_by != "cgroup" && e.memory_enforced_by != "watchdog") {
+    return Status::InvalidArgument(std::string(kMemoryEnforcedBy) + "=" + e.memory_enforced_by + " is not cgroup or watchdog");
+  }
+  return e;
+}
+
+void ExecutorEnv::RemoveWiring(std::map<std::string, std::string>& env) {
+  for (const char* k : {kAmAddress, kSecretFile, kSecretCredential, kPortRange, kPreferredPort, kMemoryEnforcedBy,
+                        kLinkIntoWorkdir}) {
+    env.erase(k);
+  }
+}
+
+}  // namespace loom::control
