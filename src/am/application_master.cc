@@ -198,6 +198,9 @@ std::string ApplicationMaster::DescribeExit(const TaskId& id, const cluster::Con
       text += "; last stderr lines:";
       for (const auto& line : r.stderr_tail()) text += "\n    " + line;
     }
+  } else if (exit.by_cluster) {
+    // A lost node, preemption, a memory limit: the executor never got to report.
+    text = "the cluster ended its container: " + exit.diagnostics;
   } else {
     text = "executor exited with code " + std::to_string(exit.exit_code) + " before reporting";
     if (!exit.diagnostics.empty()) text += " (" + exit.diagnostics + ")";

@@ -223,6 +223,7 @@ TEST(YarnDaily, LogsOfAnEndedJobFromTheNodeManager) {
 class AggregatedLogs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AggregatedLogs, AreReadFromHdfsOnceTheNodeManagerLetsGo) {
+  LOOM_REQUIRE_YARN_DOUBLE("turns log aggregation on");
   YarnDoubleCluster cluster([](auto& o) { o.log_aggregation = GetParam(); });
   RunResult r = cluster.loom().Run(LinesJob(3, 0), cluster.Env());
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -235,6 +236,48 @@ TEST_P(AggregatedLogs, AreReadFromHdfsOnceTheNodeManagerLetsGo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(YarnDaily, AggregatedLogs, ::testing::Values("TFile", "IFile"));
+
+TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
+  YarnDoubleCluster cluster([](auto& o) {
+    o.node_count = 3;
+    o.node_memory_mb = 4096;
+    o.nm_heartbeat_ms = 100;
+    o.nm_liveness_expiry_ms = 1000;
+  });
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  for (auto& a : SleepJob(2)) args.push_back(a);
+  args.insert(args.end(), {"--conf", "loom.worker.memory=2g"});  // one worker per node at most
+  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  std::string id = cluster.loom().WaitUntilRunning(2, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  // The node of a worker that does not also run the AM.
+  int am_node = -1, lost = -1;
+  for (const auto& c : cluster.yarn().Containers()) {
+    if (c.is_am) am_node = c.node;
+  }
+  std::string lost_container;
+  for (const auto& c : cluster.yarn().Containers()) {
+    if (!c.is_am && c.node != am_node) {
+      lost = c.node;
+      lost_container = c.id;
+    }
+  }
+  ASSERT_GE(lost, 0) << "every worker shares the AM's node";
+  ASSERT_OK(cluster.yarn().LoseNodeForTest(lost));
+  RunResult r = cluster.loom().Collect(submit, "submit");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "FAILED");
+  ExpectEveryTaskRowFinal(view);
+  // The task on the lost node failed (it was not stopped by Loom), and the record says why.
+  for (const auto& t : view.tasks) {
+    if (t.container != lost_container) continue;
+    EXPECT_NE(t.state, "KILLED") << t.id << ": " << t.diagnostics;
+  }
+  EXPECT_THAT(view.diagnostics, HasSubstr("Container released on a *lost* node"));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  ExpectOnlyHistoryLeft(cluster);
+}
 
 }  // namespace
 }  // namespace loom::testing

@@ -442,7 +442,10 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     pull_events();  // the AM may still answer for a moment
     std::string diag = final_state->second.empty() ? "YARN application " + record.application_id + " " + state
                                                    : final_state->second;
-    (void)history::EndJob(dir, final_state->first, diag, {{"yarn_application_id", record.application_id}});
+    // Rows the AM could not end itself: stopped with a killed job, lost with a failed one (its
+    // AM or node died under them).
+    (void)history::EndJob(dir, final_state->first, diag, {{"yarn_application_id", record.application_id}},
+                          final_state->first == "FAILED" ? "LOST" : "KILLED");
     // History first, then the staging files: a job's record outlives its staging.
     Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
     Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir, nullptr);
