@@ -279,5 +279,22 @@ TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
   ExpectOnlyHistoryLeft(cluster);
 }
 
+TEST(YarnDaily, CrashedAmFailsTheJobAndItsStagingIsCleaned) {
+  YarnDoubleCluster cluster;
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  for (auto& a : SleepJob()) args.push_back(a);
+  auto env = cluster.Env();
+  env["LOOM_TEST_AM_CRASH_MS"] = "2500";
+  RunResult r = cluster.loom().Run(args, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  std::string id = cluster.loom().OnlyJobId();
+  EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::FAILED);
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "FAILED");
+  ExpectEveryTaskRowFinal(view);
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 15s));
+  ExpectOnlyHistoryLeft(cluster);
+}
+
 }  // namespace
 }  // namespace loom::testing

@@ -342,6 +342,10 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   add_env(control::kJobIdEnv, dir.job_id());
   add_env("MALLOC_ARENA_MAX", "2");  // a small virtual size too, for NodeManagers that check it
   if (const char* tz = std::getenv("TZ")) add_env("TZ", tz);
+  // Fault-injection hooks (core/test_hooks.h) reach the AM as they reach a local one.
+  for (const auto& [k, v] : CurrentEnvironment()) {
+    if (StartsWith(k, "LOOM_TEST_")) add_env(k, v);
+  }
   // The NodeManager joins the commands with spaces into `bash -c`; <LOG_DIR> is its to expand.
   clc->add_command("./" + std::string(kLoomBinaryResource) + " am --backend yarn --job-dir loom-job");
   clc->add_command("1><LOG_DIR>/am.log 2>&1");
