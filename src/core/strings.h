@@ -15,6 +15,9 @@ std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = t
 std::string Trim(std::string_view s);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 bool StartsWith(std::string_view s, std::string_view prefix);
+// RFC 3986: unreserved characters stay, every other byte (space, '%', '?', '#', '/', non-ASCII)
+// becomes %XX, so that a server decodes back exactly these bytes.
+std::string PercentEncode(std::string_view s);
 bool EndsWith(std::string_view s, std::string_view suffix);
 std::string ToLower(std::string_view s);
 

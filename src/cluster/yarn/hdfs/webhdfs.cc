@@ -1,6 +1,7 @@
 #include "cluster/yarn/hdfs/webhdfs.h"
 
 #include "cluster/yarn/hdfs/curl_library.h"
+#include "core/strings.h"
 
 #include <sys/stat.h>
 
@@ -18,22 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-// RFC 3986 unreserved characters stay; everything else (space, '%', '?', '#', non-ASCII) is
-// escaped so that the NameNode decodes back exactly the bytes of the HDFS name.
-std::string PercentEncode(std::string_view s) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // "/a b/c" -> "/a%20b/c": each segment escaped, the separators kept.
 std::string EncodePath(const std::string& path) {

@@ -19,20 +19,6 @@ constexpr char kUnknownContainer[] = "Unknown container";
 constexpr char kNoSuchLog[] = "Cannot find this log";
 constexpr char kRunningNote[] = "This log file belongs to a running container (";
 
-std::string PercentEncode(std::string_view s) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 struct HttpAnswer {
   long code = 0;
