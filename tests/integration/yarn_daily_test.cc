@@ -296,5 +296,32 @@ TEST(YarnDaily, CrashedAmFailsTheJobAndItsStagingIsCleaned) {
   ExpectOnlyHistoryLeft(cluster);
 }
 
+TEST(YarnDaily, LiveTableOnATerminalShowsTheApplicationAndItsTrackingUrl) {
+  YarnDoubleCluster cluster;
+  // script(1) gives `loom submit` a terminal, as a user at a shell has.
+  std::string cmd = MiniLoom::Binary() + " submit --cluster yarn --src_dir " + MiniLoom::Source(kScripts) +
+                    " --executes fail_with.py --python_binary_path /usr/bin/python3"
+                    " --task_params '--task worker:9 --others-sleep 2' --conf loom.worker.instances=1"
+                    " --conf loom.worker.memory=512m";
+  SpawnOptions o;
+  o.argv = {"script", "-qec", cmd, "/dev/null"};
+  o.env = cluster.loom().Env();
+  for (const auto& [k, v] : cluster.Env()) o.env[k] = v;
+  o.env["TERM"] = "xterm";
+  o.stdout_path = cluster.loom().home() + "/tty.out";
+  o.stderr_path = o.stdout_path;
+  auto child = Subprocess::Spawn(o);
+  ASSERT_OK(child);
+  auto info = child->Wait();
+  ASSERT_OK(info);
+  std::string screen = ReadFile(o.stdout_path).value_or("");
+  EXPECT_EQ(info->ShellCode(), 0) << screen;
+  std::string id = cluster.loom().OnlyJobId();
+  std::string app = cluster.ApplicationId(id);
+  EXPECT_THAT(screen, HasSubstr("yarn " + app + "  http://"));  // the table's header line
+  EXPECT_THAT(screen, HasSubstr("\033["));                     // redrawn in place: a live table
+  EXPECT_THAT(screen, HasSubstr("SUCCEEDED"));
+}
+
 }  // namespace
 }  // namespace loom::testing
