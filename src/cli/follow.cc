@@ -81,6 +81,14 @@ std::string DescribeEvent(const json& e) {
            std::to_string(history::EventInt(e, "attempt", 0, 0, 1 << 20) + 1);
   }
   if (type == "JOB_SUBMITTED") return when + "  submitted";
+  if (type == "TASKS_PENDING") {
+    std::string line = when + "  waiting for containers:";
+    for (const auto& p : e.value("tasks", json::array())) {
+      line += "\n    " + p.value("task", std::string("?")) + " (" + p.value("resources", std::string("?")) + ") " +
+              history::FormatDuration(history::EventMillis(p, "waited_ms", 0)) + ": " + p.value("reason", std::string("?"));
+    }
+    return line;
+  }
   if (type == "BACKEND_SUBMITTED") {
     return when + "  submitted to " + e.value("backend", "?") + " (" + e.value("where", "?") + ") as " + e.value("id", "?");
   }

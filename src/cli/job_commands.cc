@@ -50,6 +50,9 @@ void PrintView(const history::JobView& v) {
   for (const auto& t : v.tasks) {
     if (t.state == "FAILED" && !t.diagnostics.empty()) std::printf("\n%s: %s\n", t.id.c_str(), t.diagnostics.c_str());
   }
+  for (const auto& t : v.tasks) {
+    if (t.state == "PENDING" && !t.waiting.empty()) std::printf("  %s waiting %s\n", t.id.c_str(), t.waiting.c_str());
+  }
 }
 
 // The job's directory and its backend, synced: what every command starts from.

@@ -48,6 +48,7 @@ void JobView::ApplyChecked(const json& e) {
   } else if (type == "TASK_STATE") {
     TaskView* t = FindTask(e.value("task", "?"));
     t->state = e.value("state", t->state);
+    if (t->state != "PENDING") t->waiting.clear();
     if (e.contains("address")) t->address = e.value("address", "");
     if (e.contains("exit_code")) t->exit_code = static_cast<int>(EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics")) t->diagnostics = e.value("diagnostics", "");
@@ -58,6 +59,13 @@ void JobView::ApplyChecked(const json& e) {
     if (t->state == "RUNNING") t->started_ms = ts;
     if (IsFinalTaskState(t->state)) {
       t->finished_ms = ts;
+    }
+  } else if (type == "TASKS_PENDING") {
+    for (const auto& p : e.value("tasks", json::array())) {
+      TaskView* t = FindTask(p.value("task", "?"));
+      if (t->state != "PENDING") continue;
+      t->waiting = FormatDuration(EventMillis(p, "waited_ms", 0)) + " for " + p.value("resources", std::string("a container")) +
+                   ": " + p.value("reason", std::string("?"));
     }
   } else if (type == "TASK_RESTARTING") {
     FindTask(e.value("task", "?"))->restarts = static_cast<int>(EventInt(e, "restart", 0, 0, 1 << 20));
@@ -153,6 +161,7 @@ json ToJson(const JobView& v) {
                  {"finished_ms", t.finished_ms}};
     if (!t.container.empty()) task["container"] = t.container;
     if (!t.node_id.empty()) task["node_id"] = t.node_id;
+    if (!t.waiting.empty()) task["waiting"] = t.waiting;
     tasks.push_back(std::move(task));
   }
   json j = {{"job_id", v.id},

@@ -26,6 +26,7 @@ struct TaskView {
   std::string container;
   std::string node_id;    // the NodeManager's host:port
   std::string node_http;  // the NodeManager's web address
+  std::string waiting;    // while PENDING: why it has no container yet, as the backend says
 };
 
 struct JobView {

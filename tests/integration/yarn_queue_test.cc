@@ -160,5 +160,41 @@ TEST(YarnQueue, EightTasksLandInOneHeartbeatPerNode) {
   cluster.loom().Collect(submit, "submit");
 }
 
+TEST(YarnQueue, GangWaitingForCapacitySaysWhichTasksArePendingAndWhy) {
+  YarnDoubleCluster cluster([](auto& o) {
+    o.node_memory_mb = 8192;
+    o.nm_heartbeat_ms = 100;
+  });
+  Subprocess first = cluster.loom().Start(SleepJob(1, "6g"), "first", cluster.Env());
+  std::string first_id = cluster.loom().WaitUntilRunning(1, 60s);
+  ASSERT_FALSE(first_id.empty()) << cluster.ContainerLogs("am.log");
+  // Fits the cluster on its own, not beside the first job: it waits, and says so.
+  Subprocess second = cluster.loom().Start(
+      {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source(kScripts), "--executes", "fail_with.py",
+       "--python_binary_path", "/usr/bin/python3", "--task_params", "--task worker:9", "--conf",
+       "loom.worker.instances=1", "--conf", "loom.worker.memory=4g"},
+      "second", cluster.Env());
+  std::string second_id;
+  RunResult status;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        for (const auto& id : cluster.loom().JobIds()) {
+          if (id != first_id) second_id = id;
+        }
+        if (second_id.empty()) return false;
+        status = cluster.loom().Run({"status", second_id}, cluster.Env());
+        return status.out.find("worker:0 waiting") != std::string::npos;
+      },
+      30s))
+      << status.out << cluster.ContainerLogs("am.log");
+  EXPECT_THAT(status.out, HasSubstr("4g"));
+  ::kill(first.pid(), SIGINT);
+  EXPECT_EQ(cluster.loom().Collect(first, "first").exit_code, 1);
+  RunResult r = cluster.loom().Collect(second, "second");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("waiting for containers:"));
+  EXPECT_THAT(r.out, HasSubstr("worker:0 ("));
+}
+
 }  // namespace
 }  // namespace loom::testing

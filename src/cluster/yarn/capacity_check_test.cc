@@ -56,7 +56,8 @@ ypb::QueueInfoProto Queue(const std::string& name, float max, int64_t effective_
   auto* c = q.add_queueconfigurationsmap();
   c->set_partitionname("");
   c->mutable_queueconfigurations()->set_absolutemaxcapacity(max);
-  if (effective_max_mb > 0) c->mutable_queueconfigurations()->mutable_effectivemaxcapacity()->set_memory(effective_max_mb);
+  if (effective_max_mb > 0)
+    c->mutable_queueconfigurations()->mutable_effectivemaxcapacity()->set_memory(effective_max_mb);
   return q;
 }
 

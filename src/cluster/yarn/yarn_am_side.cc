@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/auth.h"
+#include "history/event_log.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "cluster/yarn/yarn_job_submitter.h"
@@ -44,12 +45,24 @@ Result<AmSetup> YarnAmSide::Prepare(const history::JobDir& dir, const std::map<s
   return setup;
 }
 
-Result<std::unique_ptr<ContainerBroker>> YarnAmSide::MakeBroker(const history::JobDir&, const config::Config&,
+Result<std::unique_ptr<ContainerBroker>> YarnAmSide::MakeBroker(const history::JobDir& dir, const config::Config&,
                                                                 std::function<int()> am_port,
                                                                 const std::string& tracking_url) {
   if (!options_) return Status::FailedPrecondition("YarnAmSide::MakeBroker before Prepare");
   options_->am_port = std::move(am_port);
   options_->tracking_url = tracking_url;
+  // Tasks still waiting for a container, and why: in the job's events, so that `loom submit`
+  // and `loom status` say which tasks are pending and what YARN is waiting for.
+  options_->pending_report_interval = std::chrono::seconds(5);
+  options_->on_pending = [events = std::make_shared<history::EventLog>(dir.events())](
+                             const std::vector<PendingRequest>& pending) {
+    nlohmann::json tasks = nlohmann::json::array();
+    for (const PendingRequest& p : pending) {
+      tasks.push_back({{"task", p.task.ToString()}, {"waited_ms", p.waited.count()}, {"reason", p.reason},
+                       {"resources", p.resources.ToString()}});
+    }
+    (void)events->Append("TASKS_PENDING", {{"tasks", tasks}});
+  };
   auto broker = std::make_unique<YarnContainerBroker>(std::move(*options_));
   options_.reset();
   broker_ = broker.get();

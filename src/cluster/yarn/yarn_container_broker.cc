@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/wire/ipc_frame.h"
+#include "control/auth.h"
+#include "control/executor_env.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
@@ -389,17 +391,20 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
   }
   std::map<std::string, std::string> env = spec.env;
   for (const auto& [k, v] : container.env) env[k] = v;
-  env["LOOM_LOG_DIR"] = "<LOG_DIR>";   // user stdout/stderr become the container's YARN logs
-  env["LOOM_HOST"] = "{{NM_HOST}}";     // the NodeManager expands it to its own host
+  control::ExecutorEnv wiring;
+  wiring.log_dir = "<LOG_DIR>";  // user stdout/stderr become the container's YARN logs
+  wiring.host = "{{NM_HOST}}";   // the NodeManager expands it to its own host
   // The job secret rides in the container's credentials, never in HDFS; the executor takes
   // it from $HADOOP_TOKEN_FILE_LOCATION (cli/role_commands.cc).
-  env["LOOM_SECRET_CREDENTIAL"] = kSecretCredentialAlias;
+  env.erase(control::kSecretFileEnv);  // the AM's file is not on that node
+  wiring.secret_credential = kSecretCredentialAlias;
   {
     Credentials creds;
     creds.secrets.push_back({kSecretCredentialAlias, opts_.job_secret});
     clc.set_tokens(SerializeCredentials(creds));
   }
-  if (opts_.manifest.files.count(kSrcResource)) env["LOOM_LINK_INTO_WORKDIR"] = kSrcResource;
+  if (opts_.manifest.files.count(kSrcResource)) wiring.link_into_workdir = kSrcResource;
+  wiring.AddTo(env);
   for (const auto& [k, v] : env) {
     auto* e = clc.add_environment();
     e->set_key(k);

@@ -198,6 +198,7 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   }
   auto nodes = rm.GetClusterNodes();
   if (!nodes.ok()) return unreachable(nodes.status(), "its nodes");
+  nodes_ = *nodes;  // the AM places the gang from this snapshot (Stage)
   CapacityRules rules;
   rules.min_allocation_mb = conf.min_allocation_mb;
   return CheckJobFits(spec, *nodes, *queue, rules);
@@ -214,6 +215,9 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   m.dir = conf_.staging_dir + "/" + app_id;
   m.scheduler = conf_.scheduler.ToString();
   m.application_id = app_id;
+  // The nodes as the RM reported them at submit: the AM asks for each task on one of them
+  // (node-local asks), so that a gang lands in one heartbeat per node.
+  m.nodes = ManifestNodes(nodes_);
   WebHdfs fs(m.webhdfs, user_);
   // The binary first: a staging root this creates is then 755, which lets it be PUBLIC.
   LOOM_ASSIGN_OR_RETURN(StagedFile binary, StageCachedBinary(fs, loom_binary_, conf_.staging_dir + "/cache", app_id));

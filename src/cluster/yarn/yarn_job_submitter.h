@@ -77,6 +77,7 @@ class YarnJobSubmitter : public Backend {
   std::string loom_binary_;
   config::Config job_conf_;
   std::unique_ptr<YarnLogReader> logs_;  // made on first use
+  std::vector<hadoop::yarn::NodeReportProto> nodes_;  // from CheckFits, for Stage
   std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
   std::atomic<bool> stop_{false};

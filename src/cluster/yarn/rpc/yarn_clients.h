@@ -48,8 +48,8 @@ class ApplicationClient {
   Result<std::vector<ypb::QueueUserACLInfoProto>> GetQueueUserAcls();
   // getApplications filtered by state (none: every state) and by tags (the RM lowercases tags
   // at submission and matches any of them). Types, users, queues and limit are not sent.
-  Result<std::vector<ypb::ApplicationReportProto>> GetApplications(std::vector<ypb::YarnApplicationStateProto> states = {},
-                                                                   std::vector<std::string> tags = {});
+  Result<std::vector<ypb::ApplicationReportProto>> GetApplications(
+      std::vector<ypb::YarnApplicationStateProto> states = {}, std::vector<std::string> tags = {});
 
  private:
   IpcClient ipc_;

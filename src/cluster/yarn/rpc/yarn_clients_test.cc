@@ -534,7 +534,8 @@ TEST(ApplicationClient, UnknownQueueNamesTheQueuesOpenToTheUser) {
     }
     if (call.method == "getQueueUserAcls" && !acls_fail) {
       ypb::GetQueueUserAclsInfoResponseProto resp;
-      for (auto [name, submit] : {std::pair{"root", true}, {"root.gpu", true}, {"root.admin", false}, {"root.default", true}}) {
+      for (auto [name, submit] :
+           {std::pair{"root", true}, {"root.gpu", true}, {"root.admin", false}, {"root.default", true}}) {
         auto* a = resp.add_queueuseracls();
         a->set_queuename(name);
         if (submit) a->add_useracls(ypb::QACL_SUBMIT_APPLICATIONS);
