@@ -235,7 +235,8 @@ TEST_P(AggregatedLogs, AreReadFromHdfsOnceTheNodeManagerLetsGo) {
   ExpectLogsOfEveryStream(cluster, elsewhere, id);
 }
 
-INSTANTIATE_TEST_SUITE_P(YarnDaily, AggregatedLogs, ::testing::Values("TFile", "IFile"));
+INSTANTIATE_TEST_SUITE_P(YarnDaily, AggregatedLogs, ::testing::Values("TFile", "IFile"),
+                         [](const auto& info) { return std::string(info.param); });
 
 TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
   YarnDoubleCluster cluster([](auto& o) {
