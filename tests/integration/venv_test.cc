@@ -118,6 +118,7 @@ INSTANTIATE_TEST_SUITE_P(BothBackends, VenvFormats,
 // Refused at submit, before anything starts: exit 2, the flag and the accepted formats named,
 // no job, no application, nothing in HDFS.
 TEST(Venv, UnsupportedFormatIsAUsageErrorOnBothBackends) {
+  LOOM_REQUIRE_YARN_DOUBLE("checks that the FakeHdfs stayed empty");
   YarnDoubleCluster yarn;
   std::string venv = yarn.loom().home() + "/venv.rar";
   ASSERT_OK(WriteFileAtomic(venv, "not a venv"));

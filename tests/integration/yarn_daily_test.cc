@@ -239,6 +239,7 @@ INSTANTIATE_TEST_SUITE_P(YarnDaily, AggregatedLogs, ::testing::Values("TFile", "
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
+  LOOM_REQUIRE_YARN_DOUBLE("loses a NodeManager");
   YarnDoubleCluster cluster([](auto& o) {
     o.node_count = 3;
     o.node_memory_mb = 4096;

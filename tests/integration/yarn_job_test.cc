@@ -1,7 +1,8 @@
 // Whole Loom jobs through the yarn backend: the real `loom` client, AM and executors, speaking
 // Hadoop IPC, SASL DIGEST-MD5 and WebHDFS to the YARN test double (tests/yarn_double: an
 // in-process RM + NM + WebHDFS that follows recorded Hadoop 3.3.6 exchanges; no Hadoop runs
-// here). Containers are real processes; the training is real PyTorch.
+// here; or a real cluster, see yarn_double_cluster.h). Containers are real processes; the
+// training is real PyTorch.
 
 #include <filesystem>
 #include <fstream>
@@ -9,12 +10,8 @@
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
-#include "cluster/yarn/rpc/yarn_clients.h"
-#include "cluster/yarn/yarn_job_submitter.h"
 #include "core/testing.h"
-#include "fake_hdfs.h"
-#include "mini_loom.h"
-#include "yarn_test_double.h"
+#include "yarn_double_cluster.h"
 
 namespace loom::testing {
 namespace {
@@ -26,76 +23,13 @@ namespace ypb = ::hadoop::yarn;
 
 const std::string kScripts = "tests/integration/scripts";
 
-// A MiniLoom whose jobs go to a YARN test double with its fake HDFS.
-class YarnCluster {
- public:
-  explicit YarnCluster(int64_t node_memory_mb = 16384) {
-    root_ = fs::path(loom_.home()) / "cluster";
-    fs::create_directories(root_ / "hdfs");
-    fs::create_directories(root_ / "yarn");
-    fs::create_directories(root_ / "conf");
-    hdfs_ = std::make_unique<yarn_double::FakeHdfs>((root_ / "hdfs").string());
-    EXPECT_OK(hdfs_->Start());
-    yarn_double::YarnTestDouble::Options o;
-    o.work_dir = (root_ / "yarn").string();
-    o.hdfs = hdfs_.get();
-    o.node_memory_mb = node_memory_mb;
-    o.node_vcores = 8;
-    yarn_ = std::make_unique<yarn_double::YarnTestDouble>(o);
-    EXPECT_OK(yarn_->Start());
-    EXPECT_OK(yarn_->WriteHadoopConfDir((root_ / "conf").string()));
-  }
-  ~YarnCluster() {
-    yarn_->Stop();
-    hdfs_->Stop();
-  }
-
-  MiniLoom& loom() { return loom_; }
-  std::map<std::string, std::string> Env() const { return {{"HADOOP_CONF_DIR", (root_ / "conf").string()}, {"USER", "root"}}; }
-  RunResult Submit(const std::string& src, const std::string& script, std::vector<std::string> extra) {
-    return loom_.Run(Args(src, script, std::move(extra)), Env());
-  }
-  static std::vector<std::string> Args(const std::string& src, const std::string& script, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source(src), "--executes",
-                                     script, "--python_binary_path", "/usr/bin/python3"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  }
-
-  // The RM's report of the job's application, asked over ApplicationClientProtocol as any
-  // YARN client would (`yarn application -status`).
-  ypb::ApplicationReportProto Report(const std::string& job_id) {
-    auto record = cluster::yarn::YarnJobRecord::Read(loom_.Dir(job_id));
-    EXPECT_OK(record);
-    if (!record.ok()) return {};
-    auto app = cluster::yarn::ParseApplicationId(record->application_id);
-    EXPECT_OK(app);
-    cluster::yarn::ApplicationClient rm("127.0.0.1", yarn_->rm_port(), "root");
-    auto report = rm.GetApplicationReport(*app);
-    EXPECT_OK(report);
-    return report.ok() ? *report : ypb::ApplicationReportProto{};
-  }
-
-  // Every container log file named `name` (stdout, stderr, executor.log, am.log).
-  std::string ContainerLogs(const std::string& name) const {
-    std::string all;
-    std::error_code ec;
-    for (const auto& e : fs::recursive_directory_iterator(root_ / "yarn", ec)) {
-      if (e.is_regular_file() && e.path().filename() == name && e.path().string().find("/logs/") != std::string::npos) {
-        all += "==> " + e.path().string() + "\n" + ReadFile(e.path().string()).value_or("") + "\n";
-      }
-    }
-    return all;
-  }
-
-  std::vector<std::string> StagingFiles() const { return hdfs_->ListRecursive("/user/root/.loom"); }
-
- private:
-  MiniLoom loom_;
-  fs::path root_;
-  std::unique_ptr<yarn_double::FakeHdfs> hdfs_;
-  std::unique_ptr<yarn_double::YarnTestDouble> yarn_;
-};
+// `--src_dir SRC --executes SCRIPT` with the system python, then `extra`.
+std::vector<std::string> JobArgs(const std::string& src, const std::string& script, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"--src_dir", MiniLoom::Source(src), "--executes", script, "--python_binary_path",
+                                   "/usr/bin/python3"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
 
 // The command lines of the job's live processes, for failure messages.
 std::string Describe(const std::vector<pid_t>& pids) {
@@ -109,9 +43,10 @@ std::string Describe(const std::vector<pid_t>& pids) {
 }
 
 TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
-  YarnCluster cluster;
-  RunResult r = cluster.Submit("examples/pytorch", "train_ddp.py",
-                               {"--conf_file", MiniLoom::Source("examples/pytorch/tony.xml"), "--conf", "tony.am.memory=1g"});
+  YarnDoubleCluster cluster;
+  RunResult r = cluster.Submit(JobArgs("examples/pytorch", "train_ddp.py",
+                                       {"--conf_file", MiniLoom::Source("examples/pytorch/tony.xml"), "--conf",
+                                        "tony.am.memory=1g"}));
   std::string id = cluster.loom().OnlyJobId();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log") << cluster.ContainerLogs("executor.log");
   EXPECT_THAT(r.out, HasSubstr("SUCCEEDED"));
@@ -119,7 +54,8 @@ TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
   EXPECT_EQ(report.yarn_application_state(), ypb::FINISHED);
   EXPECT_EQ(report.final_application_status(), ypb::APP_SUCCEEDED);
   EXPECT_EQ(report.applicationtype(), "LOOM");
-  EXPECT_THAT(report.trackingurl(), ::testing::StartsWith("http://localhost:"));  // the AM's status page
+  // The AM's status page (a real RM reports it through its web proxy).
+  EXPECT_THAT(report.trackingurl(), ::testing::StartsWith(cluster.real() ? "http://" : "http://localhost:"));
   // Both workers trained; their stdout is the containers' YARN logs.
   std::string out = cluster.ContainerLogs("stdout");
   size_t accuracies = 0;
@@ -136,18 +72,18 @@ TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
   // Staging keeps only what the history needs, and the `loom` binary shared by later jobs.
   for (const std::string& f : cluster.StagingFiles()) {
     EXPECT_TRUE(f.find("/history/") != std::string::npos || f.ends_with("/config.xml") ||
-                f.starts_with("/user/root/.loom/cache/loom-"))
+                f.starts_with(cluster.StagingRoot() + "/cache/loom-"))
         << f;
   }
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s));
 }
 
 TEST(YarnJob, FailingWorkerFailsTheApplicationWithDiagnostics) {
-  YarnCluster cluster;
-  RunResult r = cluster.Submit(kScripts, "fail_with.py",
-                               {"--task_params", "--task worker:1 --code 3 --others-sleep 120", "--conf",
-                                "tony.worker.instances=2", "--conf", "tony.application.framework=pytorch", "--conf",
-                                "tony.am.memory=512m", "--conf", "tony.worker.memory=512m"});
+  YarnDoubleCluster cluster;
+  RunResult r = cluster.Submit(JobArgs(kScripts, "fail_with.py",
+                                       {"--task_params", "--task worker:1 --code 3 --others-sleep 120", "--conf",
+                                        "tony.worker.instances=2", "--conf", "tony.application.framework=pytorch",
+                                        "--conf", "tony.am.memory=512m", "--conf", "tony.worker.memory=512m"}));
   std::string id = cluster.loom().OnlyJobId();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err << cluster.ContainerLogs("am.log");
   ypb::ApplicationReportProto report = cluster.Report(id);
@@ -162,12 +98,14 @@ TEST(YarnJob, FailingWorkerFailsTheApplicationWithDiagnostics) {
 }
 
 TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
-  YarnCluster cluster;
-  Subprocess submit = cluster.loom().Start(
-      YarnCluster::Args(kScripts, "sleep_forever.py",
-                        {"--conf", "loom.worker.instances=2", "--conf", "loom.am.memory=512m", "--conf",
-                         "loom.worker.memory=512m", "--conf", "loom.task.stop-grace-ms=1000"}),
-      "submit", cluster.Env());
+  YarnDoubleCluster cluster;
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  for (auto& a : JobArgs(kScripts, "sleep_forever.py",
+                         {"--conf", "loom.worker.instances=2", "--conf", "loom.am.memory=512m", "--conf",
+                          "loom.worker.memory=512m", "--conf", "loom.task.stop-grace-ms=1000"})) {
+    args.push_back(a);
+  }
+  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
   ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s))
@@ -183,8 +121,10 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
 }
 
 TEST(YarnJob, TaskLargerThanAnyNodeIsRefusedAtSubmit) {
-  YarnCluster cluster(/*node_memory_mb=*/4096);
-  RunResult r = cluster.Submit(kScripts, "fail_with.py", {"--conf", "tony.worker.instances=1", "--conf", "tony.worker.memory=8g"});
+  LOOM_REQUIRE_YARN_DOUBLE("nodes of 4 GiB");
+  YarnDoubleCluster cluster([](auto& o) { o.node_memory_mb = 4096; });
+  RunResult r = cluster.Submit(
+      JobArgs(kScripts, "fail_with.py", {"--conf", "tony.worker.instances=1", "--conf", "tony.worker.memory=8g"}));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("no YARN node is that large"));
   EXPECT_TRUE(cluster.loom().JobIds().empty());

@@ -82,6 +82,7 @@ std::set<std::string> BinaryLinkTargets(const std::string& nm_local, int* links)
 }
 
 TEST(YarnStaging, SecondJobUploadsNoBinaryAndTheNodeManagerLocalizesItOnce) {
+  LOOM_REQUIRE_YARN_DOUBLE("reads the FakeHdfs and the NodeManager's local dirs");
   YarnDoubleCluster cluster;
   std::string src = HelloSrc(cluster.loom());
   RunResult first = cluster.Submit(HelloJob(src, "first"));
@@ -126,6 +127,7 @@ TEST(YarnStaging, SecondJobUploadsNoBinaryAndTheNodeManagerLocalizesItOnce) {
 // A home that others cannot search (as many clusters make /user/<user>) rules out the public
 // cache; the NM then keeps the binary in the user's own cache, still once for both jobs.
 TEST(YarnStaging, PrivateCacheWhenTheHomeDirIsClosed) {
+  LOOM_REQUIRE_YARN_DOUBLE("closes /user/root and reads the NodeManager's local dirs");
   YarnDoubleCluster cluster;
   cluster::yarn::WebHdfs admin(cluster.namenode(), "root");
   ASSERT_OK(admin.Mkdirs("/user", "755"));
@@ -146,6 +148,7 @@ TEST(YarnStaging, PrivateCacheWhenTheHomeDirIsClosed) {
 // A cached file of the wrong length (a leftover of an interrupted upload by something else) is
 // replaced rather than handed to the NodeManager.
 TEST(YarnStaging, CachedBinaryOfTheWrongLengthIsReplaced) {
+  LOOM_REQUIRE_YARN_DOUBLE("overwrites the cached binary in the FakeHdfs");
   YarnDoubleCluster cluster;
   std::string src = HelloSrc(cluster.loom());
   RunResult first = cluster.Submit(HelloJob(src, "first"));

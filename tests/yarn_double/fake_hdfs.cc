@@ -403,6 +403,7 @@ Status FakeHdfs::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     nodes_.clear();
     created_files_.clear();
+    bytes_created_ = 0;
     nodes_["/"] = Node{Entry{true, 0, NowMs(), "755", "hdfs"}, 16385, 0};
   }
   LOOM_ASSIGN_OR_RETURN(rpc_fd_, ListenLoopback(&rpc_port_, /*listen=*/false));
@@ -697,6 +698,7 @@ void FakeHdfs::DataNodeCreate(Connection& conn, const Request& req) {
       nodes_[req.path] = Node{Entry{false, length, now, req.Param("permission", "644"), req.user()},
                               NextFileIdLocked(), now};
       created_files_.push_back(req.path);
+      bytes_created_ += length;
     }
   }
   if (error) {

@@ -70,6 +70,9 @@ class FakeHdfs {
   int64_t requests_served() const { return requests_served_; }
   // Every file a DataNode CREATE wrote, in order (the path it was created at, before any rename).
   std::vector<std::string> CreatedFiles() const;
+  // The bytes of all those files, counted when each was created (renames and deletes later do
+  // not change it): what clients wrote into HDFS.
+  int64_t bytes_created() const { return bytes_created_; }
   // Writes into the namespace directly, as a NodeManager's log upload does over HDFS RPC
   // (which the double does not speak). MakeDir: mkdir -p, the missing directories get `owner`
   // and `permission`, existing ones stay as they are. PutFile: the file (replaced if there),
@@ -123,6 +126,7 @@ class FakeHdfs {
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> requests_served_{0};
   std::atomic<int64_t> upload_counter_{0};
+  std::atomic<int64_t> bytes_created_{0};
 
   std::mutex conn_mu_;
   std::list<std::unique_ptr<Conn>> conns_;

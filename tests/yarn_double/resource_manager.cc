@@ -217,7 +217,8 @@ void YarnDoubleImpl::ActivateLocked(int64_t now) {
   const Res cluster = ClusterCapacityLocked();
   const bool gpu = WithGpu();
   for (const auto& q : QueuesLocked()) {
-    Res limit = ScaleUp(Scale(cluster, q.capacity), q.max_am_percentage, std::max<int64_t>(1, options_.min_allocation_mb));
+    Res limit =
+        ScaleUp(Scale(cluster, q.capacity), q.max_am_percentage, std::max<int64_t>(1, options_.min_allocation_mb));
     if (!gpu) limit.gpus = 0;
     Res used_am;
     int active = 0;
@@ -805,7 +806,8 @@ struct ClientCalls {
       }
       if (!wanted(req->application_types(), app->type) || !wanted(req->users(), app->user)) continue;
       if (!wanted(req->queues(), app->queue) && !wanted(req->queues(), "root." + app->queue)) continue;
-      if (!tags.empty() && std::none_of(app->tags.begin(), app->tags.end(), [&](const std::string& t) { return tags.count(t) > 0; })) {
+      if (!tags.empty() &&
+          std::none_of(app->tags.begin(), app->tags.end(), [&](const std::string& t) { return tags.count(t) > 0; })) {
         continue;
       }
       *resp.add_applications() = d.ReportLocked(*app);

@@ -237,11 +237,12 @@ TEST_F(SchedulerTest, SevenSmallAmsShareTheRecordedAmLimit) {
   for (int i = 0; i < 8; ++i) apps.push_back(Submit(128));
   ASSERT_TRUE(Eventually([&] { return !Report(apps[7]).diagnostics().empty(); }));
   for (int i = 0; i < 7; ++i) EXPECT_EQ(Report(apps[i]).diagnostics(), "") << i;
-  EXPECT_THAT(Report(apps[7]).diagnostics(),
-              HasSubstr("Queue's AM resource limit exceeded.  Details : AM Partition = <DEFAULT_PARTITION>; AM Resource "
-                        "Request = <memory:128, vCores:1>; Queue Resource Limit for AM = <memory:896, vCores:1>; User "
-                        "AM Resource Limit of the queue = <memory:896, vCores:1>; Queue AM Resource Usage = "
-                        "<memory:896, vCores:7>; "));  // usage sums the vcores of the seven AMs
+  EXPECT_THAT(
+      Report(apps[7]).diagnostics(),
+      HasSubstr("Queue's AM resource limit exceeded.  Details : AM Partition = <DEFAULT_PARTITION>; AM Resource "
+                "Request = <memory:128, vCores:1>; Queue Resource Limit for AM = <memory:896, vCores:1>; User "
+                "AM Resource Limit of the queue = <memory:896, vCores:1>; Queue AM Resource Usage = "
+                "<memory:896, vCores:7>; "));  // usage sums the vcores of the seven AMs
 }
 
 // ---- placement on NodeManager heartbeats ---------------------------------------------------------
@@ -400,7 +401,8 @@ TEST_F(SchedulerTest, EachNodeManagerRunsItsOwnContainers) {
   ypb::ContainerLaunchContextProto clc;
   clc.add_command("env > " + out + "; exec sleep 300");
   ASSERT_OK(yc::NmClient::StartContainer(c, *token, clc));
-  ASSERT_TRUE(Eventually([&] { return PathExists(out) && ReadFile(out).value_or("").find("PWD=") != std::string::npos; }));
+  ASSERT_TRUE(
+      Eventually([&] { return PathExists(out) && ReadFile(out).value_or("").find("PWD=") != std::string::npos; }));
   std::string env = ReadFile(out).value_or("");
   EXPECT_THAT(env, HasSubstr("NM_HOST=127.0.0.2\n"));
   EXPECT_THAT(env, HasSubstr("NM_PORT=" + std::to_string(double_->nm_port(1)) + "\n"));
@@ -410,7 +412,8 @@ TEST_F(SchedulerTest, EachNodeManagerRunsItsOwnContainers) {
   ypb::ContainerProto elsewhere = c;
   elsewhere.mutable_nodeid()->set_host("localhost");
   elsewhere.mutable_nodeid()->set_port(double_->nm_port(0));
-  EXPECT_STATUS(yc::NmClient::GetContainerStatus(elsewhere, *token), kAborted, HasSubstr("is not handled by this NodeManager"));
+  EXPECT_STATUS(yc::NmClient::GetContainerStatus(elsewhere, *token), kAborted,
+                HasSubstr("is not handled by this NodeManager"));
   for (const auto& info : double_->Containers()) {
     if (info.id == yc::ContainerIdString(c.id())) EXPECT_EQ(info.node, 1);
   }

@@ -130,7 +130,7 @@ struct Node {
   std::string bind_ip;  // where its NM listens
   IpcServer* server = nullptr;           // nm_server_ for node 0
   std::unique_ptr<IpcServer> own_server;  // the others'
-  int http_fd = -1, http_port = 0;        // reserved, not served (node 0: nm_http_fd_/nm_http_port_)
+  int http_fd = -1, http_port = 0;        // its web port (nm_web_server.cc); node 0's is also nm_http_port_
   std::string local_dir, log_dir;         // yarn.nodemanager.local-dirs / log-dirs
   int64_t next_heartbeat_ms = 0;
   int64_t lost_ms = 0;   // LoseNodeForTest: gone since then (0: alive)
