@@ -303,7 +303,12 @@ Status NmWebServer::Start(const std::string& bind_ip, int port) {
 }
 
 void NmWebServer::Stop() {
-  if (server_) server_->stop();
+  if (server_ && thread_.joinable()) {
+    // httplib's stop() does nothing before listen_after_bind() has started, which would then
+    // accept forever: wait for it to run first (it sets is_running() as it starts).
+    for (int i = 0; i < 5000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    server_->stop();
+  }
   if (thread_.joinable()) thread_.join();
 }
 
