@@ -16,6 +16,7 @@
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "history/job_view.h"
+#include "history/events.h"
 
 namespace loom::am {
 
@@ -52,7 +53,7 @@ Result<JobState> ApplicationMaster::Run() {
   (void)WriteFileAtomic(opts_.job_dir.am_addr(), address + "\n");
   nlohmann::json started = {{"pid", ::getpid()}, {"address", address}, {"backend", broker_.Describe()}};
   for (const auto& [k, v] : opts_.location) started[k] = v;
-  (void)events_.Append("AM_STARTED", started);
+  (void)events_.Append(history::events::kAmStarted, started);
   spdlog::info("AM for {} listening on {} ({})", opts_.job_id, address, broker_.Describe());
   LOOM_RETURN_IF_ERROR(broker_.Start(this));
 
@@ -116,7 +117,7 @@ void ApplicationMaster::RecordTask(const TaskId& id, json extra) {
   json e = {{"task", id.ToString()}, {"state", TaskStateName(r->state)}};
   if (attempt_) e["attempt"] = attempt_;
   for (auto& [k, v] : extra.items()) e[k] = v;
-  (void)events_.Append("TASK_STATE", e);
+  (void)events_.Append(history::events::kTaskState, e);
 }
 
 // ---- Containers ----------------------------------------------------------------------------
@@ -259,7 +260,7 @@ bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const 
   slot->previous_port = r ? r->port : 0;
   spdlog::warn("task {} failed ({}); restart {} of loom.{}.max-restarts={}", id.ToString(), diagnostics, slot->restarts,
                id.type, type->max_restarts);
-  (void)events_.Append("TASK_RESTARTING", {{"task", id.ToString()},
+  (void)events_.Append(history::events::kTaskRestarting, {{"task", id.ToString()},
                                            {"restart", slot->restarts},
                                            {"exit_code", exit_code},
                                            {"diagnostics", diagnostics}});
@@ -325,7 +326,7 @@ void ApplicationMaster::StartNextAttempt() {
   std::string why = tracker_->diagnostics();
   spdlog::warn("attempt {} failed ({}); restarting the gang ({} of loom.am.retry-count={})", attempt_, why, attempt_,
                opts_.spec.am_retry_count);
-  (void)events_.Append("JOB_RESTARTING", {{"attempt", attempt_}, {"reason", why}});
+  (void)events_.Append(history::events::kJobRestarting, {{"attempt", attempt_}, {"reason", why}});
   tracker_.emplace(opts_.spec);
   for (auto& [id, slot] : slots_) {
     slot.container.reset();
@@ -407,7 +408,7 @@ void ApplicationMaster::ArmDependencyTimeouts() {
                         ".timeout.after." + d.group + ")";
       if (d.ignored) {
         spdlog::warn("{}: stopping it, as .ignored=true asks", why);
-        (void)events_.Append("DEPENDENCY_TIMEOUT", {{"type", d.type}, {"group", d.group}, {"ignored", true}});
+        (void)events_.Append(history::events::kDependencyTimeout, {{"type", d.type}, {"group", d.group}, {"ignored", true}});
         StopTasks(late);  // stopped by Loom: KILLED, not a failure
       } else {
         Fail("group dependency timeout: " + why, /*retryable=*/false);
@@ -437,7 +438,7 @@ void ApplicationMaster::Finalize() {
   if (written.ok()) {
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
-    (void)events_.Append("JOB_FINISHED", {{"state", state},
+    (void)events_.Append(history::events::kJobFinished, {{"state", state},
                                           {"diagnostics", tracker_->diagnostics()},
                                           {"am_peak_rss_bytes", int64_t{ru.ru_maxrss} * 1024}});
   } else {
@@ -523,7 +524,7 @@ void ApplicationMaster::PublishClusterSpec() {
   }
   if (tracker_->GangComplete() && !spec_ready_) {
     spec_ready_ = true;
-    (void)events_.Append("GANG_COMPLETE", {{"tasks", tracker_->tasks().size()},
+    (void)events_.Append(history::events::kGangComplete, {{"tasks", tracker_->tasks().size()},
                                            {"cluster_spec", json::parse(cluster_spec_.ToJson())}});
   }
   AnswerSpecWaiters();

@@ -16,6 +16,7 @@
 #include "core/subprocess.h"
 #include "history/event_log.h"
 #include "history/job_view.h"
+#include "history/events.h"
 
 namespace loom::cli {
 namespace {
@@ -60,28 +61,28 @@ class EventTail {
 std::string DescribeEvent(const json& e) {
   std::string type = e.value("event", "");
   std::string when = ClockTime(history::EventMillis(e, "ts", 0));
-  if (type == "TASK_STATE") {
+  if (type == history::events::kTaskState) {
     std::string line = when + "  " + e.value("task", "?") + " " + e.value("state", "?");
     if (e.contains("address")) line += " " + e.value("address", "");
     if (e.contains("exit_code") && e.value("state", "") != "SUCCEEDED") line += " exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics") && e.value("state", "") == "FAILED") line += "\n    " + e.value("diagnostics", "");
     return line;
   }
-  if (type == "AM_STARTED") return when + "  AM started (pid " + std::to_string(history::EventInt(e, "pid", 0, 0, 1 << 30)) + ", " + e.value("address", "") + ")";
-  if (type == "GANG_COMPLETE") {
+  if (type == history::events::kAmStarted) return when + "  AM started (pid " + std::to_string(history::EventInt(e, "pid", 0, 0, 1 << 30)) + ", " + e.value("address", "") + ")";
+  if (type == history::events::kGangComplete) {
     return when + "  gang complete: " + (e.contains("cluster_spec") ? e["cluster_spec"].dump() : "");
   }
-  if (type == "JOB_FINISHED") return when + "  job " + e.value("state", "?");
-  if (type == "TASK_RESTARTING") {
+  if (type == history::events::kJobFinished) return when + "  job " + e.value("state", "?");
+  if (type == history::events::kTaskRestarting) {
     return when + "  " + e.value("task", "?") + " failed (exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255)) +
            "); restarting it alone, restart " + std::to_string(history::EventInt(e, "restart", 0, 0, 1 << 20));
   }
-  if (type == "JOB_RESTARTING") {
+  if (type == history::events::kJobRestarting) {
     return when + "  gang failed (" + e.value("reason", "") + "); restarting it, attempt " +
            std::to_string(history::EventInt(e, "attempt", 0, 0, 1 << 20) + 1);
   }
-  if (type == "JOB_SUBMITTED") return when + "  submitted";
-  if (type == "TASKS_PENDING") {
+  if (type == history::events::kJobSubmitted) return when + "  submitted";
+  if (type == history::events::kTasksPending) {
     std::string line = when + "  waiting for containers:";
     for (const auto& p : e.value("tasks", json::array())) {
       line += "\n    " + p.value("task", std::string("?")) + " (" + p.value("resources", std::string("?")) + ") " +
@@ -89,10 +90,10 @@ std::string DescribeEvent(const json& e) {
     }
     return line;
   }
-  if (type == "BACKEND_SUBMITTED") {
+  if (type == history::events::kBackendSubmitted) {
     return when + "  submitted to " + e.value("backend", "?") + " (" + e.value("where", "?") + ") as " + e.value("id", "?");
   }
-  if (type == "BACKEND_STATE") {
+  if (type == history::events::kBackendState) {
     std::string line = when + "  " + e.value("id", "?") + " " + e.value("state", "?");
     if (std::string reason = e.value("reason", ""); !reason.empty()) line += ": " + reason;
     if (std::string url = e.value("tracking_url", ""); !url.empty()) line += "\n    tracking URL: " + url;

@@ -17,6 +17,7 @@
 #include "history/event_log.h"
 #include "history/job_dir.h"
 #include "history/job_view.h"
+#include "history/events.h"
 
 namespace loom::cli {
 namespace {
@@ -141,8 +142,8 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   if (s.ok()) s = WriteFileAtomic(dir.job_json(), job.dump(2) + "\n");
   json tasks = json::array();
   for (const TaskId& t : spec->AllTasks()) tasks.push_back(t.ToString());
-  history::EventLog events(dir.events());
-  if (s.ok()) s = events.Append("JOB_SUBMITTED", {{"job_id", job_id}, {"name", spec->name}, {"backend", f.cluster}, {"tasks", tasks}});
+  history::EventLog log(dir.events());
+  if (s.ok()) s = log.Append(history::events::kJobSubmitted, {{"job_id", job_id}, {"name", spec->name}, {"backend", f.cluster}, {"tasks", tasks}});
   if (s.ok() && !secret.ok()) s = secret.status();
   if (s.ok()) s = backend.Submit(*spec, dir);
   if (!s.ok()) {

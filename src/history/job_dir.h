@@ -7,8 +7,9 @@
 //       ├── config.xml        final merged configuration (every default filled in)
 //       ├── job.json          what was submitted: id, name, user, backend, submit time, command
 //       ├── events.jsonl      append-only job and task transitions, one JSON object per line
+//       │                     (their kinds and fields: history/events.h)
 //       ├── status.json       final status, written once by whoever ends the job
-//       ├── secret            the job's control-plane secret (0600)
+//       ├── secret            the job's control-plane secret (0600), removed once the job ended
 //       ├── am.pid, am.addr   the running AM (local backend)
 //       ├── am.log            the AM's own log
 //       └── tasks/<type>-<index>/

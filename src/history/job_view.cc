@@ -7,6 +7,7 @@
 
 #include "core/files.h"
 #include "history/event_log.h"
+#include "history/events.h"
 
 namespace loom::history {
 
@@ -32,7 +33,7 @@ void JobView::ApplyChecked(const json& e) {
   if (!e.is_object()) return;
   std::string type = e.value("event", "");
   int64_t ts = EventMillis(e, "ts", 0);
-  if (type == "JOB_SUBMITTED") {
+  if (type == events::kJobSubmitted) {
     id = e.value("job_id", id);
     name = e.value("name", name);
     backend = e.value("backend", backend);
@@ -40,12 +41,12 @@ void JobView::ApplyChecked(const json& e) {
     if (e.contains("tasks")) {
       for (const auto& t : e["tasks"]) FindTask(t.get<std::string>());
     }
-  } else if (type == "AM_STARTED") {
+  } else if (type == events::kAmStarted) {
     if (!final) state = "RUNNING";
     am_container = e.value("container", am_container);
     am_node_id = e.value("node_id", am_node_id);
     am_node_http = e.value("node_http", am_node_http);
-  } else if (type == "TASK_STATE") {
+  } else if (type == events::kTaskState) {
     TaskView* t = FindTask(e.value("task", "?"));
     t->state = e.value("state", t->state);
     if (t->state != "PENDING") t->waiting.clear();
@@ -60,26 +61,26 @@ void JobView::ApplyChecked(const json& e) {
     if (IsFinalTaskState(t->state)) {
       t->finished_ms = ts;
     }
-  } else if (type == "TASKS_PENDING") {
+  } else if (type == events::kTasksPending) {
     for (const auto& p : e.value("tasks", json::array())) {
       TaskView* t = FindTask(p.value("task", "?"));
       if (t->state != "PENDING") continue;
       t->waiting = FormatDuration(EventMillis(p, "waited_ms", 0)) + " for " + p.value("resources", std::string("a container")) +
                    ": " + p.value("reason", std::string("?"));
     }
-  } else if (type == "TASK_RESTARTING") {
+  } else if (type == events::kTaskRestarting) {
     FindTask(e.value("task", "?"))->restarts = static_cast<int>(EventInt(e, "restart", 0, 0, 1 << 20));
-  } else if (type == "JOB_RESTARTING") {
+  } else if (type == events::kJobRestarting) {
     attempt = static_cast<int>(EventInt(e, "attempt", attempt, 0, 1 << 20));
     for (auto& t : tasks) t = TaskView{t.id};  // a new attempt starts every task afresh
-  } else if (type == "BACKEND_SUBMITTED") {
+  } else if (type == events::kBackendSubmitted) {
     backend_id = e.value("id", backend_id);
-  } else if (type == "BACKEND_STATE") {
+  } else if (type == events::kBackendState) {
     backend_id = e.value("id", backend_id);
     backend_state = e.value("state", "");
     if (std::string reason = e.value("reason", ""); !reason.empty()) backend_state += ": " + reason;
     tracking_url = e.value("tracking_url", tracking_url);
-  } else if (type == "JOB_FINISHED") {
+  } else if (type == events::kJobFinished) {
     state = e.value("state", state);
     diagnostics = e.value("diagnostics", diagnostics);
     finished_ms = ts;
@@ -135,10 +136,10 @@ Status EndJob(const JobDir& dir, const std::string& state, const std::string& di
               const std::string& task_state) {
   if (PathExists(dir.status())) return Status::Ok();
   LOOM_ASSIGN_OR_RETURN(JobView view, LoadJobView(dir));
-  EventLog events(dir.events());
+  EventLog log(dir.events());
   for (const TaskView& t : view.tasks) {
     if (IsFinalTaskState(t.state)) continue;
-    LOOM_RETURN_IF_ERROR(events.Append("TASK_STATE", {{"task", t.id}, {"state", task_state},
+    LOOM_RETURN_IF_ERROR(log.Append(events::kTaskState, {{"task", t.id}, {"state", task_state},
                                                       {"diagnostics", "ended with the job: " + diagnostics}}));
   }
   json status = {{"job_id", dir.job_id()}, {"state", state}, {"diagnostics", diagnostics}, {"finished_ms", NowMillis()}};

@@ -87,7 +87,7 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
   EXPECT_EQ(loom.View(id).state, "KILLED");
   EXPECT_THAT(loom.View(id).diagnostics, HasSubstr("loom kill"));
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
-      << MiniLoom::JobProcesses(id).size() << " processes left";
+      << MiniLoom::JobProcesses(id).size() << " processes left";  EXPECT_FALSE(PathExists(loom.Dir(id).secret()));  // no secret outlives its job
 }
 
 TEST(LocalJob, InterruptingSubmitKillsTheJob) {
@@ -108,7 +108,7 @@ TEST(LocalJob, TensorFlowContractForChiefWorkersPsAndEvaluator) {
   MiniLoom loom;
   RunResult r = loom.Run(SubmitArgs(
       kScripts, "check_tf_config.py",
-      {"--task_params", "--expect-types chief:1,worker:2,ps:1,evaluator:1", "--conf", "tony.application.framework=tensorflow",
+      {"--task_params", "--expect-types chief:1,worker:2,ps:1,evaluator:1 --hold 2", "--conf", "tony.application.framework=tensorflow",
        "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2", "--conf", "tony.ps.instances=1",
        "--conf", "tony.evaluator.instances=1"}));
   std::string id = loom.OnlyJobId();

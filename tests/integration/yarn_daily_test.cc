@@ -111,6 +111,7 @@ TEST(YarnDaily, LoomKillCleansStagingAndEndsEveryTaskRow) {
   EXPECT_EQ(view.state, "KILLED");
   ExpectEveryTaskRowFinal(view);
   ExpectOnlyHistoryLeft(cluster);
+  EXPECT_FALSE(PathExists(cluster.loom().Dir(id).secret()));  // no secret outlives its job
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 

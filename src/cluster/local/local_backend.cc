@@ -78,10 +78,16 @@ void LocalBackend::RemoveLeftovers(const history::JobDir& dir) {
 }
 
 Status LocalBackend::Sync(const history::JobDir& dir) {
-  if (PathExists(dir.status()) || !PathExists(dir.am_pid()) || LiveAmPid(dir)) return Status::Ok();
+  if (PathExists(dir.status())) {
+    // No secret outlives its job: once the AM is gone too, nothing will read it again.
+    if (!LiveAmPid(dir)) ::unlink(dir.secret().c_str());
+    return Status::Ok();
+  }
+  if (!PathExists(dir.am_pid()) || LiveAmPid(dir)) return Status::Ok();
   // The AM is gone and wrote no final status (it crashed, or was killed with -9).
   if (PathExists(dir.status())) return Status::Ok();  // it wrote one as it exited
   RemoveLeftovers(dir);
+  ::unlink(dir.secret().c_str());
   return history::EndJob(dir, "FAILED", "the ApplicationMaster exited unexpectedly, without a final status; see " + dir.am_log());
 }
 

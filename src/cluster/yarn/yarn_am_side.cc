@@ -7,6 +7,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "cluster/yarn/yarn_job_submitter.h"
+#include "history/events.h"
 
 namespace loom::cluster::yarn {
 
@@ -61,7 +62,7 @@ Result<std::unique_ptr<ContainerBroker>> YarnAmSide::MakeBroker(const history::J
       tasks.push_back({{"task", p.task.ToString()}, {"waited_ms", p.waited.count()}, {"reason", p.reason},
                        {"resources", p.resources.ToString()}});
     }
-    (void)events->Append("TASKS_PENDING", {{"tasks", tasks}});
+    (void)events->Append(history::events::kTasksPending, {{"tasks", tasks}});
   };
   auto broker = std::make_unique<YarnContainerBroker>(std::move(*options_));
   options_.reset();

@@ -23,6 +23,7 @@
 #include "core/subprocess.h"
 #include "history/event_log.h"
 #include "history/job_view.h"
+#include "history/events.h"
 
 namespace loom::cluster::yarn {
 
@@ -360,7 +361,7 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
     return submitted.WithContext("submitting " + app_id + " to " + hconf.rm.ToString());
   }
   (void)history::EventLog(dir.events())
-      .Append("BACKEND_SUBMITTED", {{"backend", "yarn"}, {"id", app_id}, {"where", record.rm}});
+      .Append(history::events::kBackendSubmitted, {{"backend", "yarn"}, {"id", app_id}, {"where", record.rm}});
   stop_ = false;
   mirror_ = std::thread([this, dir] { Mirror(dir); });
   return Status::Ok();
@@ -441,7 +442,7 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     if (report->yarn_application_state() == ypb::RUNNING && !report->trackingurl().empty()) {
       e["tracking_url"] = report->trackingurl();
     }
-    (void)local.Append("BACKEND_STATE", e);
+    (void)local.Append(history::events::kBackendState, e);
     record.last_state = state;
     record.last_reason = reason;
   }
@@ -454,6 +455,7 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     // AM or node died under them).
     (void)history::EndJob(dir, final_state->first, diag, {{"yarn_application_id", record.application_id}},
                           final_state->first == "FAILED" ? "LOST" : "KILLED");
+    ::unlink(dir.secret().c_str());  // no secret outlives its job
     // History first, then the staging files: a job's record outlives its staging.
     Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
     Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir, nullptr);

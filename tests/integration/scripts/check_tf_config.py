@@ -25,6 +25,9 @@ Options:
       CLUSTER_SPEC must hold exactly these types with these counts.
   --expect-task-num N
       TASK_NUM must be N.
+  --hold S
+      stay S seconds after printing (untracked tasks are stopped when the
+      tracked ones end: this gives them time to print).
 """
 import argparse
 import json
@@ -160,13 +163,20 @@ def main():
     parser.add_argument("--expect-types", type=parse_expect_types,
                         metavar="TYPE:N,...")
     parser.add_argument("--expect-task-num", type=int, metavar="N")
-    problems, summary = check(parser.parse_args())
+    parser.add_argument("--hold", type=float, default=0.0, metavar="S",
+                        help="stay S seconds after printing, so that untracked "
+                        "tasks (ps) print theirs before the job ends")
+    args = parser.parse_args()
+    problems, summary = check(args)
     if problems:
         for problem in problems:
             print(f"contract check failed: {problem}", file=sys.stderr)
         sys.stderr.flush()
         return 1
     print("CONTRACT " + json.dumps(summary, sort_keys=True), flush=True)
+    if args.hold > 0:
+        import time
+        time.sleep(args.hold)
     return 0
 
 

@@ -1,0 +1,32 @@
+#pragma once
+// The kinds of events in events.jsonl (see job_dir.h), each with the fields its writer sets.
+// Every event also has "ts" (ms since the epoch) and "event" (its kind). Readers (JobView,
+// `loom submit`'s lines) ignore fields and kinds they do not know.
+
+namespace loom::history::events {
+
+// The client: job_id, name, backend, tasks ["worker:0", ...].
+inline constexpr char kJobSubmitted[] = "JOB_SUBMITTED";
+// A backend took the job: backend, id (e.g. the YARN application), where (e.g. the RM).
+inline constexpr char kBackendSubmitted[] = "BACKEND_SUBMITTED";
+// The backend's own state changed: id, state, reason (why it waits), tracking_url.
+inline constexpr char kBackendState[] = "BACKEND_STATE";
+// The AM is up: pid, address, backend; container, node_id, node_http where it has them.
+inline constexpr char kAmStarted[] = "AM_STARTED";
+// A task changed state: task, state; address, exit_code, diagnostics, peak_rss_bytes,
+// container, host, node_id, node_http as they become known.
+inline constexpr char kTaskState[] = "TASK_STATE";
+// Tasks still without a container: tasks [{task, resources, waited_ms, reason}].
+inline constexpr char kTasksPending[] = "TASKS_PENDING";
+// Every task registered: cluster_spec.
+inline constexpr char kGangComplete[] = "GANG_COMPLETE";
+// One task restarted alone: task, exit_code, restart.
+inline constexpr char kTaskRestarting[] = "TASK_RESTARTING";
+// The whole gang restarted: attempt, reason.
+inline constexpr char kJobRestarting[] = "JOB_RESTARTING";
+// A group-dependency timeout fired: type, group, ignored.
+inline constexpr char kDependencyTimeout[] = "DEPENDENCY_TIMEOUT";
+// The AM decided the job's end: state, diagnostics.
+inline constexpr char kJobFinished[] = "JOB_FINISHED";
+
+}  // namespace loom::history::events
