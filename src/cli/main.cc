@@ -15,11 +15,14 @@ constexpr char kUsage[] = R"(usage: loom <command> [options]
 Jobs:
   submit   run a training job (TonY's flags: --executes, --src_dir, --task_params,
            --python_venv, --python_binary_path, --shell_env, --container_env,
-           --conf_file, --conf; plus --cluster local|yarn|slurm)
-  status   show a job and its tasks            loom status JOB
-  logs     print a task's output               loom logs JOB [--task TYPE:INDEX] [--stderr] [-f]
+           --conf_file, --conf; plus --cluster local|yarn)
+  status   show a job and its tasks            loom status JOB [--json]
+  logs     print a task's output               loom logs JOB [--task TYPE:INDEX|am] [--stderr]
+                                               [--file executor.log] [-f]
   kill     stop a job and everything it runs   loom kill JOB
   list     list jobs under $LOOM_HOME (~/.loom)
+
+JOB is a job id, a job directory, or (yarn) an application id.
 
 Roles started by Loom itself:
   am       the ApplicationMaster of one job
