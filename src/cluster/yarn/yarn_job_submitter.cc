@@ -14,6 +14,7 @@
 #include "cluster/yarn/logs/yarn_log_reader.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/wire/credentials.h"
+#include "cluster/yarn/wire/ipc_frame.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
@@ -35,6 +36,10 @@ namespace {
 std::string JoinPath(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
 bool IsFinal(const ypb::ApplicationReportProto& report);
+
+bool IsApplicationNotFound(const Status& s) {
+  return RemoteExceptionClass(s) == "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException";
+}
 
 // "[Sun Nov 22 18:58:42 +0000 2026] Application is added ..." -> "Application is added ...".
 std::string WithoutTimestamp(std::string diag) {
@@ -394,6 +399,16 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
   ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);
   auto report = rm.GetApplicationReport(app);
+  if (!report.ok() && IsApplicationNotFound(report.status())) {
+    // The RM forgot it (restarted without a state store): it will never report an end.
+    std::string why = "the ResourceManager at " + record.rm + " no longer knows " + record.application_id;
+    (void)history::EndJob(dir, "FAILED", why, {{"yarn_application_id", record.application_id}}, "LOST");
+    ::unlink(dir.secret().c_str());
+    Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
+    Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir, nullptr);
+    record.cleaned = up.ok() && cleaned.ok();
+    return record.Write(dir);
+  }
   if (!report.ok()) {
     return report.status().WithContext("asking " + record.rm + " about " + record.application_id);
   }
@@ -542,7 +557,7 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& 
     LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(id));
     auto r = rm.GetApplicationReport(app);
     if (!r.ok()) {
-      if (r.status().code() == StatusCode::kNotFound) return Status::NotFound("YARN does not know " + id);
+      if (IsApplicationNotFound(r.status())) return Status::NotFound("YARN does not know " + id);
       return r.status().WithContext("asking " + conf->rm.ToString() + " about " + id);
     }
     report = *r;
