@@ -246,7 +246,9 @@ Result<std::vector<ypb::ApplicationReportProto>> ApplicationClient::GetApplicati
     std::vector<ypb::YarnApplicationStateProto> states, std::vector<std::string> tags) {
   ypb::GetApplicationsRequestProto req;
   for (auto s : states) req.add_application_states(s);
-  for (const std::string& t : tags) req.add_applicationtags(t);
+  // The RM stores tags lowercased and compares them as sent: lowercase them, as Java's
+  // GetApplicationsRequest does.
+  for (const std::string& t : tags) req.add_applicationtags(ToLower(t));
   ypb::GetApplicationsResponseProto resp;
   LOOM_RETURN_IF_ERROR(ipc_.Call("getApplications", req, &resp));
   return std::vector<ypb::ApplicationReportProto>(resp.applications().begin(), resp.applications().end());
