@@ -81,7 +81,7 @@ Status AppendBytes(const std::string& path, const std::string& bytes) {
 Status YarnJobRecord::Write(const history::JobDir& dir) const {
   json j = {{"application_id", application_id}, {"rm", rm}, {"user", user}, {"staging_dir", staging_dir},
             {"webhdfs", webhdfs}, {"am_events_offset", am_events_offset}, {"last_state", last_state},
-            {"last_reason", last_reason}, {"cleaned", cleaned}, {"imported", imported}};
+            {"last_reason", last_reason}, {"cleaned", cleaned}, {"imported", imported}, {"submitted", submitted}};
   return WriteFileAtomic(PathIn(dir), j.dump(2) + "\n");
 }
 
@@ -96,6 +96,7 @@ Result<YarnJobRecord> YarnJobRecord::Read(const history::JobDir& dir) {
     r.last_reason = j.value("last_reason", "");
     r.cleaned = j.value("cleaned", false);
     r.imported = j.value("imported", false);
+    r.submitted = j.value("submitted", true);
     return r;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(PathIn(dir) + " is malformed: " + e.what());
@@ -302,6 +303,7 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   std::string app_id = ApplicationIdString(app);
   YarnJobRecord record{app_id, hconf.rm.ToString(), user_, hconf.staging_dir + "/" + app_id,
                        "http://" + hconf.namenode_http.ToString()};
+  record.submitted = false;
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   auto staged = Stage(dir, spec, app_id);
   if (!staged.ok()) {
@@ -365,6 +367,8 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
     (void)CleanStaging(record.webhdfs, user_, record.staging_dir, nullptr);
     return submitted.WithContext("submitting " + app_id + " to " + hconf.rm.ToString());
   }
+  record.submitted = true;
+  LOOM_RETURN_IF_ERROR(record.Write(dir));
   (void)history::EventLog(dir.events())
       .Append(history::events::kBackendSubmitted, {{"backend", "yarn"}, {"id", app_id}, {"where", record.rm}});
   stop_ = false;
@@ -394,7 +398,8 @@ Status YarnJobSubmitter::Sync(const history::JobDir& dir) {
 
 Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
-  if (record.cleaned) return Status::Ok();
+  // Not submitted yet (the client is staging it): the RM does not know the id so far.
+  if (record.cleaned || !record.submitted) return Status::Ok();
   LOOM_ASSIGN_OR_RETURN(HostPort rm_addr, ParseHostPort(record.rm));
   LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
   ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);

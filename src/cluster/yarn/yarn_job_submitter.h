@@ -42,6 +42,7 @@ struct YarnJobRecord {
   std::string last_state, last_reason;
   bool cleaned = false;   // the final status is written and staging is clean
   bool imported = false;  // found from another client: the AM's events come from HDFS
+  bool submitted = true;  // false while the client stages it: the RM does not know it yet
   static std::string PathIn(const history::JobDir& dir) { return dir.root() + "/yarn.json"; }
   Status Write(const history::JobDir& dir) const;
   static Result<YarnJobRecord> Read(const history::JobDir& dir);
