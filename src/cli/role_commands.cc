@@ -152,13 +152,10 @@ int ExecutorCommand(std::vector<std::string> args) {
     if (token_file == env.end()) return UsageError("executor: the secret's credential without HADOOP_TOKEN_FILE_LOCATION");
     auto creds = cluster::yarn::ReadCredentialsFile(token_file->second);
     if (!creds.ok()) return UsageError("executor: " + creds.status().message());
-    std::string secret;
-    for (const auto& [name, value] : creds->secrets) {
-      if (name == wiring->secret_credential) secret = value;
-    }
-    if (secret.empty()) return UsageError("executor: " + token_file->second + " holds no " + wiring->secret_credential);
+    std::optional<std::string> secret = creds->FindSecret(wiring->secret_credential);
+    if (!secret) return UsageError("executor: " + token_file->second + " holds no " + wiring->secret_credential);
     wiring->secret_file = AbsolutePath(".loom.secret");
-    if (Status s = WriteFileAtomic(wiring->secret_file, secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
+    if (Status s = WriteFileAtomic(wiring->secret_file, *secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
     wiring->AddTo(env);
   }
   return executor::RunTaskExecutor(env);

@@ -66,6 +66,7 @@ Status LocalBackend::Kill(const history::JobDir& dir, std::chrono::milliseconds 
     }
   }
   RemoveLeftovers(dir);
+  ::unlink(dir.secret().c_str());  // nothing of the job is left to read it
   // The AM writes KILLED; if it was already dead, the record is ours to finish.
   return history::EndJob(dir, "KILLED", "killed by loom kill (the AM was not running)");
 }
@@ -84,8 +85,8 @@ Status LocalBackend::Sync(const history::JobDir& dir) {
     return Status::Ok();
   }
   if (!PathExists(dir.am_pid()) || LiveAmPid(dir)) return Status::Ok();
-  // The AM is gone and wrote no final status (it crashed, or was killed with -9).
-  if (PathExists(dir.status())) return Status::Ok();  // it wrote one as it exited
+  // The AM is gone and wrote no final status (it crashed, or was killed with -9); EndJob
+  // leaves a status it wrote as it exited alone.
   RemoveLeftovers(dir);
   ::unlink(dir.secret().c_str());
   return history::EndJob(dir, "FAILED", "the ApplicationMaster exited unexpectedly, without a final status; see " + dir.am_log());

@@ -37,11 +37,10 @@ void HistoryUploader::Loop() {
   if (PathExists(dir_.job_json())) (void)fs.Upload(dir_.job_json(), history + "/job.json", "600");
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    bool stopping = cv_.wait_for(lock, interval_, [this] { return stop_; });
+    if (cv_.wait_for(lock, interval_, [this] { return stop_; })) return;
     lock.unlock();
     UploadIfChanged();
     lock.lock();
-    if (stopping) return;
   }
 }
 

@@ -17,7 +17,7 @@ class HistoryUploader {
   // Uploads `dir`'s job.json once, then events.jsonl whenever it grew, every `interval`.
   HistoryUploader(std::string webhdfs, std::string user, std::string staging_dir, history::JobDir dir,
                   std::chrono::milliseconds interval);
-  // Stops the thread after one last upload.
+  // Stops the thread; the job's final record is its owner's to upload (UploadHistory).
   ~HistoryUploader();
 
  private:

@@ -28,13 +28,15 @@ namespace loom::cluster::yarn {
 
 // Names of the resources in a container's working directory.
 inline constexpr char kLoomBinaryResource[] = "loom";
-inline constexpr char kSecretResource[] = "loom.secret";
 inline constexpr char kSrcResource[] = "loom-src";  // an archive: the --src_dir, unpacked
 // The --python_venv: a directory (an unpacked archive), or the .pex file itself.
 inline constexpr char kVenvResource[] = "venv";
 inline constexpr char kConfigResource[] = "config.xml";
 inline constexpr char kJobJsonResource[] = "job.json";
 inline constexpr char kManifestResource[] = "loom-staging.json";
+// The job secret never goes to HDFS: it rides in each container's credentials
+// (HADOOP_TOKEN_FILE_LOCATION) as the secret key of this alias.
+inline constexpr char kSecretCredentialAlias[] = "loom.job.secret";
 
 // Names of the job's files in its staging dir. CleanStaging deletes exactly these.
 inline constexpr char kSrcArchiveFile[] = "src.tar.gz";

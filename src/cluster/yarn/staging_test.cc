@@ -20,7 +20,7 @@ StagingManifest Sample() {
   StagedFile binary{"/user/alice/.loom/cache/loom-0123456789abcdef", 100, 7, false};
   binary.visibility = ypb::PUBLIC;
   m.files[kLoomBinaryResource] = binary;
-  m.files[kSecretResource] = {m.dir + "/loom.secret", 33, 8, false};
+  m.files[kSrcResource] = {m.dir + "/src.tar.gz", 33, 8, true};
   m.files[kVenvResource] = {m.dir + "/venv.tar.gz", 300, 9, true};
   m.files[kManifestResource] = {m.dir + "/loom-staging.json", 10, 10, false};
   return m;
@@ -32,23 +32,23 @@ TEST(StagingManifest, VisibilitySurvivesTheManifest) {
   Result<StagingManifest> back = StagingManifest::FromJson(Sample().ToJson().dump());
   ASSERT_OK(back);
   EXPECT_EQ(back->files.at(kLoomBinaryResource).visibility, ypb::PUBLIC);
-  EXPECT_EQ(back->files.at(kSecretResource).visibility, ypb::APPLICATION);
+  EXPECT_EQ(back->files.at(kSrcResource).visibility, ypb::APPLICATION);
   std::map<std::string, ypb::LocalResourceProto> executor = back->ExecutorResources();
   ASSERT_EQ(executor.count(kLoomBinaryResource), 1u);
   EXPECT_EQ(executor[kLoomBinaryResource].visibility(), ypb::PUBLIC);
   EXPECT_EQ(executor[kLoomBinaryResource].resource().file(), "/user/alice/.loom/cache/loom-0123456789abcdef");
-  EXPECT_EQ(executor[kSecretResource].visibility(), ypb::APPLICATION);  // the secret never leaves the app
+  EXPECT_EQ(executor[kSrcResource].visibility(), ypb::APPLICATION);  // the job's own files stay the app's
   EXPECT_EQ(executor[kVenvResource].type(), ypb::ARCHIVE);
   EXPECT_EQ(executor.count(kManifestResource), 0u);
 }
 
 TEST(StagingManifest, MissingVisibilityIsApplicationAndGarbageIsRefused) {
   nlohmann::json j = Sample().ToJson();
-  j["files"][kSecretResource].erase("visibility");
+  j["files"][kSrcResource].erase("visibility");
   Result<StagingManifest> back = StagingManifest::FromJson(j.dump());
   ASSERT_OK(back);
-  EXPECT_EQ(back->files.at(kSecretResource).visibility, ypb::APPLICATION);
-  j["files"][kSecretResource]["visibility"] = "EVERYONE";
+  EXPECT_EQ(back->files.at(kSrcResource).visibility, ypb::APPLICATION);
+  j["files"][kSrcResource]["visibility"] = "EVERYONE";
   EXPECT_STATUS(StagingManifest::FromJson(j.dump()), kInvalidArgument, ::testing::HasSubstr("EVERYONE"));
 }
 

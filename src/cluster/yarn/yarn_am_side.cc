@@ -40,8 +40,8 @@ Result<AmSetup> YarnAmSide::Prepare(const history::JobDir& dir, const std::map<s
   if (!get("NM_HTTP_PORT").empty()) setup.location["node_http"] = options->nm_host + ":" + get("NM_HTTP_PORT");
   // A client still following copies the AM's last events before it goes.
   setup.events_linger = std::chrono::milliseconds(3000);
-  const StagingManifest& m = options->manifest;
-  history_copy_.emplace(m.webhdfs, m.user, m.dir, dir, std::chrono::seconds(2));
+  manifest_ = options->manifest;
+  history_copy_.emplace(manifest_.webhdfs, manifest_.user, manifest_.dir, dir, std::chrono::seconds(2));
   options_ = std::move(*options);
   return setup;
 }
@@ -74,16 +74,9 @@ void YarnAmSide::Finish(const history::JobDir& dir, const std::string& state, co
   // The job's record to HDFS and its staging files gone first, then unregister with the
   // outcome (`yarn application -status` shows it); after that the NodeManager may end this
   // container at any moment.
-  std::string webhdfs, user, staging;
-  if (auto text = ReadFile(kManifestResource); text.ok()) {
-    if (auto m = StagingManifest::FromJson(*text); m.ok()) {
-      webhdfs = m->webhdfs;
-      user = m->user;
-      staging = m->dir;
-    }
-  }
-  history_copy_.reset();  // one last upload
-  if (!staging.empty()) (void)CleanStaging(webhdfs, user, staging, &dir);
+  history_copy_.reset();
+  (void)UploadHistory(manifest_.webhdfs, manifest_.user, manifest_.dir, dir);
+  (void)CleanStaging(manifest_.webhdfs, manifest_.user, manifest_.dir);
   if (!broker_) return;
   if (Status s = broker_->Finish(state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());
 }

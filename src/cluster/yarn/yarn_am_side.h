@@ -24,6 +24,7 @@ class YarnAmSide : public AmSide {
   void Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) override;
 
  private:
+  StagingManifest manifest_;                        // what the client staged, from Prepare
   std::optional<YarnBrokerOptions> options_;        // from Prepare, moved into the broker
   YarnContainerBroker* broker_ = nullptr;           // owned by the AM's caller
   std::optional<HistoryUploader> history_copy_;

@@ -7,7 +7,6 @@
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
-#include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
 
@@ -510,10 +509,9 @@ Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::str
   auto amrm = creds.FindKind("YARN_AM_RM_TOKEN");
   if (!amrm) return Status::FailedPrecondition(token_file->second + " holds no YARN_AM_RM_TOKEN");
   o.amrm_token = *amrm;
-  for (const auto& [alias, secret] : creds.secrets) {
-    if (alias == kSecretCredentialAlias) o.job_secret = secret;
-  }
-  if (o.job_secret.empty()) return Status::FailedPrecondition(token_file->second + " holds no " + kSecretCredentialAlias);
+  std::optional<std::string> secret = creds.FindSecret(kSecretCredentialAlias);
+  if (!secret) return Status::FailedPrecondition(token_file->second + " holds no " + kSecretCredentialAlias);
+  o.job_secret = *secret;
   auto nm_host = env.find("NM_HOST");
   o.nm_host = nm_host != env.end() ? nm_host->second : "localhost";
   return o;

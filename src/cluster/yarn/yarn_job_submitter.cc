@@ -123,20 +123,13 @@ namespace {
 bool IsFinal(const ypb::ApplicationReportProto& report) { return FinalStateOf(report).has_value(); }
 }  // namespace
 
-Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                    const history::JobDir* history_from) {
+Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir) {
   if (webhdfs.empty() || staging_dir.empty()) return Status::Ok();
   WebHdfs fs(webhdfs, user);
-  if (history_from) {
-    (void)fs.Mkdirs(staging_dir + "/history", "700");
-    for (const std::string& f : {history_from->events(), history_from->status()}) {
-      if (PathExists(f)) (void)fs.Upload(f, staging_dir + "/history/" + f.substr(f.rfind('/') + 1), "600");
-    }
-  }
   Status result = Status::Ok();
   // The job's own files only: the shared `loom` binary lives in the cache dir, outside
   // staging_dir, for the next job; config.xml and history/ stay as the job's record.
-  std::vector<std::string> names = {kSecretResource, kSrcArchiveFile, kManifestResource, kJobJsonResource};
+  std::vector<std::string> names = {kSrcArchiveFile, kManifestResource, kJobJsonResource};
   names.insert(names.end(), std::begin(kVenvFiles), std::end(kVenvFiles));
   for (const std::string& name : names) {
     auto deleted = fs.Delete(JoinPath(staging_dir, name), false);
@@ -145,8 +138,6 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
   return result;
 }
 
-// The job's record, readable from any machine with the cluster's configuration: job.json,
-// events.jsonl and status.json under <staging>/history/.
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
                      const history::JobDir& dir) {
   WebHdfs fs(webhdfs, user);
@@ -307,7 +298,7 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   auto staged = Stage(dir, spec, app_id);
   if (!staged.ok()) {
-    (void)CleanStaging(record.webhdfs, user_, record.staging_dir, nullptr);
+    (void)CleanStaging(record.webhdfs, user_, record.staging_dir);
     return staged.status().WithContext("staging " + app_id + " through WebHDFS at " + record.webhdfs);
   }
 
@@ -364,7 +355,7 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
 
   Status submitted = rm.SubmitApplication(asc);
   if (!submitted.ok()) {
-    (void)CleanStaging(record.webhdfs, user_, record.staging_dir, nullptr);
+    (void)CleanStaging(record.webhdfs, user_, record.staging_dir);
     return submitted.WithContext("submitting " + app_id + " to " + hconf.rm.ToString());
   }
   record.submitted = true;
@@ -380,12 +371,10 @@ void YarnJobSubmitter::Mirror(history::JobDir dir) {
   while (!stop_) {
     Status s = Sync(dir);
     if (!s.ok()) spdlog::warn("{}", s.ToString());
-    if (PathExists(dir.status())) {
-      if (auto record = YarnJobRecord::Read(dir); record.ok() && record->cleaned) return;
-    }
+    auto record = YarnJobRecord::Read(dir);
+    if (record.ok() && record->cleaned) return;  // the end is recorded and cleaned up
     // Quick while the application starts, calmer once it runs.
-    auto view_state = YarnJobRecord::Read(dir);
-    int steps = view_state.ok() && view_state->last_state == "RUNNING" ? 5 : 2;
+    int steps = record.ok() && record->last_state == "RUNNING" ? 5 : 2;
     for (int i = 0; i < steps && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
@@ -404,14 +393,21 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
   ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);
   auto report = rm.GetApplicationReport(app);
-  if (!report.ok() && IsApplicationNotFound(report.status())) {
-    // The RM forgot it (restarted without a state store): it will never report an end.
-    std::string why = "the ResourceManager at " + record.rm + " no longer knows " + record.application_id;
-    (void)history::EndJob(dir, "FAILED", why, {{"yarn_application_id", record.application_id}}, "LOST");
+  // The job's end as this client records it: a final row for every task (stopped with a
+  // killed job, lost with a failed one: its AM or node died under them), no secret left, the
+  // history in HDFS first (a job's record outlives its staging), then the staging files.
+  auto end_job = [&](const std::string& state, const std::string& diagnostics) {
+    (void)history::EndJob(dir, state, diagnostics, {{"yarn_application_id", record.application_id}},
+                          state == "FAILED" ? "LOST" : "KILLED");
     ::unlink(dir.secret().c_str());
     Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
-    Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir, nullptr);
+    Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir);
     record.cleaned = up.ok() && cleaned.ok();
+    if (!record.cleaned) spdlog::warn("cleaning {}: {}", record.staging_dir, (up.ok() ? cleaned : up).ToString());
+  };
+  if (!report.ok() && IsApplicationNotFound(report.status())) {
+    // The RM forgot it (restarted without a state store): it will never report an end.
+    end_job("FAILED", "the ResourceManager at " + record.rm + " no longer knows " + record.application_id);
     return record.Write(dir);
   }
   if (!report.ok()) {
@@ -471,16 +467,7 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     pull_events();  // the AM may still answer for a moment
     std::string diag = final_state->second.empty() ? "YARN application " + record.application_id + " " + state
                                                    : final_state->second;
-    // Rows the AM could not end itself: stopped with a killed job, lost with a failed one (its
-    // AM or node died under them).
-    (void)history::EndJob(dir, final_state->first, diag, {{"yarn_application_id", record.application_id}},
-                          final_state->first == "FAILED" ? "LOST" : "KILLED");
-    ::unlink(dir.secret().c_str());  // no secret outlives its job
-    // History first, then the staging files: a job's record outlives its staging.
-    Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
-    Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir, nullptr);
-    record.cleaned = up.ok() && cleaned.ok();
-    if (!record.cleaned) spdlog::warn("cleaning {}: {}", record.staging_dir, (up.ok() ? cleaned : up).ToString());
+    end_job(final_state->first, diag);
   }
   return record.Write(dir);
 }

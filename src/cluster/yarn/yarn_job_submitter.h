@@ -26,9 +26,6 @@ namespace loom::cluster::yarn {
 class ApplicationClient;
 class YarnLogReader;
 
-// The alias of the job secret in a container's credentials (HADOOP_TOKEN_FILE_LOCATION).
-inline constexpr char kSecretCredentialAlias[] = "loom.job.secret";
-
 // What the client keeps about a YARN job in its job dir (yarn.json), so that `loom kill`,
 // `status` and `logs` work without HADOOP_CONF_DIR, and from another client.
 struct YarnJobRecord {
@@ -90,10 +87,14 @@ class YarnJobSubmitter : public Backend {
 // know the id.
 Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& user);
 
-// Ends a YARN job's staging: the heavy and secret files go; config.xml and a history/ copy of
-// events.jsonl and status.json (when given) stay. Idempotent; used by the client and the AM.
-Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                    const history::JobDir* history_from);
+// The job's record, readable from any machine with the cluster's configuration: `dir`'s
+// job.json, events.jsonl and status.json under <staging_dir>/history/.
+Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                     const history::JobDir& dir);
+
+// Ends a YARN job's staging: the job's own files go; config.xml and history/ stay, and the
+// shared binary cache is never touched. Idempotent; used by the client and the AM.
+Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir);
 
 // The job's final state from an application report: (state, diagnostics), or nullopt while
 // the application is not finished.

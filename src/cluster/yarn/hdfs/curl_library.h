@@ -6,6 +6,10 @@
 
 #include <curl/curl.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "core/status.h"
 
 namespace loom::cluster::yarn {
@@ -24,5 +28,35 @@ struct CurlLibrary {
 
 // The loaded library (curl_global_init done), or why it cannot be loaded. Thread-safe.
 Result<const CurlLibrary*> Curl();
+
+// One HTTP exchange with a cluster service (WebHDFS, a NodeManager) on its own connection:
+// no proxy (cluster-internal addresses, like Hadoop's own RPC: an http_proxy meant for the
+// outside world must not carry them), http(s) only, and redirects reported in `location`,
+// never followed.
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  long connect_timeout_s = 30;
+  // No overall timeout (uploads and logs can be large), but a transfer that moves no byte
+  // for this long fails.
+  long stall_timeout_s = 120;
+  // A PUT body of `body_size` bytes, given by libcurl's read callback and rewound by its seek
+  // callback, both called with `body`. nullptr: no body.
+  curl_read_callback read_body = nullptr;
+  curl_seek_callback seek_body = nullptr;
+  void* body = nullptr;
+  int64_t body_size = 0;
+};
+
+struct HttpResponse {
+  long code = 0;
+  std::string body;
+  std::string location;  // of a redirect
+};
+
+// The response, whatever its status code. Unavailable "<method> <url>: <why>" when no
+// response came (refused, timed out, stalled); libcurl's load errors as Curl().
+Result<HttpResponse> HttpExchange(const HttpRequest& request);
 
 }  // namespace loom::cluster::yarn

@@ -67,76 +67,28 @@ int SeekBody(void* userdata, curl_off_t offset, int origin) {
   return CURL_SEEKFUNC_OK;
 }
 
-size_t AppendToString(char* data, size_t size, size_t n, void* userdata) {
-  static_cast<std::string*>(userdata)->append(data, size * n);
-  return size * n;
-}
+using Response = HttpResponse;
 
-struct Response {
-  long code = 0;
-  std::string body;
-  std::string location;  // of a redirect
-};
-
-struct CurlDeleter {
-  const CurlLibrary* lib;
-  void operator()(CURL* h) const { lib->easy_cleanup(h); }
-  void operator()(curl_slist* l) const { lib->slist_free_all(l); }
-};
-
-// One HTTP exchange on its own connection. Redirects are never followed: WebHDFS's second
-// step must carry the body to the DataNode, which libcurl would not resend on a 307 of a
-// body-less PUT. The DataNode's unsolicited "100 Continue" is an informational reply that
-// libcurl skips.
+// One WebHDFS exchange. Redirects are never followed: WebHDFS's second step must carry the
+// body to the DataNode, which libcurl would not resend on a 307 of a body-less PUT. The
+// DataNode's unsolicited "100 Continue" is an informational reply that libcurl skips.
 Result<Response> Perform(const std::string& method, const std::string& url, Body* body) {
-  LOOM_ASSIGN_OR_RETURN(const CurlLibrary* lib, Curl());
-  std::unique_ptr<CURL, CurlDeleter> curl(lib->easy_init(), CurlDeleter{lib});
-  if (!curl) return Status::Internal("curl_easy_init failed");
-  CURL* h = curl.get();
-  Response response;
-  char error[CURL_ERROR_SIZE] = "";
-  lib->easy_setopt(h, CURLOPT_URL, url.c_str());
-  lib->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  lib->easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-  lib->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-  // No overall timeout (uploads can be large), but a stalled transfer fails.
-  lib->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  lib->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 120L);
-  lib->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  // Cluster-internal addresses, like Hadoop's own RPC: an http_proxy meant for the outside
-  // world must not carry them. A redirect may only lead to another HTTP(S) server.
-  lib->easy_setopt(h, CURLOPT_PROXY, "");
-#if LIBCURL_VERSION_NUM >= 0x075500
-  lib->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
-  lib->easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendToString);
-  lib->easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
-  std::unique_ptr<curl_slist, CurlDeleter> headers(nullptr, CurlDeleter{lib});
+  HttpRequest request;
+  request.method = method;
+  request.url = url;
   if (body != nullptr) {
-    lib->easy_setopt(h, CURLOPT_UPLOAD, 1L);  // PUT with the body
-    lib->easy_setopt(h, CURLOPT_READFUNCTION, ReadBody);
-    lib->easy_setopt(h, CURLOPT_READDATA, body);
-    lib->easy_setopt(h, CURLOPT_SEEKFUNCTION, SeekBody);
-    lib->easy_setopt(h, CURLOPT_SEEKDATA, body);
-    lib->easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body->size));
+    request.read_body = ReadBody;
+    request.seek_body = SeekBody;
+    request.body = body;
+    request.body_size = body->size;
     // No "Expect: 100-continue": the body goes out at once. The DataNode sends its 100
     // regardless, and a server that sent none would cost curl's 1 s wait per file.
-    curl_slist* list = lib->slist_append(nullptr, "Content-Type: application/octet-stream");
-    list = lib->slist_append(list, "Expect:");
-    headers.reset(list);
-    lib->easy_setopt(h, CURLOPT_HTTPHEADER, list);
-  } else if (method != "GET") {
-    lib->easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
+    request.headers = {"Content-Type: application/octet-stream", "Expect:"};
   }
-  CURLcode rc = lib->easy_perform(h);
-  if (rc != CURLE_OK) {
-    return Status::Unavailable("WebHDFS " + method + " " + url + ": " +
-                               (error[0] != '\0' ? error : lib->easy_strerror(rc)));
+  auto response = HttpExchange(request);
+  if (!response.ok() && response.status().code() == StatusCode::kUnavailable) {
+    return Status::Unavailable("WebHDFS " + response.status().message());
   }
-  lib->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.code);
-  char* location = nullptr;
-  lib->easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
-  if (location != nullptr) response.location = location;
   return response;
 }
 

@@ -20,59 +20,19 @@ constexpr char kNoSuchLog[] = "Cannot find this log";
 constexpr char kRunningNote[] = "This log file belongs to a running container (";
 
 
-struct HttpAnswer {
-  long code = 0;
-  std::string body;
-  std::string location;
-};
-
-size_t Append(char* data, size_t size, size_t n, void* userdata) {
-  static_cast<std::string*>(userdata)->append(data, size * n);
-  return size * n;
-}
-
-struct CurlDeleter {
-  const CurlLibrary* lib;
-  void operator()(CURL* h) const { lib->easy_cleanup(h); }
-  void operator()(curl_slist* l) const { lib->slist_free_all(l); }
-};
+using HttpAnswer = HttpResponse;
 
 // One GET on its own connection. Redirects are not followed: a NodeManager redirects only
-// to a log server (yarn.log.server.url) once it no longer has the container.
+// to a log server (yarn.log.server.url) once it no longer has the container. A NodeManager
+// that is gone must not hold `loom logs -f` up for long; a stalled transfer of a large log
+// fails too, but a slow one is fine.
 Result<HttpAnswer> Get(const std::string& url, const char* accept) {
-  LOOM_ASSIGN_OR_RETURN(const CurlLibrary* lib, Curl());
-  std::unique_ptr<CURL, CurlDeleter> curl(lib->easy_init(), CurlDeleter{lib});
-  if (!curl) return Status::Internal("curl_easy_init failed");
-  CURL* h = curl.get();
-  HttpAnswer answer;
-  char error[CURL_ERROR_SIZE] = "";
-  lib->easy_setopt(h, CURLOPT_URL, url.c_str());
-  lib->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  lib->easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-  // A NodeManager that is gone must not hold `loom logs -f` up for long; a stalled
-  // transfer of a large log fails too, but a slow one is fine.
-  lib->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-  lib->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  lib->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-  lib->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  // Cluster-internal addresses: a proxy meant for the outside world must not carry them.
-  lib->easy_setopt(h, CURLOPT_PROXY, "");
-#if LIBCURL_VERSION_NUM >= 0x075500
-  lib->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
-  lib->easy_setopt(h, CURLOPT_WRITEFUNCTION, Append);
-  lib->easy_setopt(h, CURLOPT_WRITEDATA, &answer.body);
-  std::unique_ptr<curl_slist, CurlDeleter> headers(lib->slist_append(nullptr, accept), CurlDeleter{lib});
-  lib->easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-  CURLcode rc = lib->easy_perform(h);
-  if (rc != CURLE_OK) {
-    return Status::Unavailable("GET " + url + ": " + (error[0] != '\0' ? error : lib->easy_strerror(rc)));
-  }
-  lib->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &answer.code);
-  char* location = nullptr;
-  lib->easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
-  if (location != nullptr) answer.location = location;
-  return answer;
+  HttpRequest request;
+  request.url = url;
+  request.headers = {accept};
+  request.connect_timeout_s = 10;
+  request.stall_timeout_s = 60;
+  return HttpExchange(request);
 }
 
 // The message of a {"RemoteException":{...}} body, or the body itself (cut short).

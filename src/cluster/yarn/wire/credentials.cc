@@ -184,6 +184,13 @@ std::optional<Token> Credentials::FindKind(std::string_view kind) const {
   return std::nullopt;
 }
 
+std::optional<std::string> Credentials::FindSecret(std::string_view alias) const {
+  for (const auto& [name, secret] : secrets) {
+    if (name == alias) return secret;
+  }
+  return std::nullopt;
+}
+
 Result<Credentials> ParseCredentials(std::string_view bytes) {
   Cursor c(bytes);
   if (bytes.size() < 5) return c.Fail("header", "truncated (" + std::to_string(bytes.size()) + " of 5 bytes)");

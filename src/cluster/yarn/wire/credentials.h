@@ -35,6 +35,8 @@ struct Credentials {
   std::vector<std::pair<std::string, std::string>> secrets;  // alias -> secret bytes
   // The first token of this kind.
   std::optional<Token> FindKind(std::string_view kind) const;
+  // The secret key stored under `alias`.
+  std::optional<std::string> FindSecret(std::string_view alias) const;
   bool operator==(const Credentials&) const = default;
 };
 
