@@ -64,6 +64,9 @@ struct TaskTypeSpec {
   bool stop_on_failure = false;
   RestartPolicy restart_policy = RestartPolicy::kNever;
   int max_restarts = 3;
+  // The Docker image its containers run in (YARN's Docker runtime); empty: none. Set only when
+  // loom.docker.enabled=true: loom.docker.<type>.image, else loom.docker.containers.image.
+  std::string docker_image;
   // Whether a task of this type that ended with `exit_code` (shell convention) is restarted.
   bool Restartable(int exit_code) const;
 };
@@ -118,6 +121,22 @@ struct JobSpec {
   std::vector<DependencyTimeout> dependency_timeouts;
   int port_low = 20000, port_high = 32000;
   Resources am_resources;
+
+  // TonY's two stages (loom.application.prepare-stage / training-stage): the training types are
+  // started only after every tracked task of the prepare types has succeeded. Both empty: one
+  // stage. When only one list is given, the other holds every remaining type (TonY's rule).
+  std::vector<std::string> prepare_stage;
+  std::vector<std::string> training_stage;
+  // loom.application.tensorboard-log-dir (or --sidecar_tensorboard_log_dir): the job has a
+  // sidecar `tensorboard` task serving this dir; it gets TB_PORT and TB_LOG_DIR. Empty: none.
+  std::string tensorboard_log_dir;
+  // Docker (YARN's Docker runtime; refused on backends without one). Per type: docker_image.
+  bool docker_enabled = false;
+  std::string docker_mounts;  // loom.docker.containers.mount, YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS
+  int64_t am_startup_timeout_ms = 0;         // the AM must have started within; 0: no limit
+  int64_t executor_registry_timeout_ms = 0;  // an executor retries registering for; 0: forever
+  int metrics_interval_ms = 5000;            // how often executors sample their task's metrics
+  bool gpu_metrics = true;                   // loom.task.gpu-metrics.enabled
 
   const TaskTypeSpec* FindType(const std::string& name) const;
   int TotalTasks() const;
