@@ -53,6 +53,7 @@ Result<JobState> ApplicationMaster::Run() {
   (void)WriteFileAtomic(opts_.job_dir.am_addr(), address + "\n");
   nlohmann::json started = {{"pid", ::getpid()}, {"address", address}, {"backend", broker_.Describe()}};
   for (const auto& [k, v] : opts_.location) started[k] = v;
+  if (!opts_.status_url.empty()) started["status_url"] = opts_.status_url;
   (void)events_.Append(history::events::kAmStarted, started);
   spdlog::info("AM for {} listening on {} ({})", opts_.job_id, address, broker_.Describe());
   LOOM_RETURN_IF_ERROR(broker_.Start(this));
@@ -96,13 +97,41 @@ void ApplicationMaster::RequestContainers() {
   for (const auto& type : opts_.spec.types) {
     for (int i = 0; i < type.instances; ++i) {
       TaskId id{type.name, i};
-      Status s = broker_.Request({id, type.resources, type.node_label});
-      if (!s.ok()) {
-        Fail("cannot get a container for " + id.ToString() + ": " + s.message());
-        return;
+      if (!tracker_->Started(id)) {
+        // TonY asks YARN for the training stage only once the prepare stage completed.
+        RecordTask(id, {{"waiting", "for the prepare stage (" + PrepareStageNames(opts_.spec) + ")"}});
+        continue;
       }
-      RecordTask(id);
+      if (!RequestContainer(id)) return;
     }
+  }
+  MaybeStartTrainingStage();  // a prepare stage without tracked tasks waits for nothing
+}
+
+bool ApplicationMaster::RequestContainer(const TaskId& id, json extra) {
+  const TaskTypeSpec* type = opts_.spec.FindType(id.type);
+  Status s = type ? broker_.Request({id, type->resources, type->node_label}) : Status::NotFound("no type " + id.type);
+  if (!s.ok()) {
+    Fail("cannot get a container for " + id.ToString() + ": " + s.message());
+    return false;
+  }
+  RecordTask(id, std::move(extra));
+  return true;
+}
+
+void ApplicationMaster::MaybeStartTrainingStage() {
+  if (IsTerminal(tracker_->state())) return;
+  std::vector<TaskId> ids = tracker_->StartTrainingStageIfReady();
+  if (ids.empty()) return;
+  std::vector<std::string> names;
+  for (const TaskId& id : ids) names.push_back(id.ToString());
+  spdlog::info("prepare stage ({}) succeeded; starting the training stage: {}", PrepareStageNames(opts_.spec),
+               Join(names, ", "));
+  (void)events_.Append(history::events::kStageStarted, {{"stage", "training"}, {"tasks", names}});
+  spec_ready_ = false;  // the training stage is a gang of its own
+  ArmAllocationTimeout();
+  for (const TaskId& id : ids) {
+    if (!RequestContainer(id, {{"waiting", ""}})) return;
   }
 }
 
@@ -144,6 +173,12 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     wiring.secret_file = opts_.secret_file;
     wiring.port_low = opts_.spec.port_low;
     wiring.port_high = opts_.spec.port_high;
+    wiring.reserve_tb_port = runtime::ReservesTbPort(opts_.spec, container.task);
+    wiring.registry_timeout_ms = opts_.spec.executor_registry_timeout_ms;
+    wiring.metrics_interval_ms = opts_.spec.metrics_interval_ms;
+    const TaskTypeSpec* task_type = opts_.spec.FindType(container.task.type);
+    // TonY samples GPUs only for types that have some.
+    wiring.gpu_metrics = opts_.spec.gpu_metrics && task_type && task_type->resources.gpus > 0;
     wiring.AddTo(launch.env);
     if (!opts_.spec.src_dir.empty()) launch.resources.push_back({opts_.spec.src_dir, ".", false});
     if (!opts_.spec.python_venv.empty()) launch.resources.push_back({opts_.spec.python_venv, "venv", true});
@@ -218,16 +253,28 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
     int code = exit.exit_code;
     if (slot->report) {
       code = slot->report->signal() ? 128 + slot->report->signal() : slot->report->exit_code();
+    } else if (slot->stop_requested) {
+      // Stopped before its executor could report: one convention on every backend, the
+      // shell's 143 (SIGTERM). Backends differ here: YARN completes a released container with
+      // ABORTED (-100) or KILLED_BY_APPMASTER (-105), the local one has the executor's code.
+      code = kStoppedExitCode;
     }
     std::string diagnostics = code == 0 ? "" : DescribeExit(exit.task, exit);
-    if (slot->stop_requested && code != 0) diagnostics = "stopped by Loom";
+    if (slot->stop_requested && code != 0) diagnostics = StopDiagnostics(*slot);
     if (code != 0 && !slot->stop_requested && MaybeRestartTask(exit.task, code, diagnostics)) return;
+    // A task already ended by the AM (lost, not registered in time) keeps what it was told.
+    const TaskRecord* before = tracker_->Find(exit.task);
+    bool already_final = before && IsTerminal(before->state);
     auto stop = tracker_->OnTaskFinished(exit.task, code, slot->stop_requested, diagnostics);
-    json extra = {{"exit_code", code}};
-    if (!diagnostics.empty()) extra["diagnostics"] = diagnostics;
+    json extra = already_final ? json::object() : json{{"exit_code", code}};
+    if (!diagnostics.empty() && !already_final) extra["diagnostics"] = diagnostics;
     if (slot->report && slot->report->peak_rss_bytes()) extra["peak_rss_bytes"] = slot->report->peak_rss_bytes();
     if (slot->report && slot->report->executor_peak_rss_bytes()) {
       extra["executor_peak_rss_bytes"] = slot->report->executor_peak_rss_bytes();
+    }
+    if (slot->report && slot->report->gpu_samples() > 0) {  // loom.task.gpu-metrics.enabled, GPUs held
+      extra["max_gpu_utilization_percent"] = slot->report->max_gpu_utilization_percent();
+      extra["peak_gpu_memory_bytes"] = slot->report->peak_gpu_memory_bytes();
     }
     RecordTask(exit.task, extra);
     slot->container.reset();
@@ -266,6 +313,8 @@ bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const 
                                            {"diagnostics", diagnostics}});
   slot->container.reset();
   slot->report.reset();
+  slot->rss_bytes = 0;
+  slot->recorded_rss = 0;  // the new run's first sample is recorded at once
   for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task restarting"), {});
   slot->spec_waiters.clear();
   tracker_->RestartTask(id);
@@ -275,19 +324,33 @@ bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const 
   return true;
 }
 
-void ApplicationMaster::StopTasks(const std::vector<TaskId>& ids) {
+void ApplicationMaster::StopTasks(const std::vector<TaskId>& ids, const std::string& reason) {
+  std::string why = reason;
+  if (why.empty()) {
+    JobState state = tracker_->state();
+    why = state == JobState::kSucceeded ? "tracked tasks finished"
+          : state == JobState::kKilled  ? "the job was killed"
+          : state == JobState::kFailed  ? "the job failed"
+                                        : "stopped";
+  }
   for (const TaskId& id : ids) {
     TaskSlot* slot = Slot(id);
     if (!slot) continue;
+    if (!slot->stop_requested) slot->stop_reason = why;  // the first reason stays
     RequestStop(*slot);
     if (slot->container) {
       (void)broker_.Stop(slot->container->id, std::chrono::milliseconds(opts_.spec.stop_grace_ms));
     } else if (tracker_->Find(id) && !IsTerminal(tracker_->Find(id)->state)) {
       // Never got a container: nothing runs, so it ends here.
-      tracker_->OnTaskFinished(id, 137, true, "stopped by Loom");
-      RecordTask(id, {{"exit_code", 137}});
+      std::string diagnostics = StopDiagnostics(*slot);
+      tracker_->OnTaskFinished(id, kStoppedExitCode, true, diagnostics);
+      RecordTask(id, {{"exit_code", kStoppedExitCode}, {"diagnostics", diagnostics}});
     }
   }
+}
+
+std::string ApplicationMaster::StopDiagnostics(const TaskSlot& slot) {
+  return "stopped by the AM" + (slot.stop_reason.empty() ? "" : ": " + slot.stop_reason);
 }
 
 void ApplicationMaster::Fail(const std::string& reason, bool retryable) {
@@ -308,7 +371,10 @@ void ApplicationMaster::RequestKill(const std::string& reason) {
 // starts again while restarts remain, anything else is the job's end.
 void ApplicationMaster::AfterTransition() {
   job_over_ = IsTerminal(tracker_->state());
-  if (!IsTerminal(tracker_->state())) ArmDependencyTimeouts();
+  if (!IsTerminal(tracker_->state())) {
+    MaybeStartTrainingStage();
+    ArmDependencyTimeouts();
+  }
   if (!IsTerminal(tracker_->state()) || finalized_) return;
   for (auto& [id, slot] : slots_) {
     if (slot.container) return;
@@ -332,9 +398,13 @@ void ApplicationMaster::StartNextAttempt() {
     slot.container.reset();
     slot.report.reset();
     slot.stop_requested = false;
+    slot.stop_reason.clear();
+    slot.rss_bytes = 0;
+    slot.recorded_rss = 0;
     slot.stop = false;
     slot.restarts = 0;
     slot.previous_port = 0;
+    slot.tb_port = 0;
     slot.last_heartbeat_ns = 0;
     for (auto& waiter : slot.spec_waiters) waiter(Status::Aborted("gang restarting"), {});
     slot.spec_waiters.clear();
@@ -349,14 +419,22 @@ void ApplicationMaster::StartNextAttempt() {
 void ApplicationMaster::ArmAllocationTimeout() {
   int64_t ms = opts_.spec.allocation_timeout_ms;
   if (ms <= 0) return;
-  loop_.PostAfter(std::chrono::milliseconds(ms), [this, ms, attempt = attempt_] {
-    if (attempt != attempt_ || IsTerminal(tracker_->state()) || tracker_->GangComplete()) return;
+  // Each stage's gang gets the whole timeout from the moment its containers are asked for: the
+  // training stage's clock does not run while the prepare stage works.
+  loop_.PostAfter(std::chrono::milliseconds(ms), [this, ms, attempt = attempt_, stage = tracker_->stage()] {
+    if (attempt != attempt_ || stage != tracker_->stage() || IsTerminal(tracker_->state()) ||
+        tracker_->GangComplete()) {
+      return;
+    }
     std::vector<std::string> never, unregistered;
     for (const TaskRecord& r : tracker_->tasks()) {
+      if (!tracker_->Started(r.id)) continue;
       if (r.state == TaskState::kPending) never.push_back(r.id.ToString());
       if (r.state == TaskState::kLaunched) unregistered.push_back(r.id.ToString());
     }
-    std::string why = "gang allocation timeout: the gang was not complete after " + std::to_string(ms) +
+    std::string gang = HasTrainingStage(opts_.spec) ? (stage ? "the training stage's gang" : "the prepare stage's gang")
+                                                    : "the gang";
+    std::string why = "gang allocation timeout: " + gang + " was not complete after " + std::to_string(ms) +
                       " ms (loom.container.allocation.timeout)";
     if (!never.empty()) why += "; never got resources: " + Join(never, ", ");
     if (!unregistered.empty()) why += "; launched but not registered: " + Join(unregistered, ", ");
@@ -403,13 +481,15 @@ void ApplicationMaster::ArmDependencyTimeouts() {
         if (r.id.type == d.type && !IsTerminal(r.state)) late.push_back(r.id);
       }
       if (late.empty()) return;
+      std::string key = "loom.application.dependency." + d.type + ".timeout.after." + d.group;
       std::string why = d.type + " still running " + std::to_string(d.seconds) + " s after group " + d.group + " (" +
-                        Join(d.group_types, ",") + ") finished (loom.application.dependency." + d.type +
-                        ".timeout.after." + d.group + ")";
+                        Join(d.group_types, ",") + ") finished (" + key + ")";
       if (d.ignored) {
         spdlog::warn("{}: stopping it, as .ignored=true asks", why);
         (void)events_.Append(history::events::kDependencyTimeout, {{"type", d.type}, {"group", d.group}, {"ignored", true}});
-        StopTasks(late);  // stopped by Loom: KILLED, not a failure
+        // Stopped by Loom: KILLED, not a failure; its row and the job's end say why.
+        StopTasks(late, "still running " + std::to_string(d.seconds) + " s after group '" + d.group + "' (" +
+                            Join(d.group_types, ",") + ") finished (" + key + ".ignored=true)");
       } else {
         Fail("group dependency timeout: " + why, /*retryable=*/false);
       }
@@ -468,7 +548,32 @@ void ApplicationMaster::CheckHeartbeats() {
     RecordTask(id, {{"exit_code", 1}, {"diagnostics", why}});
   }
   AfterTransition();
+  RecordMetrics();
   loop_.PostAfter(std::chrono::milliseconds(opts_.spec.heartbeat_interval_ms), [this] { CheckHeartbeats(); });
+}
+
+void ApplicationMaster::RecordMetrics() {
+  constexpr int64_t kSecondNs = 1000 * 1000 * 1000;
+  constexpr int64_t kNotable = int64_t{1} << 20;  // or 10%, whichever is more
+  constexpr int64_t kLarge = int64_t{16} << 20;   // or 25%: a task growing (or shrinking) fast
+  if (IsTerminal(tracker_->state())) return;
+  int64_t now = NowNs();
+  json tasks = json::array();
+  for (auto& [id, slot] : slots_) {
+    const TaskRecord* r = tracker_->Find(id);
+    int64_t rss = slot.rss_bytes.load();
+    if (!r || r->state != TaskState::kRunning || !slot.container || rss <= 0) continue;
+    bool first = slot.recorded_rss == 0;
+    int64_t change = rss > slot.recorded_rss ? rss - slot.recorded_rss : slot.recorded_rss - rss;
+    int64_t since = now - slot.recorded_rss_ns;
+    bool notable = change >= std::max(kNotable, slot.recorded_rss / 10) && since >= 10 * kSecondNs;
+    bool large = change >= std::max(kLarge, slot.recorded_rss / 4) && since >= kSecondNs;
+    if (!first && !notable && !large) continue;
+    slot.recorded_rss = rss;
+    slot.recorded_rss_ns = now;
+    tasks.push_back({{"task", id.ToString()}, {"rss_bytes", rss}});
+  }
+  if (!tasks.empty()) (void)events_.Append(history::events::kTaskMetrics, {{"tasks", tasks}});
 }
 
 // ---- Control plane ------------------------------------------------------------------------
@@ -488,7 +593,7 @@ void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Repl
     auto id = CheckTask(req.task(), &error);
     if (!id) return reply(error, {});
     TaskSlot* slot = Slot(*id);
-    if (req.port() <= 0 || req.port() > 65535 || req.host().empty()) {
+    if (req.port() <= 0 || req.port() > 65535 || req.host().empty() || req.tb_port() < 0 || req.tb_port() > 65535) {
       return reply(Status::InvalidArgument("register " + id->ToString() + ": bad address"), {});
     }
     if (!slot->container || (!req.container_id().empty() && req.container_id() != slot->container->id)) {
@@ -496,6 +601,7 @@ void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Repl
     }
     if (IsTerminal(tracker_->state())) return reply(Status::Aborted("job is ending"), {});
     slot->last_heartbeat_ns = NowNs();
+    slot->tb_port = req.tb_port();
     bool complete = tracker_->OnRegistered(*id, req.host(), req.port());
     RecordTask(*id, {{"address", req.host() + ":" + std::to_string(req.port())}});
     control::RegisterResponse resp;
@@ -515,6 +621,7 @@ void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Repl
 void ApplicationMaster::PublishClusterSpec() {
   cluster_spec_ = runtime::ClusterSpec();
   for (const auto& type : opts_.spec.types) {
+    if (!tracker_->Started({type.name, 0})) continue;  // a stage not yet started has no addresses
     std::vector<std::string> addrs;
     for (int i = 0; i < type.instances; ++i) {
       const TaskRecord* r = tracker_->Find({type.name, i});
@@ -524,8 +631,9 @@ void ApplicationMaster::PublishClusterSpec() {
   }
   if (tracker_->GangComplete() && !spec_ready_) {
     spec_ready_ = true;
-    (void)events_.Append(history::events::kGangComplete, {{"tasks", tracker_->tasks().size()},
-                                           {"cluster_spec", json::parse(cluster_spec_.ToJson())}});
+    json gang = {{"tasks", tracker_->tasks().size()}, {"cluster_spec", json::parse(cluster_spec_.ToJson())}};
+    if (HasTrainingStage(opts_.spec)) gang["stage"] = tracker_->stage() ? "training" : "prepare";
+    (void)events_.Append(history::events::kGangComplete, gang);
   }
   AnswerSpecWaiters();
 }
@@ -535,7 +643,8 @@ control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const 
   const TaskTypeSpec* type = opts_.spec.FindType(id.type);
   resp.set_command(type ? type->command : "");
   auto it = slots_.find(id);
-  runtime::TaskContext ctx{id, opts_.job_id, attempt_ + (it == slots_.end() ? 0 : it->second.restarts)};
+  runtime::TaskContext ctx{id, opts_.job_id, attempt_ + (it == slots_.end() ? 0 : it->second.restarts),
+                          it == slots_.end() ? 0 : it->second.tb_port};
   auto env = runtime::BuildFrameworkEnv(opts_.spec, cluster_spec_, ctx);
   for (const auto& [k, v] : opts_.spec.execution_env) env[k] = v;
   resp.mutable_env()->insert(env.begin(), env.end());
@@ -588,6 +697,8 @@ Status ApplicationMaster::HandleHeartbeat(const control::HeartbeatRequest& req, 
   if (!slot) return Status::InvalidArgument("unknown task " + FromRef(req.task()).ToString());
   slot->last_heartbeat_ns = NowNs();
   slot->rss_bytes = req.rss_bytes();
+  slot->gpu_utilization_percent = req.gpu_utilization_percent();
+  slot->gpu_memory_bytes = req.gpu_memory_bytes();
   resp->set_stop(slot->stop || job_over_);
   return Status::Ok();
 }
@@ -598,6 +709,22 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
     auto id = CheckTask(req.task(), &error);
     if (!id) return reply(error, {});
     Slot(*id)->report = req;
+    reply(Status::Ok(), {});
+  });
+}
+
+void ApplicationMaster::HandleRegisterTensorBoard(const control::TensorBoardRequest& req, Reply<control::Ack> reply) {
+  loop_.Post([this, req, reply] {
+    Status error;
+    auto id = CheckTask(req.task(), &error);
+    if (!id) return reply(error, {});
+    if (req.url().rfind("http://", 0) != 0 || req.url().size() > 512) {
+      return reply(Status::InvalidArgument("TensorBoard of " + id->ToString() + ": bad URL"), {});
+    }
+    spdlog::info("TensorBoard of {} answers at {}", id->ToString(), req.url());
+    json e = {{"task", id->ToString()}, {"url", req.url()}};
+    if (attempt_) e["attempt"] = attempt_;
+    (void)events_.Append(history::events::kTensorBoard, e);
     reply(Status::Ok(), {});
   });
 }

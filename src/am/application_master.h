@@ -48,6 +48,7 @@ struct AmOptions {
   // After the job ends, keep answering for up to this long until a client that mirrors the
   // events (YARN, Slurm: its job dir is elsewhere) has fetched them all.
   std::chrono::milliseconds events_linger{0};
+  std::string status_url;  // the AM's status page (am/status_page.h), in AM_STARTED; "" if none
 };
 
 class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler {
@@ -74,6 +75,8 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void HandleTaskStarted(const control::TaskStartedRequest& req, Reply<control::Ack> reply) override;
   Status HandleHeartbeat(const control::HeartbeatRequest& req, control::HeartbeatResponse* resp) override;
   void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) override;
+  // Records the job's TensorBoard (a TENSORBOARD event: status page, `loom status`, submit).
+  void HandleRegisterTensorBoard(const control::TensorBoardRequest& req, Reply<control::Ack> reply) override;
   void HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) override;
   // Complete lines of events.jsonl from `offset` into resp (events, events_end). Any thread.
   void ReadEventsFrom(int64_t offset, control::JobStateResponse* resp) const;
@@ -87,22 +90,40 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
     std::optional<cluster::Container> container;
     std::optional<control::ExitReport> report;
     bool stop_requested = false;
+    std::string stop_reason;  // why the AM stopped it, for its row ("tracked tasks finished")
     int restarts = 0;        // of this task alone, under its type's restart-policy
     int previous_port = 0;   // asked for again by a restarted task, so the cluster spec can stay
+    int tb_port = 0;         // the TensorBoard port its executor registered (TB_PORT), 0: none
     std::vector<Reply<control::ClusterSpecResponse>> spec_waiters;
     std::atomic<int64_t> last_heartbeat_ns{0};  // steady clock
     std::atomic<int64_t> rss_bytes{0};
+    int64_t recorded_rss = 0;     // in the last TASK_METRICS event, and when (steady ns)
+    int64_t recorded_rss_ns = 0;
+    std::atomic<int32_t> gpu_utilization_percent{0};  // latest GPU sample (gpu-metrics), 0: none
+    std::atomic<int64_t> gpu_memory_bytes{0};
     std::atomic<bool> stop{false};  // answered to heartbeats: stop_requested, or the job is over
   };
 
   Status StartServer();
+  // Asks for the containers of the stage that runs first; a training stage's tasks wait,
+  // PENDING, for the prepare stage (their rows say so).
   void RequestContainers();
+  // Asks for one task's container; false (and the job failed) when the broker refuses.
+  bool RequestContainer(const TaskId& id, nlohmann::json extra = nlohmann::json::object());
+  // Starts the training stage once the prepare stage has succeeded (JobTracker decides): its
+  // containers are asked for now, as a gang of their own with its own allocation timeout.
+  void MaybeStartTrainingStage();
   // Loop-thread helpers.
   TaskSlot* Slot(const TaskId& id);
   std::optional<TaskId> CheckTask(const control::TaskRef& ref, Status* error);
-  void StopTasks(const std::vector<TaskId>& ids);
+  // Stops `ids`; each ends KILLED, exit 143, "stopped by the AM: <reason>" (empty: the reason
+  // follows from the job's state, e.g. "tracked tasks finished").
+  void StopTasks(const std::vector<TaskId>& ids, const std::string& reason = "");
   void RequestStop(TaskSlot& slot);
-  // Timeouts of the gang (allocation), of one container (registration) and between groups.
+  // "stopped by the AM: <its stop_reason>".
+  static std::string StopDiagnostics(const TaskSlot& slot);
+  // Timeouts of the gang (allocation: per stage, from its request), of one container
+  // (registration) and between groups.
   void ArmAllocationTimeout();
   void ArmRegistrationTimeout(const TaskId& id, const std::string& container_id);
   void ArmDependencyTimeouts();
@@ -115,6 +136,10 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   bool MaybeRestartTask(const TaskId& id, int exit_code, const std::string& diagnostics);
   void AfterTransition();
   void CheckHeartbeats();
+  // Appends a TASK_METRICS event with the RSS of running tasks, so that `loom status` shows it
+  // while they run: a task's first sample at once, then a change of 10% at most every 10 s
+  // (25% and 16 MiB at most every second, while it grows fast).
+  void RecordMetrics();
   void AnswerSpecWaiters();
   // Builds the cluster spec from the registrations so far and answers whoever may have it.
   void PublishClusterSpec();

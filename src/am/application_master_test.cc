@@ -1,6 +1,7 @@
 #include "am/application_master.h"
 
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -174,6 +175,185 @@ TEST_F(AmTest, WorkerFailureStopsTheRestAndRecordsTheCause) {
   EXPECT_TRUE(view->final);
   EXPECT_EQ(view->state, "FAILED");
   EXPECT_THAT(view->diagnostics, HasSubstr("task worker:1 failed: exit code 3; last stderr lines:\n    ValueError: boom"));
+}
+
+// The events the AM has written so far.
+std::vector<nlohmann::json> Events(const std::filesystem::path& root) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(root / "events.jsonl");
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+class StagesTest : public AmTest {
+ protected:
+  void SetUp() override {
+    AmTest::SetUp();
+    TaskTypeSpec loader;
+    loader.name = "dbloader";
+    loader.instances = 1;
+    loader.command = "python3 load.py";
+    spec_.types.push_back(loader);
+    spec_.prepare_stage = {"dbloader"};
+    spec_.training_stage = {"worker"};
+  }
+  // Registers `t`, reports its exit and completes its container.
+  void Finish(const TaskId& t, int code) {
+    control::ExitReport report;
+    report.mutable_task()->set_type(t.type);
+    report.mutable_task()->set_index(t.index);
+    report.set_exit_code(code);
+    control::Ack ack;
+    ASSERT_TRUE(stub_->ReportExit(Ctx().get(), report, &ack).ok());
+    broker_.Complete(t, code);
+  }
+  bool Waiting(const std::string& task) {
+    for (const auto& e : Events(root_)) {
+      if (e.value("task", "") == task && e.value("waiting", "") == "for the prepare stage (dbloader)") return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(StagesTest, TrainingContainersAreAskedForOnlyAfterThePrepareStageSucceeded) {
+  StartAm();
+  // The AM asks for the prepare stage and marks the training tasks as waiting, in one step.
+  ASSERT_TRUE(WaitFor([&] { return Waiting("worker:1"); }));
+  EXPECT_EQ(broker_.requested(), 1u);
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 1; }));
+  EXPECT_EQ(broker_.launch_spec({"dbloader", 0}).env.count("LOOM_TASK_ID"), 1u);
+  ASSERT_TRUE(Register({"dbloader", 0}, 21000).ok());
+  // The prepare stage is a gang of its own: its spec does not wait for the workers.
+  control::ClusterSpecRequest req;
+  req.mutable_task()->set_type("dbloader");
+  control::ClusterSpecResponse spec;
+  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  EXPECT_EQ(spec.env().at("WORLD_SIZE"), "1");
+  EXPECT_EQ(broker_.requested(), 0u);  // still nothing asked for the training stage
+
+  Finish({"dbloader", 0}, 0);
+  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 2; }));
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 3; }));
+  ASSERT_TRUE(Register({"worker", 0}, 21001).ok());
+  ASSERT_TRUE(Register({"worker", 1}, 21002).ok());
+  req.mutable_task()->set_type("worker");
+  req.mutable_task()->set_index(1);
+  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  EXPECT_EQ(spec.env().at("RANK"), "1");  // ranks of the training stage's own world
+  EXPECT_EQ(spec.env().at("WORLD_SIZE"), "2");
+  EXPECT_EQ(spec.env().at("MASTER_PORT"), "21001");
+
+  // The history says so, in order: dbloader done, then the training stage.
+  std::vector<std::string> order;
+  for (const auto& e : Events(root_)) {
+    if (e.value("event", "") == "STAGE_STARTED") order.push_back("stage");
+    if (e.value("task", "") == "dbloader:0" && e.value("state", "") == "SUCCEEDED") order.push_back("dbloader done");
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"dbloader done", "stage"}));
+  Finish({"worker", 0}, 0);
+  Finish({"worker", 1}, 0);
+  ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(*run_.get(), JobState::kSucceeded);
+  am_.reset();
+}
+
+TEST_F(StagesTest, APrepareFailureFailsTheJobAndNothingOfTrainingIsAskedFor) {
+  StartAm();
+  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 1 && Waiting("worker:0"); }));
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 1; }));
+  ASSERT_TRUE(Register({"dbloader", 0}, 21000).ok());
+  Finish({"dbloader", 0}, 3);
+  ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(*run_.get(), JobState::kFailed);
+  am_.reset();
+  EXPECT_EQ(broker_.requested(), 0u);
+  EXPECT_EQ(broker_.launched(), 1u);
+  auto view = history::LoadJobView(history::JobDir(root_.string()));
+  ASSERT_OK(view);
+  EXPECT_THAT(view->diagnostics, HasSubstr("prepare stage failed: task dbloader:0 failed: exit code 3"));
+  EXPECT_THAT(view->diagnostics, HasSubstr("the training stage (worker) was not started"));
+  for (const auto& t : view->tasks) {
+    if (t.id.rfind("worker:", 0) == 0) {
+      EXPECT_EQ(t.state, "KILLED") << t.id;
+      EXPECT_EQ(t.started_ms, 0) << t.id;
+    }
+  }
+}
+
+TEST_F(StagesTest, ARestartedGangBeginsAgainWithThePrepareStage) {
+  spec_.am_retry_count = 1;
+  StartAm();
+  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 1; }));
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 1; }));
+  Finish({"dbloader", 0}, 3);  // attempt 0 fails in its prepare stage
+  // Attempt 1 asks for the prepare stage again, and only for it (TonY rebuilds its session).
+  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 1; }));
+  ASSERT_TRUE(WaitFor([&] {
+    int waiting = 0;
+    for (const auto& e : Events(root_)) waiting += e.value("attempt", 0) == 1 && e.value("waiting", "") != "";
+    return waiting == 2;
+  }));
+  EXPECT_EQ(broker_.requested(), 1u);
+}
+
+TEST_F(AmTest, TheTensorBoardTaskGetsItsPortAndLogDirAndItsUrlIsShown) {
+  TaskTypeSpec tb;
+  tb.name = "tensorboard";
+  tb.instances = 1;
+  tb.role = TaskRole::kSidecar;
+  tb.command = "tensorboard --logdir $TB_LOG_DIR --port $TB_PORT";
+  spec_.types.push_back(tb);
+  spec_.tensorboard_log_dir = "/shared/tb";
+  spec_.executor_registry_timeout_ms = 7000;
+  spec_.metrics_interval_ms = 250;
+  spec_.types[0].resources.gpus = 1;  // the workers: GPU metrics on
+  StartAm();
+  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 3; }));
+  broker_.GrantAll();
+  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 3; }));
+  auto tb_env = broker_.launch_spec({"tensorboard", 0}).env;
+  auto w_env = broker_.launch_spec({"worker", 0}).env;
+  EXPECT_EQ(tb_env["LOOM_RESERVE_TB_PORT"], "1");
+  EXPECT_EQ(w_env.count("LOOM_RESERVE_TB_PORT"), 0u);  // the sidecar has it, not the chief
+  EXPECT_EQ(w_env["LOOM_REGISTRY_TIMEOUT_MS"], "7000");
+  EXPECT_EQ(w_env["LOOM_METRICS_INTERVAL_MS"], "250");
+  EXPECT_EQ(w_env["LOOM_GPU_METRICS"], "1");
+  EXPECT_EQ(tb_env.count("LOOM_GPU_METRICS"), 0u);  // no GPUs, nothing to sample
+
+  control::RegisterRequest reg;
+  reg.mutable_task()->set_type("tensorboard");
+  reg.set_host("127.0.0.1");
+  reg.set_port(21005);
+  reg.set_tb_port(24007);
+  control::RegisterResponse resp;
+  ASSERT_TRUE(stub_->Register(Ctx().get(), reg, &resp).ok());
+  ASSERT_TRUE(Register({"worker", 0}, 21000).ok());
+  ASSERT_TRUE(Register({"worker", 1}, 21001).ok());
+  control::ClusterSpecRequest req;
+  req.mutable_task()->set_type("tensorboard");
+  control::ClusterSpecResponse spec;
+  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  EXPECT_EQ(spec.env().at("TB_PORT"), "24007");
+  EXPECT_EQ(spec.env().at("TB_LOG_DIR"), "/shared/tb");
+  req.mutable_task()->set_type("worker");
+  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  EXPECT_EQ(spec.env().count("TB_PORT"), 0u);
+
+  control::TensorBoardRequest url;
+  url.mutable_task()->set_type("tensorboard");
+  url.set_url("http://127.0.0.1:24007/");
+  control::Ack ack;
+  ASSERT_TRUE(stub_->RegisterTensorBoard(Ctx().get(), url, &ack).ok());
+  url.set_url("javascript:alert(1)");
+  EXPECT_EQ(stub_->RegisterTensorBoard(Ctx().get(), url, &ack).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(WaitFor([&] {
+    auto view = history::LoadJobView(history::JobDir(root_.string()));
+    return view.ok() && view->tensorboard_url == "http://127.0.0.1:24007/" && view->tensorboard_task == "tensorboard:0";
+  }));
 }
 
 TEST_F(AmTest, KillEndsTheJobOnce) {

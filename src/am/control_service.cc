@@ -131,6 +131,13 @@ grpc::ServerUnaryReactor* ControlServiceImpl::ReportExit(grpc::CallbackServerCon
   return Dispatch(ctx, "ReportExit", req, resp, [this](auto& r, auto reply) { handler_->HandleReportExit(r, reply); });
 }
 
+grpc::ServerUnaryReactor* ControlServiceImpl::RegisterTensorBoard(grpc::CallbackServerContext* ctx,
+                                                                  const control::TensorBoardRequest* req,
+                                                                  control::Ack* resp) {
+  return Dispatch(ctx, "RegisterTensorBoard", req, resp,
+                  [this](auto& r, auto reply) { handler_->HandleRegisterTensorBoard(r, reply); });
+}
+
 grpc::ServerUnaryReactor* ControlServiceImpl::JobState(grpc::CallbackServerContext* ctx,
                                                        const control::JobStateRequest* req,
                                                        control::JobStateResponse* resp) {

@@ -25,6 +25,7 @@ class ControlHandler {
   // Called on a gRPC thread for every heartbeat message; must be quick and must not block.
   virtual Status HandleHeartbeat(const control::HeartbeatRequest& req, control::HeartbeatResponse* resp) = 0;
   virtual void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) = 0;
+  virtual void HandleRegisterTensorBoard(const control::TensorBoardRequest& req, Reply<control::Ack> reply) = 0;
   virtual void HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) = 0;
 };
 
@@ -48,6 +49,8 @@ class ControlServiceImpl final : public control::Control::CallbackService {
                                        control::Ack* resp) override;
   grpc::ServerUnaryReactor* JobState(grpc::CallbackServerContext* ctx, const control::JobStateRequest* req,
                                      control::JobStateResponse* resp) override;
+  grpc::ServerUnaryReactor* RegisterTensorBoard(grpc::CallbackServerContext* ctx, const control::TensorBoardRequest* req,
+                                                control::Ack* resp) override;
 
  private:
   bool Authenticated(grpc::CallbackServerContext* ctx, const char* method) const;

@@ -109,10 +109,15 @@ StatusPage::Page StatusPage::Render(const std::string& path) const {
                      "</h1><p>job <code>" + HtmlEscape(view->id) + "</code> &middot; <b>" + HtmlEscape(view->state) +
                      "</b>" + (view->attempt ? " &middot; restart " + std::to_string(view->attempt) : "") + "</p>";
   if (!view->diagnostics.empty()) body += "<p>" + HtmlEscape(view->diagnostics) + "</p>";
-  // TonY links its TensorBoard from the tracking page: a task of type tensorboard, once up.
-  for (const auto& t : view->tasks) {
-    if (t.id.rfind("tensorboard:", 0) == 0 && !t.address.empty() && t.state == "RUNNING") {
-      body += "<p><a href=\"http://" + HtmlEscape(t.address) + "/\">TensorBoard</a> (" + HtmlEscape(t.id) + ")</p>";
+  // TonY links its TensorBoard from the tracking page: once it answers, while its task runs.
+  if (!view->tensorboard_url.empty()) {
+    const history::TaskView* tb = nullptr;
+    for (const auto& t : view->tasks) {
+      if (t.id == view->tensorboard_task) tb = &t;
+    }
+    if (tb && !history::IsFinalTaskState(tb->state)) {
+      body += "<p><a id=\"tensorboard\" href=\"" + HtmlEscape(view->tensorboard_url) + "\">TensorBoard</a> (" +
+              HtmlEscape(tb->id) + ")</p>";
     }
   }
   body += "<pre>" + HtmlEscape(history::RenderTaskTable(*view)) + "</pre>" +

@@ -60,11 +60,17 @@ TEST_F(StatusPageTest, StatusJsonHasTheShapeOfLoomStatus) {
   EXPECT_EQ(page.Render("/etc/passwd").code, 404);
 }
 
-TEST_F(StatusPageTest, LinksARunningTensorBoardTask) {
+TEST_F(StatusPageTest, LinksTheTensorBoardOnceItAnswersWhileItsTaskRuns) {
   history::EventLog log(dir_.events());
-  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "RUNNING"}, {"address", "h:6006"}}));
+  // The task's own port is its framework's, not TensorBoard's: no link yet.
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "RUNNING"}, {"address", "h:21000"}}));
   StatusPage page(dir_, "job_y");
-  EXPECT_THAT(page.Render("/").body, HasSubstr("<a href=\"http://h:6006/\">TensorBoard</a>"));
+  EXPECT_THAT(page.Render("/").body, ::testing::Not(HasSubstr("TensorBoard")));
+  ASSERT_OK(log.Append("TENSORBOARD", {{"task", "tensorboard:0"}, {"url", "http://h:6006/"}}));
+  EXPECT_THAT(page.Render("/").body, HasSubstr("<a id=\"tensorboard\" href=\"http://h:6006/\">TensorBoard</a>"));
+  EXPECT_EQ(nlohmann::json::parse(page.Render("/status.json").body)["tensorboard_url"], "http://h:6006/");
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "KILLED"}}));
+  EXPECT_THAT(page.Render("/").body, ::testing::Not(HasSubstr("TensorBoard")));  // gone with its task
 }
 
 TEST_F(StatusPageTest, ServesOverHttp) {

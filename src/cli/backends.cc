@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "cluster/local/docker_check.h"
 #include "cluster/local/host_inventory.h"
 #include "cluster/local/local_am_side.h"
 #include "cluster/local/local_backend.h"
@@ -12,12 +13,13 @@
 #include "history/job_view.h"
 
 namespace loom::cli {
-namespace {
 
-std::string CurrentUser() {
+std::string ClientUser() {
   const char* u = std::getenv("USER");
   return u && *u ? u : std::to_string(::getuid());
 }
+
+namespace {
 
 std::vector<BackendEntry> MakeBackends() {
   std::vector<BackendEntry> all;
@@ -25,6 +27,7 @@ std::vector<BackendEntry> MakeBackends() {
       "local",
       "this machine (default)",
       [](const config::Config& conf) -> Result<std::unique_ptr<cluster::Backend>> {
+        LOOM_RETURN_IF_ERROR(cluster::local::RefuseDockerOnLocal(conf));  // no images here: docker_check.h
         LOOM_ASSIGN_OR_RETURN(auto inventory, cluster::local::HostInventory::Detect(conf));
         return std::unique_ptr<cluster::Backend>(std::make_unique<cluster::local::LocalBackend>(inventory, SelfExecutable()));
       },
@@ -41,15 +44,15 @@ std::vector<BackendEntry> MakeBackends() {
       "yarn",
       "Hadoop YARN, found through HADOOP_CONF_DIR",
       [](const config::Config& conf) -> Result<std::unique_ptr<cluster::Backend>> {
-        auto hadoop = cluster::yarn::HadoopConf::FromEnvironment(CurrentUser());
+        auto hadoop = cluster::yarn::HadoopConf::FromEnvironment(ClientUser());
         if (!hadoop.ok()) return hadoop.status().WithContext("--cluster yarn");
         return std::unique_ptr<cluster::Backend>(
-            std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, CurrentUser(), SelfExecutable(), conf));
+            std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, ClientUser(), SelfExecutable(), conf));
       },
       [](const history::JobDir& dir) -> Result<std::unique_ptr<cluster::Backend>> {
-        return cluster::yarn::YarnJobSubmitter::ForJob(dir, CurrentUser());
+        return cluster::yarn::YarnJobSubmitter::ForJob(dir, ClientUser());
       },
-      [](const std::string& id) -> Result<history::JobDir> { return cluster::yarn::ImportYarnJob(id, CurrentUser()); },
+      [](const std::string& id) -> Result<history::JobDir> { return cluster::yarn::ImportYarnJob(id, ClientUser()); },
       [] { return std::unique_ptr<cluster::AmSide>(std::make_unique<cluster::yarn::YarnAmSide>()); },
   });
   return all;

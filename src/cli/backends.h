@@ -30,6 +30,9 @@ struct BackendEntry {
   std::function<std::unique_ptr<cluster::AmSide>()> am_side;
 };
 
+// The user this client acts as: $USER, else the uid. The YARN user, and who `loom kill` names.
+std::string ClientUser();
+
 const std::vector<BackendEntry>& Backends();
 const BackendEntry* FindBackend(const std::string& name);
 std::string BackendNames();  // "local, yarn"

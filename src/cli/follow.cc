@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "cli/am_probe.h"
+#include "cli/am_startup.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -73,6 +74,14 @@ std::string DescribeEvent(const json& e) {
     return when + "  gang complete: " + (e.contains("cluster_spec") ? e["cluster_spec"].dump() : "");
   }
   if (type == history::events::kJobFinished) return when + "  job " + e.value("state", "?");
+  if (type == history::events::kStageStarted) {
+    std::vector<std::string> tasks;
+    for (const auto& t : e.value("tasks", json::array())) tasks.push_back(t.get<std::string>());
+    return when + "  prepare stage succeeded; training stage started: " + Join(tasks, ", ");
+  }
+  if (type == history::events::kTensorBoard) {
+    return when + "  TensorBoard (" + e.value("task", "?") + "): " + e.value("url", "?");
+  }
   if (type == history::events::kTaskRestarting) {
     return when + "  " + e.value("task", "?") + " failed (exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255)) +
            "); restarting it alone, restart " + std::to_string(history::EventInt(e, "restart", 0, 0, 1 << 20));
@@ -94,12 +103,34 @@ std::string DescribeEvent(const json& e) {
     return when + "  submitted to " + e.value("backend", "?") + " (" + e.value("where", "?") + ") as " + e.value("id", "?");
   }
   if (type == history::events::kBackendState) {
-    std::string line = when + "  " + e.value("id", "?") + " " + e.value("state", "?");
+    std::string state = e.value("state", "?");
+    // The local backend's queue has no id of its own.
+    std::string line = when + "  " + (e.contains("id") ? e.value("id", "?") + " " : "") + state;
+    if (state == "QUEUED") line += ", position " + std::to_string(history::EventInt(e, "position", 0, 0, 1 << 20));
+    if (state == "ADMITTED") {
+      line += " after " + history::FormatDuration(history::EventMillis(e, "waited_ms", 0)) + " in the queue";
+    }
     if (std::string reason = e.value("reason", ""); !reason.empty()) line += ": " + reason;
     if (std::string url = e.value("tracking_url", ""); !url.empty()) line += "\n    tracking URL: " + url;
     return line;
   }
   return when + "  " + type;
+}
+
+// The job's final diagnostics when `si` stops `loom submit`: Ctrl-C and a closed terminal
+// come from the kernel (SI_KERNEL); a kill(2) names its sender.
+std::string KillCauseOf(const signalfd_siginfo& si) {
+  int sig = static_cast<int>(si.ssi_signo);
+  bool from_terminal = si.ssi_code == SI_KERNEL;
+  if (sig == SIGINT && from_terminal) return "killed: Ctrl-C (SIGINT) to loom submit";
+  if (sig == SIGHUP && from_terminal) return "killed: SIGHUP to loom submit (its terminal closed)";
+  std::string cause = "killed: " + SignalName(sig) + " to loom submit";
+  if ((si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) && si.ssi_pid > 0) {
+    std::string comm = ReadFile("/proc/" + std::to_string(si.ssi_pid) + "/comm").value_or("");
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    cause += " (from pid " + std::to_string(si.ssi_pid) + (comm.empty() ? "" : ", " + comm) + ")";
+  }
+  return cause;
 }
 
 }  // namespace
@@ -140,6 +171,7 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
       int64_t now = history::NowMillis();
       std::string state = view.state;
       if (!view.final && !view.backend_state.empty() && state == "SUBMITTED") state = view.backend_state;
+      if (state == "QUEUED") state = "QUEUED, position " + std::to_string(view.queue_position) + ": " + view.queue_reason;
       std::string header = "job " + view.id + "  " + state + "  " + history::FormatDuration(now - view.submitted_ms) +
                            (view.attempt ? "  (restart " + std::to_string(view.attempt) + ")" : "") +
                            (killing ? "  (killing)" : "") + "\n";
@@ -147,6 +179,7 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
         header += "  " + view.backend + " " + view.backend_id +
                   (view.tracking_url.empty() ? "" : "  " + view.tracking_url) + "\n";
       }
+      if (!view.tensorboard_url.empty()) header += "  TensorBoard: " + view.tensorboard_url + "\n";
       std::string table = header + history::RenderTaskTable(view);
       if (table == last_table) return;  // a burst of file events changed nothing visible
       last_table = table;
@@ -160,6 +193,7 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
   int64_t am_gone_at = 0;
   AmProbe probe(dir, probe_interval, am_silence_limit);
   bool am_hung = false;
+  const int64_t startup_timeout_ms = AmStartupTimeoutOf(dir);  // loom.am.startup-timeout (cli/am_startup.h)
   while (!PathExists(dir.status())) {
     render();
     pollfd fds[3] = {{ino, POLLIN, 0}, {sig_fd, POLLIN, 0}, {am_fd, POLLIN, 0}};
@@ -172,11 +206,15 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si{};
       signalfd_siginfo next;
-      while (::read(sig_fd, &next, sizeof(next)) == sizeof(next)) si = next;
+      bool first = true;
+      while (::read(sig_fd, &next, sizeof(next)) == sizeof(next)) {
+        if (first) si = next;  // the first signal is the cause
+        first = false;
+      }
       std::fprintf(stderr, "\nloom: %s (%s); killing job %s\n", killing ? "killing again" : "interrupted",
                    SignalName(static_cast<int>(si.ssi_signo)).c_str(), view.id.c_str());
       killing = true;
-      if (Status s = backend.Kill(dir, std::chrono::milliseconds(10000)); !s.ok()) {
+      if (Status s = backend.Kill(dir, std::chrono::milliseconds(10000), KillCauseOf(si)); !s.ok()) {
         std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
       }
     }
@@ -192,9 +230,15 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
       std::fprintf(stderr, "loom: the AM has not answered for %lld ms; killing it\n",
                    static_cast<long long>(am_silence_limit.count()));
       // The cause is recorded first: the kill's own record must not win.
-      (void)history::EndJob(dir, "FAILED", "the ApplicationMaster stopped answering for " +
-                                               std::to_string(am_silence_limit.count()) + " ms and was killed");
-      (void)backend.Kill(dir, std::chrono::milliseconds(0));
+      std::string why = "the ApplicationMaster stopped answering for " + std::to_string(am_silence_limit.count()) +
+                        " ms and was killed";
+      (void)history::EndJob(dir, "FAILED", why);
+      (void)backend.Kill(dir, std::chrono::milliseconds(0), why);
+    }
+    // Until the AM has started: one that did not in time ends the job (FAILED, naming why).
+    if (startup_timeout_ms > 0 && !killing && (view.state == "SUBMITTED" || view.state == "QUEUED") &&
+        EnforceAmStartupTimeout(dir, backend, startup_timeout_ms)) {
+      killing = true;
     }
     if (am_gone_at && !PathExists(dir.status())) {
       if (killing || am_hung) {
@@ -205,7 +249,7 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
       }
       // The backend records an unexpected end, and none of the job's tasks may outlive it.
       (void)backend.Sync(dir);
-      (void)backend.Kill(dir, std::chrono::milliseconds(0));
+      (void)backend.Kill(dir, std::chrono::milliseconds(0), "");  // the end is recorded: no cause
     }
   }
   // The job is over only when its AM is gone too: wait for it (it is stopping its last
@@ -214,7 +258,7 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
     pollfd pfd{am_fd, POLLIN, 0};
     if (::poll(&pfd, 1, 10000) == 0) {
       std::fprintf(stderr, "loom: the AM did not exit after the job ended; killing it\n");
-      (void)backend.Kill(dir, std::chrono::milliseconds(0));
+      (void)backend.Kill(dir, std::chrono::milliseconds(0), "");  // the job has its end already
     }
   }
   (void)backend.Sync(dir);  // the backend's clean-up after the end

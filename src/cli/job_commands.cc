@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/am_startup.h"
 #include "cli/commands.h"
 #include "cli/backends.h"
 #include "core/files.h"
@@ -46,10 +47,22 @@ void PrintView(const history::JobView& v) {
   if (v.attempt) std::printf("  (gang restarted %d time%s)", v.attempt, v.attempt > 1 ? "s" : "");
   std::printf("\n");
   if (!v.diagnostics.empty()) std::printf("  %s\n", v.diagnostics.c_str());
+  if (v.state == "QUEUED") std::printf("  queued, position %d: %s\n", v.queue_position, v.queue_reason.c_str());
+  if (!v.tensorboard_url.empty()) std::printf("  TensorBoard: %s\n", v.tensorboard_url.c_str());
   std::fputs(history::RenderTaskTable(v).c_str(), stdout);
   for (const auto& t : v.tasks) {
     if (t.state == "FAILED" && !t.diagnostics.empty()) std::printf("\n%s: %s\n", t.id.c_str(), t.diagnostics.c_str());
   }
+  // Tasks Loom stopped say why, one line per reason ("ps:0: stopped by the AM: tracked tasks
+  // finished").
+  std::vector<std::pair<std::string, std::vector<std::string>>> stopped;
+  for (const auto& t : v.tasks) {
+    if (t.state != "KILLED" || t.diagnostics.empty()) continue;
+    auto it = std::find_if(stopped.begin(), stopped.end(), [&](const auto& e) { return e.first == t.diagnostics; });
+    if (it == stopped.end()) it = stopped.insert(stopped.end(), {t.diagnostics, {}});
+    it->second.push_back(t.id);
+  }
+  for (const auto& [why, ids] : stopped) std::printf("  %s: %s\n", Join(ids, ", ").c_str(), why.c_str());
   for (const auto& t : v.tasks) {
     if (t.state == "PENDING" && !t.waiting.empty()) std::printf("  %s waiting %s\n", t.id.c_str(), t.waiting.c_str());
   }
@@ -67,6 +80,7 @@ Result<OpenJob> Open(const std::string& id) {
   if (Status s = backend->Sync(dir); !s.ok()) {
     std::fprintf(stderr, "loom: warning: %s\n", s.WithContext("cannot ask the " + backend->name() + " backend about " + dir.job_id()).ToString().c_str());
   }
+  (void)EnforceAmStartupTimeout(dir, *backend, AmStartupTimeoutOf(dir));  // also when no client follows it
   return OpenJob{std::move(dir), std::move(backend)};
 }
 
@@ -218,7 +232,8 @@ int KillCommand(std::vector<std::string> args) {
     std::printf("Job %s already ended: %s\n", dir.job_id().c_str(), view.ok() ? view->state.c_str() : "?");
     return kExitOk;
   }
-  if (Status s = open->backend->Kill(dir, std::chrono::milliseconds(10000)); !s.ok()) {
+  std::string cause = "killed by loom kill (user " + ClientUser() + ")";
+  if (Status s = open->backend->Kill(dir, std::chrono::milliseconds(10000), cause); !s.ok()) {
     std::fprintf(stderr, "loom: %s\n", s.WithContext("killing " + dir.job_id()).ToString().c_str());
     return kExitJobFailed;
   }
@@ -239,7 +254,10 @@ int ListCommand(std::vector<std::string> args) {
     history::JobDir dir(entry.path().string());
     if (!PathExists(dir.status())) {
       // A job still running as far as its record says: its backend knows better.
-      if (auto backend = BackendForJob(dir); backend.ok()) (void)(*backend)->Sync(dir);
+      if (auto backend = BackendForJob(dir); backend.ok()) {
+        (void)(*backend)->Sync(dir);
+        (void)EnforceAmStartupTimeout(dir, **backend, AmStartupTimeoutOf(dir));
+      }
     }
     if (auto v = history::LoadJobView(dir); v.ok()) views.push_back(*v);
   }
@@ -249,10 +267,16 @@ int ListCommand(std::vector<std::string> args) {
     int64_t end = v.finished_ms ? v.finished_ms : history::NowMillis();
     std::string state = v.state;
     if (!v.final && v.backend_state.rfind("ACCEPTED", 0) == 0) state = "ACCEPTED";
+    // A queued local job: its place in line, and (where the backend's id would be) why.
+    std::string id_or_reason = v.backend_id;
+    if (state == "QUEUED") {
+      state = "QUEUED #" + std::to_string(v.queue_position);
+      id_or_reason += (id_or_reason.empty() ? "" : " ") + v.queue_reason;
+    }
     std::printf("%-26s  %-22s  %-7s  %-10s  %-8s  %-5zu  %s\n", v.id.c_str(), v.name.substr(0, 22).c_str(),
                 v.backend.empty() ? "local" : v.backend.c_str(), state.c_str(),
                 v.submitted_ms ? history::FormatDuration(end - v.submitted_ms).c_str() : "-", v.tasks.size(),
-                v.backend_id.c_str());
+                id_or_reason.c_str());
   }
   return kExitOk;
 }

@@ -1,11 +1,12 @@
-// loom: runs distributed training jobs on local, YARN or Slurm clusters.
-// One binary, three roles: the client (submit, status, logs, kill, list), the
-// ApplicationMaster (`loom am`) and the TaskExecutor (`loom executor`).
+// loom: runs distributed training jobs on the backends listed in cli/backends.cc (this
+// machine, Hadoop YARN). One binary, three roles: the client (submit, status, logs, kill,
+// list), the ApplicationMaster (`loom am`) and the TaskExecutor (`loom executor`).
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "cli/backends.h"
 #include "cli/commands.h"
 
 namespace {
@@ -15,7 +16,7 @@ constexpr char kUsage[] = R"(usage: loom <command> [options]
 Jobs:
   submit   run a training job (TonY's flags: --executes, --src_dir, --task_params,
            --python_venv, --python_binary_path, --shell_env, --container_env,
-           --conf_file, --conf; plus --cluster local|yarn)
+           --conf_file, --conf; plus --cluster BACKEND)
   status   show a job and its tasks            loom status JOB [--json]
   logs     print a task's output               loom logs JOB [--task TYPE:INDEX|am] [--stderr]
                                                [--file executor.log] [-f]
@@ -31,12 +32,24 @@ Roles started by Loom itself:
 Exit codes: 0 job succeeded, 1 job failed or killed, 2 bad usage or configuration.
 )";
 
+// The usage with the backends this loom has, from their one list: never one it lacks.
+std::string Usage() {
+  std::string text = kUsage;
+  text += "\nBackends (--cluster BACKEND):\n";
+  for (const loom::cli::BackendEntry& b : loom::cli::Backends()) {
+    char line[256];
+    std::snprintf(line, sizeof(line), "  %-8s %s\n", b.name.c_str(), b.summary.c_str());
+    text += line;
+  }
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    std::fputs(Usage().c_str(), args.empty() ? stderr : stdout);
     return args.empty() ? loom::cli::kExitUsage : 0;
   }
   if (args[0] == "--version" || args[0] == "version") {
@@ -52,6 +65,6 @@ int main(int argc, char** argv) {
   if (command == "list") return loom::cli::ListCommand(args);
   if (command == "am") return loom::cli::AmCommand(args);
   if (command == "executor") return loom::cli::ExecutorCommand(args);
-  std::fprintf(stderr, "loom: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  std::fprintf(stderr, "loom: unknown command '%s'\n\n%s", command.c_str(), Usage().c_str());
   return loom::cli::kExitUsage;
 }

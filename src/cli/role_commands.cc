@@ -23,6 +23,7 @@
 #include "core/test_hooks.h"
 #include "executor/task_executor.h"
 #include "history/event_log.h"
+#include "history/events.h"
 #include "history/job_view.h"
 
 namespace loom::cli {
@@ -37,6 +38,14 @@ int AmFailed(const history::JobDir& dir, const std::string& why) {
   return kExitJobFailed;
 }
 
+// Records a job killed before it ran (a stop signal while it was queued).
+int AmKilled(const history::JobDir& dir, history::EventLog& events, const std::string& why) {
+  spdlog::warn("{}", why);
+  (void)events.Append(history::events::kJobFinished, {{"state", "KILLED"}, {"diagnostics", why}});
+  (void)history::EndJob(dir, "KILLED", why);
+  return kExitJobFailed;
+}
+
 }  // namespace
 
 int AmCommand(std::vector<std::string> args) {
@@ -48,13 +57,17 @@ int AmCommand(std::vector<std::string> args) {
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
     return UsageError(std::string("am: ") + e.what());
   }
   const BackendEntry* backend = FindBackend(backend_name);
   if (!backend) return UsageError("am: --backend " + backend_name + ": no such backend (" + BackendNames() + ")");
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ [am] %v");
-  // SIGTERM (loom kill) and friends are taken by a thread, so they become a clean kill.
+  // SIGTERM and friends are taken by a thread, so they become a clean kill; Loom's own kills
+  // (`loom kill`, a signal to `loom submit`) record their cause in the job dir first.
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
@@ -94,6 +107,14 @@ int AmCommand(std::vector<std::string> args) {
   } else {
     spdlog::warn("no status page: {}", port.status().ToString());
   }
+  history::EventLog events(dir.events());
+  // The backend may hold the job in its queue first (the local ledger): that time is not the
+  // job's, so loom.application.timeout starts only in master.Run().
+  if (Status admitted = side->Admit(dir, conf, *spec, events); !admitted.ok()) {
+    if (admitted.code() != StatusCode::kCancelled) return AmFailed(dir, "AM cannot start the job: " + admitted.message());
+    side->Finish(dir, "KILLED", admitted.message());
+    return AmKilled(dir, events, admitted.message());
+  }
   am::ApplicationMaster* master_ptr = nullptr;  // the broker may register the AM's port
   auto broker = side->MakeBroker(dir, conf, [&master_ptr] { return master_ptr ? master_ptr->port() : -1; }, tracking_url);
   if (!broker.ok()) return AmFailed(dir, broker.status().message());
@@ -110,14 +131,16 @@ int AmCommand(std::vector<std::string> args) {
   opts.executor_env = setup->executor_env;
   opts.location = setup->location;
   opts.events_linger = setup->events_linger;
-  history::EventLog events(dir.events());
+  opts.status_url = tracking_url;
   am::ApplicationMaster master(std::move(opts), **broker, events);
   master_ptr = &master;
 
-  std::thread signals([&master, mask] {
+  std::thread signals([&master, mask, dir] {
     int sig = 0;
     if (::sigwait(&mask, &sig) == 0) {
-      master.RequestKill("killed: the AM received " + SignalName(sig) + (sig == SIGTERM ? " (loom kill)" : ""));
+      // Loom's own kills (loom kill, a signal to loom submit) record their cause first.
+      std::string cause = history::KillCause(dir);
+      master.RequestKill(!cause.empty() ? cause : "killed: the AM received " + SignalName(sig) + " from outside Loom");
     }
   });
   signals.detach();  // it lives until the process exits

@@ -51,6 +51,12 @@ Result<config::Config> BuildConfig(const SubmitFlags& f) {
   auto set_flag = [&](const std::string& value, const char* key, const char* flag) {
     if (!value.empty()) conf.Set(key, value, flag);
   };
+  if (!f.hdfs_classpath.empty()) {
+    // TonY adds these jars to its JVMs' classpath; Loom runs no JVM, so it would do nothing.
+    return Status::InvalidArgument("--hdfs_classpath " + f.hdfs_classpath +
+                                   ": TonY puts these HDFS jars on its JVMs' classpath, and Loom runs no JVM; "
+                                   "remove the flag (ship files with loom.containers.resources instead)");
+  }
   set_flag(f.executes, "loom.application.executes", "--executes");
   set_flag(f.task_params, "loom.application.task-params", "--task_params");
   set_flag(f.src_dir, "loom.application.src-dir", "--src_dir");
@@ -99,7 +105,7 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   app.add_option("--conf_file", f.conf_file, "Hadoop-style XML config (tony.xml)");
   app.add_option("--conf", f.conf, "KEY=VALUE config override (repeatable)");
   app.add_option("--cluster", f.cluster, "Backend: " + BackendNames() + " (default local)");
-  app.add_option("--hdfs_classpath", f.hdfs_classpath, "TonY flag; accepted, unused without Hadoop");
+  app.add_option("--hdfs_classpath", f.hdfs_classpath, "TonY flag for HDFS jars on a JVM classpath; refused (Loom runs no JVM)");
   app.add_option("--sidecar_tensorboard_log_dir", f.sidecar_tensorboard_log_dir, "TonY's sidecar TensorBoard log dir");
   app.add_flag("--quiet", f.quiet, "Print only the job id and the final state");
   std::vector<std::string> args = NormalizeDashes(raw_args);

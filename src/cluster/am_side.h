@@ -13,7 +13,9 @@
 
 #include "cluster/container_broker.h"
 #include "core/config/config.h"
+#include "core/job_spec.h"
 #include "core/status.h"
+#include "history/event_log.h"
 #include "history/job_dir.h"
 
 namespace loom::cluster {
@@ -37,6 +39,17 @@ class AmSide {
   // Readies `dir` (the AM's job dir) from what the backend shipped; `env` is the AM's
   // environment. Errors end the AM before it starts anything.
   virtual Result<AmSetup> Prepare(const history::JobDir& dir, const std::map<std::string, std::string>& env) = 0;
+  // Waits until the cluster may run the job's whole gang now, on backends that queue jobs
+  // themselves (local: the machine's ResourceLedger); what it grants is the broker's for the
+  // job's whole life. Called once, after Prepare and before MakeBroker, with SIGTERM, SIGINT
+  // and SIGHUP blocked in every thread: while the job waits it takes them itself. While it
+  // waits it appends BACKEND_STATE events {state: QUEUED, reason, position} to `events`
+  // whenever they change. Returns Cancelled (naming the signal) when a stop signal came while
+  // the job waited: the caller ends the job KILLED. Other errors fail the AM.
+  virtual Status Admit(const history::JobDir& dir, const config::Config& conf, const JobSpec& spec,
+                       history::EventLog& events) {
+    return Status::Ok();
+  }
   // The broker for this job. `am_port` gives the AM's control-plane port once it listens
   // (-1 before); `tracking_url` is the AM's status page ("" if it has none).
   virtual Result<std::unique_ptr<ContainerBroker>> MakeBroker(const history::JobDir& dir, const config::Config& conf,

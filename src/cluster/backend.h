@@ -56,7 +56,10 @@ class Backend {
 
   // Ends the job and confirms it: returns once the cluster says the job is over (its AM and
   // every container gone) or `grace` passed; then whatever is left is removed by force.
-  virtual Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace) = 0;
+  // `cause` is why, as the job's final diagnostics will say it ("killed by loom kill (user
+  // alice)"); it is recorded before anything is sent (history::RecordKillCause), and the
+  // first cause of a job wins over later ones.
+  virtual Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) = 0;
 
   // The bytes of a log stream from `offset` on; empty when there is nothing new. NotFound
   // when the stream does not exist (yet, or any more), with the reason.

@@ -13,6 +13,10 @@ constexpr const char* kSecretFile = kSecretFileEnv;
 constexpr char kSecretCredential[] = "LOOM_SECRET_CREDENTIAL";
 constexpr char kPortRange[] = "LOOM_PORT_RANGE";
 constexpr char kPreferredPort[] = "LOOM_PREFERRED_PORT";
+constexpr char kReserveTbPort[] = "LOOM_RESERVE_TB_PORT";
+constexpr char kRegistryTimeout[] = "LOOM_REGISTRY_TIMEOUT_MS";
+constexpr char kMetricsInterval[] = "LOOM_METRICS_INTERVAL_MS";
+constexpr char kGpuMetrics[] = "LOOM_GPU_METRICS";
 constexpr char kHost[] = "LOOM_HOST";
 constexpr char kContainerId[] = "LOOM_CONTAINER_ID";
 constexpr char kLogDir[] = "LOOM_LOG_DIR";
@@ -41,6 +45,10 @@ void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
   put(kSecretCredential, secret_credential);
   if (port_high > 0) env[kPortRange] = std::to_string(port_low) + "-" + std::to_string(port_high);
   if (preferred_port > 0) env[kPreferredPort] = std::to_string(preferred_port);
+  if (reserve_tb_port) env[kReserveTbPort] = "1";
+  if (registry_timeout_ms > 0) env[kRegistryTimeout] = std::to_string(registry_timeout_ms);
+  if (!task_id.empty()) env[kMetricsInterval] = std::to_string(metrics_interval_ms);
+  if (gpu_metrics) env[kGpuMetrics] = "1";
   put(kHost, host);
   put(kContainerId, container_id);
   put(kLogDir, log_dir);
@@ -72,6 +80,18 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
   }
   LOOM_ASSIGN_OR_RETURN(e.restart_count, Number(env, kRestartCount, 0));
   LOOM_ASSIGN_OR_RETURN(e.preferred_port, Number(env, kPreferredPort, 0));
+  LOOM_ASSIGN_OR_RETURN(e.metrics_interval_ms, Number(env, kMetricsInterval, 5000));
+  if (e.metrics_interval_ms <= 0) return Status::InvalidArgument(std::string(kMetricsInterval) + "=0 is not a period");
+  if (auto it = env.find(kRegistryTimeout); it != env.end() && !it->second.empty()) {
+    auto n = ParseInt(it->second);
+    if (!n.ok() || *n < 0) return Status::InvalidArgument(std::string(kRegistryTimeout) + "=" + it->second + " is not a number");
+    e.registry_timeout_ms = *n;
+  }
+  for (auto [key, flag] : {std::pair{kReserveTbPort, &e.reserve_tb_port}, std::pair{kGpuMetrics, &e.gpu_metrics}}) {
+    std::string v = get(key);
+    if (!v.empty() && v != "0" && v != "1") return Status::InvalidArgument(std::string(key) + "=" + v + " is not 0 or 1");
+    *flag = v == "1";
+  }
   e.port_low = 20000;
   e.port_high = 32000;
   if (std::string range = get(kPortRange); !range.empty()) {
@@ -92,7 +112,7 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
 
 void ExecutorEnv::RemoveWiring(std::map<std::string, std::string>& env) {
   for (const char* k : {kAmAddress, kSecretFile, kSecretCredential, kPortRange, kPreferredPort, kMemoryEnforcedBy,
-                        kLinkIntoWorkdir}) {
+                        kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics}) {
     env.erase(k);
   }
 }

@@ -5,6 +5,7 @@
 // and the executor reads it all back with FromEnv. None of these reach the user's process
 // except LOOM_JOB_ID and LOOM_TASK_ID, which also mark every process of a job.
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -24,6 +25,12 @@ struct ExecutorEnv {
   std::string secret_credential;  // LOOM_SECRET_CREDENTIAL: its alias in $HADOOP_TOKEN_FILE_LOCATION
   int port_low = 0, port_high = 0;  // LOOM_PORT_RANGE: "low-high", where the task's port is taken
   int preferred_port = 0;      // LOOM_PREFERRED_PORT: a restarted task's old port, asked for first
+  bool reserve_tb_port = false;    // LOOM_RESERVE_TB_PORT=1: also hold a TensorBoard port (TB_PORT)
+  // LOOM_REGISTRY_TIMEOUT_MS: how long registration with the AM is retried before the executor
+  // gives up (loom.task.executor.registry-timeout-sec); 0: forever.
+  int64_t registry_timeout_ms = 0;
+  int metrics_interval_ms = 5000;  // LOOM_METRICS_INTERVAL_MS: how often the task's metrics are sampled
+  bool gpu_metrics = false;        // LOOM_GPU_METRICS=1: sample its GPUs with nvidia-smi too
   // ---- from the backend that starts the container ----
   std::string host;            // LOOM_HOST: the address peers use for this task
   std::string container_id;    // LOOM_CONTAINER_ID

@@ -23,6 +23,10 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
   e.container_id = "c1";
   e.log_dir = "/logs";
   e.memory_enforced_by = "watchdog";
+  e.reserve_tb_port = true;
+  e.registry_timeout_ms = 90000;
+  e.metrics_interval_ms = 250;
+  e.gpu_metrics = true;
   std::map<std::string, std::string> env = {{"PATH", "/bin"}};
   e.AddTo(env);
   EXPECT_EQ(env["LOOM_PORT_RANGE"], "21000-22000");
@@ -34,7 +38,14 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
   EXPECT_EQ(back->port_high, 22000);
   EXPECT_EQ(back->preferred_port, 21005);
   EXPECT_EQ(back->memory_enforced_by, "watchdog");
+  EXPECT_TRUE(back->reserve_tb_port);
+  EXPECT_EQ(back->registry_timeout_ms, 90000);
+  EXPECT_EQ(back->metrics_interval_ms, 250);
+  EXPECT_TRUE(back->gpu_metrics);
   ExecutorEnv::RemoveWiring(env);
+  EXPECT_EQ(env.count("LOOM_REGISTRY_TIMEOUT_MS") + env.count("LOOM_METRICS_INTERVAL_MS") + env.count("LOOM_GPU_METRICS") +
+                env.count("LOOM_RESERVE_TB_PORT"),
+            0u);
   EXPECT_EQ(env.count("LOOM_AM_ADDRESS") + env.count("LOOM_SECRET_FILE") + env.count("LOOM_PORT_RANGE"), 0u);
   EXPECT_EQ(env["LOOM_TASK_ID"], "worker:1");  // the user's process may know its task
   EXPECT_EQ(env["PATH"], "/bin");
@@ -44,7 +55,18 @@ TEST(ExecutorEnv, NamesWhatIsMissingOrMalformed) {
   std::map<std::string, std::string> env = {{"LOOM_TASK_ID", "worker:0"}, {"LOOM_SECRET_FILE", "/s"}};
   EXPECT_THAT(ExecutorEnv::FromEnv(env).status().message(), HasSubstr("LOOM_AM_ADDRESS"));
   env["LOOM_AM_ADDRESS"] = "h:1";
-  EXPECT_OK(ExecutorEnv::FromEnv(env));
+  ASSERT_OK(ExecutorEnv::FromEnv(env));
+  // Unset: registration is retried forever, metrics every 5 s, no GPU sampling, no TB port.
+  EXPECT_EQ(ExecutorEnv::FromEnv(env)->registry_timeout_ms, 0);
+  EXPECT_EQ(ExecutorEnv::FromEnv(env)->metrics_interval_ms, 5000);
+  EXPECT_FALSE(ExecutorEnv::FromEnv(env)->gpu_metrics);
+  EXPECT_FALSE(ExecutorEnv::FromEnv(env)->reserve_tb_port);
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"LOOM_REGISTRY_TIMEOUT_MS", "-1"}, {"LOOM_METRICS_INTERVAL_MS", "0"}, {"LOOM_GPU_METRICS", "yes"}}) {
+    auto bad = env;
+    bad[k] = v;
+    EXPECT_THAT(ExecutorEnv::FromEnv(bad).status().message(), HasSubstr(k + "=" + v));
+  }
   env.erase("LOOM_SECRET_FILE");
   EXPECT_THAT(ExecutorEnv::FromEnv(env).status().message(), HasSubstr("LOOM_SECRET_FILE"));
   env["LOOM_SECRET_CREDENTIAL"] = "loom.job.secret";  // the secret from the container's credentials

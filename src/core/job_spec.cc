@@ -54,6 +54,10 @@ bool TaskTypeSpec::Restartable(int exit_code) const {
   return false;
 }
 
+std::string JobSpec::KeyName(const std::string& canonical_key) const {
+  return config::Respell(canonical_key, key_prefix);
+}
+
 const TaskTypeSpec* JobSpec::FindType(const std::string& n) const {
   for (const auto& t : types) {
     if (t.name == n) return &t;
@@ -117,13 +121,51 @@ int RankOrder(const std::string& type) {
   return 3;
 }
 
-Result<std::map<std::string, std::string>> ParseEnvList(const Config& conf, const std::string& key) {
+Result<std::map<std::string, std::string>> ParseEnvList(const std::vector<std::string>& kvs) {
   std::map<std::string, std::string> env;
-  for (const std::string& kv : GetList(conf, key)) {
+  for (const std::string& kv : kvs) {
     LOOM_ASSIGN_OR_RETURN(auto pair, ParseKeyValue(kv));
     env[pair.first] = pair.second;
   }
   return env;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The candidate `name` is one or two edits away from (a typo of), if any. Names of three letters
+// or fewer get one edit only: every two-letter name is two edits from `ps`.
+std::optional<std::string> NearMiss(const std::string& name, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_d = 3;
+  for (const std::string& c : candidates) {
+    if (c == name) continue;
+    size_t d = EditDistance(name, c);
+    size_t limit = std::min(name.size(), c.size()) <= 3 ? 1 : 2;
+    if (d <= limit && d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+// TonY's sidecar TensorBoard: TonY runs tensorboard's main module with tony.python-exec-path.
+std::string TensorBoardCommand(const Config& conf) {
+  std::string python = Trim(GetString(conf, "loom.python-exec-path"));
+  std::string run = python.empty() ? "tensorboard" : ShellQuote(python) + " -m tensorboard.main";
+  return run + " --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\"";
+}
+
+// Where a `loom.max-total-*` cap is exceeded, a problem naming it.
+void CheckCap(const Config& conf, const std::string& key, int64_t total, const std::string& what,
+              std::vector<std::string>& problems) {
+  int64_t limit = GetInt(conf, key);
+  if (limit >= 0 && total > limit) {
+    problems.push_back(config::Spelled(conf, key) + "=" + std::to_string(limit) + " but the job asks for " +
+                       std::to_string(total) + " " + what);
+  }
 }
 
 // The command a type runs when it has no loom.<type>.command of its own. `base_dir` resolves a
@@ -178,12 +220,71 @@ Result<std::string> EntryPointCommand(const Config& conf, const std::string& bas
   return cmd;
 }
 
+// A type that is neither well-known nor declared and has no command of its own, but is one or
+// two edits from a well-known or an intended type, is a typo: `tony.workr.instances=1` would
+// otherwise start `workr:0` running the worker's script. Also catches per-type keys
+// (tony.workr.memory, tony.docker.workr.image) of a type the job does not have.
+void CheckTypeSpelling(const Config& conf, const std::vector<std::string>& names,
+                       std::vector<std::string>& problems) {
+  auto key = [&](const std::string& k) { return config::Spelled(conf, k); };
+  const std::vector<std::string>& well_known = config::WellKnownTaskTypes();
+  std::vector<std::string> declared = GetList(conf, "loom.application.custom-types");
+  auto has_command = [&](const std::string& type) {
+    return !Trim(GetString(conf, "loom." + type + ".command")).empty();
+  };
+  auto intended = [&](const std::string& type) {
+    return Contains(well_known, type) || Contains(declared, type) || has_command(type);
+  };
+  std::vector<std::string> candidates = well_known;
+  for (const std::string& n : names) {
+    if (intended(n) && !Contains(candidates, n)) candidates.push_back(n);
+  }
+  for (const std::string& n : names) {
+    if (intended(n)) continue;
+    if (auto near = NearMiss(n, candidates)) {
+      problems.push_back("unknown task type '" + n + "' (" + key("loom." + n + ".instances") + "); did you mean " +
+                         *near + "? It is none of Loom's well-known types (" + Join(well_known, ", ") +
+                         "). Fix the spelling, or, if '" + n + "' is meant, declare it with " +
+                         key("loom.application.custom-types") + "=" + n + " or give it its own " +
+                         key("loom." + n + ".command"));
+    }
+  }
+  // Per-type keys of a type that is not part of the job: harmless (TonY's own files set
+  // tony.ps.memory for jobs without ps) unless the type is a near miss of one that is.
+  std::vector<std::string> job_types = well_known;
+  for (const std::string& n : names) {
+    if (!Contains(job_types, n)) job_types.push_back(n);
+  }
+  for (const auto& [canonical, entry] : conf.entries()) {
+    std::string type, shown;
+    if (auto split = config::SplitTypeKey(canonical)) {
+      type = split->first;
+      shown = "loom." + split->first + "." + split->second;
+    } else {
+      std::vector<std::string> parts = Split(canonical, '.', false);
+      if (parts.size() != 4 || parts[1] != "docker" || parts[3] != "image" || parts[2] == "containers") continue;
+      type = parts[2];
+      shown = "loom.docker." + type + ".image";
+    }
+    if (Contains(job_types, type) || Contains(declared, type)) continue;
+    if (auto near = NearMiss(type, job_types)) {
+      std::string fixed = shown;
+      fixed.replace(fixed.find("." + type + ".") + 1, type.size(), *near);
+      problems.push_back(entry.original_key + ": the job has no task type '" + type + "'; did you mean " +
+                         key(fixed) + "?");
+    }
+  }
+}
+
 }  // namespace
 
 Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bool check_files) {
   LOOM_RETURN_IF_ERROR(config::Validate(conf));
+  // Every message names keys as the user wrote them (tony.* or loom.*).
+  auto key = [&](const std::string& k) { return config::Spelled(conf, k); };
   std::vector<std::string> problems;
   JobSpec spec;
+  spec.key_prefix = config::UserPrefix(conf);
   spec.name = GetString(conf, "loom.application.name");
   std::string fw = ToLower(GetString(conf, "loom.application.framework"));
   spec.framework = fw == "pytorch"      ? Framework::kPyTorch
@@ -192,10 +293,22 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
                    : fw == "standalone" ? Framework::kStandalone
                                         : Framework::kTensorFlow;
   spec.gang = ToLower(GetString(conf, "loom.application.distributed-mode")) == "gang";
-  spec.success_policy = GetString(conf, "loom.application.success-policy") == "any" ? SuccessPolicy::kAny
-                                                                                    : SuccessPolicy::kAll;
-  if (GetBool(conf, "loom.application.enable-preprocess")) {
-    problems.push_back("loom.application.enable-preprocess=true: TonY's preprocess mode is not supported");
+
+  // TonY's fail-on-worker-failure-enabled is the success policy under another name: true fails
+  // the job on any worker failure (all), false is TonY's own rule (any). Unset, the policy decides.
+  std::string policy = ToLower(Trim(GetString(conf, "loom.application.success-policy")));
+  spec.success_policy = policy == "any" ? SuccessPolicy::kAny : SuccessPolicy::kAll;
+  if (conf.IsExplicit("loom.application.fail-on-worker-failure-enabled")) {
+    bool fail_on_worker = GetBool(conf, "loom.application.fail-on-worker-failure-enabled");
+    SuccessPolicy alias = fail_on_worker ? SuccessPolicy::kAll : SuccessPolicy::kAny;
+    if (conf.IsExplicit("loom.application.success-policy") && alias != spec.success_policy) {
+      problems.push_back(key("loom.application.fail-on-worker-failure-enabled") + "=" +
+                         (fail_on_worker ? "true" : "false") + " contradicts " +
+                         key("loom.application.success-policy") + "=" + policy + ": " +
+                         key("loom.application.fail-on-worker-failure-enabled") +
+                         "=true means success-policy all, =false means success-policy any; set only one of them");
+    }
+    spec.success_policy = alias;
   }
 
   auto resolve = [&](const std::string& p) {
@@ -222,8 +335,8 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     }
   }
 
-  auto exec_env = ParseEnvList(conf, "loom.execution.envs");
-  auto cont_env = ParseEnvList(conf, "loom.containers.envs");
+  auto exec_env = ParseEnvList(GetList(conf, "loom.execution.envs"));
+  auto cont_env = ParseEnvList(GetList(conf, "loom.containers.envs"));
   if (exec_env.ok()) spec.execution_env = *exec_env;
   if (cont_env.ok()) spec.container_env = *cont_env;
 
@@ -236,6 +349,10 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   spec.am_retry_count = static_cast<int>(GetInt(conf, "loom.am.retry-count"));
   spec.allocation_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.container.allocation.timeout"));
   spec.registration_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.container.registration.timeout"));
+  spec.am_startup_timeout_ms = std::max<int64_t>(0, GetInt(conf, "loom.am.startup-timeout"));
+  spec.executor_registry_timeout_ms = GetInt(conf, "loom.task.executor.registry-timeout-sec") * 1000;
+  spec.metrics_interval_ms = static_cast<int>(GetInt(conf, "loom.task.metrics-interval-ms"));
+  spec.gpu_metrics = GetBool(conf, "loom.task.gpu-metrics.enabled");
   auto range = Split(GetString(conf, "loom.task.port-range"), '-');
   spec.port_low = static_cast<int>(*ParseInt(range[0]));
   spec.port_high = static_cast<int>(*ParseInt(range[1]));
@@ -243,8 +360,20 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
                        static_cast<int>(GetInt(conf, "loom.am.gpus"))};
 
   std::vector<std::string> names = config::TaskTypeNames(conf);
+  CheckTypeSpelling(conf, names, problems);
+  for (const std::string& t : GetList(conf, "loom.application.custom-types")) {
+    if (!Contains(names, t)) {
+      problems.push_back(key("loom.application.custom-types") + ": '" + t + "' is not a task type of the job (set " +
+                         key("loom." + t + ".instances") + " to define it)");
+    }
+  }
+  // TonY's sidecar TensorBoard: the log dir adds a `tensorboard` type unless the user has one.
+  spec.tensorboard_log_dir = Trim(GetString(conf, "loom.application.tensorboard-log-dir"));
+  bool tensorboard_added = !spec.tensorboard_log_dir.empty() && !Contains(names, "tensorboard");
+  if (tensorboard_added) names.push_back("tensorboard");
   if (names.empty()) {
-    problems.push_back("no task types: set loom.<type>.instances (e.g. --conf loom.worker.instances=2)");
+    problems.push_back(config::Respell("no task types: set loom.<type>.instances (e.g. --conf loom.worker.instances=2)",
+                                       config::UserPrefix(conf)));
   }
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
     return std::make_pair(RankOrder(a), a) < std::make_pair(RankOrder(b), b);
@@ -254,18 +383,50 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   for (auto& t : GetList(conf, "loom.application.sidecar.jobtypes")) sidecar.insert(t);
   for (auto& t : GetList(conf, "loom.application.stop-on-failure-jobtypes")) stop_on_failure.insert(t);
 
+  // Docker: the image keys ask for YARN's Docker runtime; they are refused rather than ignored
+  // while it is off.
+  spec.docker_enabled = GetBool(conf, "loom.docker.enabled");
+  spec.docker_mounts = Trim(GetString(conf, "loom.docker.containers.mount"));
+  std::string default_image = Trim(GetString(conf, "loom.docker.containers.image"));
+  if (!spec.docker_enabled) {
+    for (const auto& [canonical, entry] : conf.entries()) {
+      std::vector<std::string> parts = Split(canonical, '.', false);
+      bool docker_key = parts.size() == 4 && parts[1] == "docker" &&
+                        (parts[3] == "image" || (parts[2] == "containers" && parts[3] == "mount"));
+      if (docker_key && !Trim(entry.value).empty()) {
+        problems.push_back(entry.original_key + "=" + entry.value + " asks for Docker, but " +
+                           key("loom.docker.enabled") + " is false: set " + key("loom.docker.enabled") +
+                           "=true, or remove the key");
+      }
+    }
+  }
+
   Result<std::string> entry = EntryPointCommand(conf, base_dir, spec.src_dir, spec.python_venv_format, check_files);
   if (!entry.ok()) problems.push_back(entry.status().message());
   std::string containers_command = GetString(conf, "loom.containers.command");
 
   for (const std::string& name : names) {
     std::string k = "loom." + name + ".";
+    bool tensorboard = name == "tensorboard" && !spec.tensorboard_log_dir.empty();
     TaskTypeSpec t;
     t.name = name;
     t.instances = static_cast<int>(GetInt(conf, k + "instances"));
-    if (t.instances == 0) continue;  // a type switched off
     t.resources = {GetMemoryMib(conf, k + "memory"), static_cast<int>(GetInt(conf, k + "vcores")),
                    static_cast<int>(GetInt(conf, k + "gpus"))};
+    if (tensorboard_added) {
+      // TonY's sizes for its sidecar (1 instance, 2 vcores, 2g, no GPU); loom.tensorboard.* win.
+      t.instances = 1;
+      if (!conf.IsExplicit(k + "memory")) t.resources.memory_mib = 2048;
+      if (!conf.IsExplicit(k + "vcores")) t.resources.vcores = 2;
+      if (!conf.IsExplicit(k + "gpus")) t.resources.gpus = 0;
+    }
+    if (t.instances == 0) {
+      if (tensorboard) {
+        problems.push_back(key(k + "instances") + "=0 switches off the TensorBoard that " +
+                           key("loom.application.tensorboard-log-dir") + " asks for; remove one of the two");
+      }
+      continue;  // a type switched off
+    }
     t.node_label = GetString(conf, k + "node-label");
     // TonY's src[::name][#archive]: the src part is a path on the submitting host.
     for (const std::string& f : GetList(conf, k + "resources")) t.extra_files.push_back(f);
@@ -274,30 +435,44 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
       size_t end = std::min(f.find("::"), f.find('#'));
       std::string src = f.substr(0, end);
       if (check_files && !PathExists(resolve(src))) {
-        problems.push_back(k + "resources: " + src + " does not exist");
+        problems.push_back(key(k + "resources") + ": " + src + " does not exist");
       }
       f = resolve(src) + (end == std::string::npos ? "" : f.substr(end));
     }
     int64_t max_instances = GetInt(conf, k + "max-instances");
     if (max_instances >= 0 && t.instances > max_instances) {
-      problems.push_back(k + "instances=" + std::to_string(t.instances) + " exceeds " + k +
-                         "max-instances=" + std::to_string(max_instances));
+      problems.push_back(key(k + "instances") + "=" + std::to_string(t.instances) + " exceeds " +
+                         key(k + "max-instances") + "=" + std::to_string(max_instances));
     }
     t.command = GetString(conf, k + "command");
-    if (t.command.empty()) t.command = containers_command;
-    if (t.command.empty() && entry.ok()) t.command = *entry;
-    if (t.command.empty() && entry.ok()) {
-      problems.push_back("nothing to run for type '" + name + "': give --executes or " + k + "command");
+    if (tensorboard) {
+      // TonY's TensorBoard task always runs TensorBoard, whatever the job's entry point.
+      if (t.command.empty()) t.command = TensorBoardCommand(conf);
+    } else {
+      if (t.command.empty()) t.command = containers_command;
+      if (t.command.empty() && entry.ok()) t.command = *entry;
+      if (t.command.empty() && entry.ok()) {
+        problems.push_back("nothing to run for type '" + name + "': give --executes or " + key(k + "command"));
+      }
     }
-    t.role = sidecar.count(name) ? TaskRole::kSidecar
-             : untracked.count(name) ? TaskRole::kUntracked
-                                     : TaskRole::kTracked;
+    // TonY makes its TensorBoard a sidecar whatever sidecar.jobtypes says.
+    t.role = sidecar.count(name) || tensorboard ? TaskRole::kSidecar
+             : untracked.count(name)            ? TaskRole::kUntracked
+                                                : TaskRole::kTracked;
     t.stop_on_failure = stop_on_failure.count(name) > 0;
-    std::string policy = ToLower(GetString(conf, k + "restart-policy"));
-    t.restart_policy = policy == "on-failure" ? RestartPolicy::kOnFailure
-                       : policy == "exit-code" ? RestartPolicy::kExitCode
-                                               : RestartPolicy::kNever;
+    std::string restart = ToLower(GetString(conf, k + "restart-policy"));
+    t.restart_policy = restart == "on-failure" ? RestartPolicy::kOnFailure
+                       : restart == "exit-code" ? RestartPolicy::kExitCode
+                                                : RestartPolicy::kNever;
     t.max_restarts = static_cast<int>(GetInt(conf, k + "max-restarts"));
+    if (spec.docker_enabled) {
+      t.docker_image = Trim(GetString(conf, "loom.docker." + name + ".image"));
+      if (t.docker_image.empty()) t.docker_image = default_image;
+      if (t.docker_image.empty()) {
+        problems.push_back(key("loom.docker.enabled") + "=true, but task type '" + name + "' has no image: set " +
+                           key("loom.docker." + name + ".image") + " or " + key("loom.docker.containers.image"));
+      }
+    }
     spec.types.push_back(std::move(t));
   }
   if (!names.empty() && spec.types.empty()) {
@@ -307,52 +482,92 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     problems.push_back("no tracked task type: every type is untracked or a sidecar, so the job could never finish");
   }
 
+  // TonY's two stages. Given one list, the other is every remaining type.
+  std::vector<std::string> prepare = GetList(conf, "loom.application.prepare-stage");
+  std::vector<std::string> training = GetList(conf, "loom.application.training-stage");
+  if (!prepare.empty() || !training.empty()) {
+    bool stages_ok = true;
+    auto check_stage = [&](const char* stage_key, std::vector<std::string>& list) {
+      std::vector<std::string> unique;
+      for (const std::string& t : list) {
+        if (!spec.FindType(t)) {
+          std::vector<std::string> have;
+          for (const auto& jt : spec.types) have.push_back(jt.name);
+          problems.push_back(key(stage_key) + ": task type '" + t + "' is not a type of the job (its types: " +
+                             Join(have, ", ") + ")");
+          stages_ok = false;
+        } else if (!Contains(unique, t)) {
+          unique.push_back(t);
+        }
+      }
+      list = unique;
+    };
+    check_stage("loom.application.prepare-stage", prepare);
+    check_stage("loom.application.training-stage", training);
+    for (const std::string& t : prepare) {
+      if (Contains(training, t)) {
+        problems.push_back("task type '" + t + "' is in both " + key("loom.application.prepare-stage") + " and " +
+                           key("loom.application.training-stage") + "; a type belongs to one stage");
+        stages_ok = false;
+      }
+    }
+    bool fill_prepare = prepare.empty(), fill_training = training.empty();
+    for (const auto& t : spec.types) {
+      if (fill_prepare && !Contains(training, t.name)) prepare.push_back(t.name);
+      if (fill_training && !Contains(prepare, t.name)) training.push_back(t.name);
+    }
+    bool prepare_tracked = false;
+    for (const std::string& t : prepare) prepare_tracked |= spec.FindType(t)->role == TaskRole::kTracked;
+    if (stages_ok && !prepare_tracked && !training.empty()) {
+      problems.push_back(key("loom.application.prepare-stage") + "=" + Join(prepare, ",") +
+                         ": the prepare stage has no tracked type (untracked and sidecar tasks are never waited "
+                         "for), so it would never finish for the training stage to start; put a tracked type in it");
+    }
+    spec.prepare_stage = prepare;
+    spec.training_stage = training;
+  }
+
   // Group dependency timeouts: loom.application.dependency.<X>.timeout.after.<G> = seconds.
-  for (const auto& [key, entry] : conf.entries()) {
-    std::vector<std::string> parts = Split(key, '.', false);
-    if (parts.size() != 7 || parts[1] != "application" || parts[2] != "dependency") continue;
+  for (const auto& [canonical, conf_entry] : conf.entries()) {
+    std::vector<std::string> parts = Split(canonical, '.', false);
+    if (!StartsWith(canonical, "loom.application.dependency.") || parts.size() != 7) continue;
     DependencyTimeout d;
     d.type = parts[3];
     d.group = parts[6];
-    d.seconds = GetInt(conf, key);
-    d.ignored = GetBool(conf, key + ".ignored");
+    d.seconds = GetInt(conf, canonical);
+    d.ignored = GetBool(conf, canonical + ".ignored");
+    std::string group_key = "loom.application.group." + d.group;
     d.group_types = GetList(conf, "loom.application.group." + d.group);
     if (d.group_types.empty()) {
-      problems.push_back(entry.original_key + ": group '" + d.group + "' is not defined (set loom.application.group." +
-                         d.group + "=type,...)");
+      problems.push_back(conf_entry.original_key + ": group '" + d.group + "' is not defined (set " + key(group_key) +
+                         "=type,...)");
       continue;
     }
     if (!spec.FindType(d.type)) {
-      problems.push_back(entry.original_key + ": task type '" + d.type + "' is not part of the job");
+      problems.push_back(conf_entry.original_key + ": task type '" + d.type + "' is not part of the job");
       continue;
     }
     for (const std::string& t : d.group_types) {
-      if (!spec.FindType(t)) problems.push_back("loom.application.group." + d.group + ": task type '" + t + "' is not part of the job");
+      if (!spec.FindType(t)) problems.push_back(key(group_key) + ": task type '" + t + "' is not part of the job");
     }
     spec.dependency_timeouts.push_back(d);
   }
 
-  auto cap = [&](const char* key, int64_t total, const std::string& what) {
-    int64_t limit = GetInt(conf, key);
-    if (limit >= 0 && total > limit) {
-      problems.push_back(std::string(key) + "=" + std::to_string(limit) + " but the job asks for " +
-                         std::to_string(total) + " " + what);
-    }
-  };
   Resources total = spec.TotalResources();
-  cap("loom.task.max-total-instances", spec.TotalTasks(), "tasks");
-  cap("loom.task.max-total-gpus", total.gpus, "GPUs");
-  cap("loom.task.max-total-vcores", total.vcores, "vcores");
-  cap("loom.task.max-total-memory", total.memory_mib, "MiB");
+  CheckCap(conf, "loom.task.max-total-instances", spec.TotalTasks(), "tasks", problems);
+  CheckCap(conf, "loom.task.max-total-gpus", total.gpus, "GPUs", problems);
+  CheckCap(conf, "loom.task.max-total-vcores", total.vcores, "vcores", problems);
+  CheckCap(conf, "loom.task.max-total-memory", total.memory_mib, "MiB", problems);
 
+  std::string framework_key = key("loom.application.framework");
   if (spec.framework == Framework::kStandalone && spec.TotalTasks() != 1) {
-    problems.push_back("loom.application.framework=standalone runs exactly 1 task, but " +
-                       std::to_string(spec.TotalTasks()) + " are configured");
+    problems.push_back(framework_key + "=standalone runs exactly 1 task, but " + std::to_string(spec.TotalTasks()) +
+                       " are configured");
   }
   if (spec.framework == Framework::kMXNet) {
     const TaskTypeSpec* sched = spec.FindType("scheduler");
     if (!sched || sched->instances != 1) {
-      problems.push_back("loom.application.framework=mxnet needs loom.scheduler.instances=1 (DMLC_PS_ROOT_URI)");
+      problems.push_back(framework_key + "=mxnet needs " + key("loom.scheduler.instances") + "=1 (DMLC_PS_ROOT_URI)");
     }
   }
   if (!problems.empty()) {

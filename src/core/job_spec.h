@@ -138,6 +138,12 @@ struct JobSpec {
   int metrics_interval_ms = 5000;            // how often executors sample their task's metrics
   bool gpu_metrics = true;                   // loom.task.gpu-metrics.enabled
 
+  // "tony." or "loom.": the prefix the user wrote their keys in (config::UserPrefix), so that
+  // code holding only the spec (the AM, executors, backends) names keys as the user does.
+  std::string key_prefix = "loom.";
+  // `canonical_key` (a loom.* key, or text holding such keys) in the user's prefix.
+  std::string KeyName(const std::string& canonical_key) const;
+
   const TaskTypeSpec* FindType(const std::string& name) const;
   int TotalTasks() const;
   int TrackedTasks() const;

@@ -1,6 +1,47 @@
 #include "core/job_state.h"
 
+#include <algorithm>
+
+#include "core/strings.h"
+
 namespace loom {
+
+int StageOf(const JobSpec& spec, const std::string& type) {
+  if (spec.prepare_stage.empty()) return 0;
+  auto in = [&](const std::vector<std::string>& list) { return std::find(list.begin(), list.end(), type) != list.end(); };
+  if (in(spec.prepare_stage)) return 0;
+  // Only the prepare list given: the training stage is every other type (TonY's rule).
+  if (spec.training_stage.empty()) return 1;
+  return in(spec.training_stage) ? 1 : 0;
+}
+
+bool HasTrainingStage(const JobSpec& spec) {
+  for (const auto& t : spec.types) {
+    if (t.instances > 0 && StageOf(spec, t.name) == 1) return true;
+  }
+  return false;
+}
+
+JobSpec StageSpec(const JobSpec& spec, int stage) {
+  JobSpec out = spec;
+  out.types.clear();
+  for (const auto& t : spec.types) {
+    if (StageOf(spec, t.name) == stage) out.types.push_back(t);
+  }
+  return out;
+}
+
+namespace {
+std::string StageNames(const JobSpec& spec, int stage) {
+  std::vector<std::string> names;
+  for (const auto& t : spec.types) {
+    if (t.instances > 0 && StageOf(spec, t.name) == stage) names.push_back(t.name);
+  }
+  return Join(names, ", ");
+}
+}  // namespace
+
+std::string PrepareStageNames(const JobSpec& spec) { return Join(spec.prepare_stage, ", "); }
 
 std::string TaskStateName(TaskState s) {
   switch (s) {
@@ -46,8 +87,27 @@ JobTracker::JobTracker(const JobSpec& spec) : spec_(spec), chief_(spec.Chief()) 
       tasks_.push_back(r);
     }
   }
-  awaiting_registration_ = static_cast<int>(tasks_.size());
+  // Only the first stage is awaited; the training stage joins when it starts.
+  awaiting_registration_ = static_cast<int>(
+      std::count_if(tasks_.begin(), tasks_.end(), [&](const TaskRecord& r) { return StageOf(spec, r.id.type) == 0; }));
   state_ = JobState::kRunning;
+}
+
+bool JobTracker::Started(const TaskId& id) const { return StageOf(spec_, id.type) <= stage_; }
+
+std::vector<TaskId> JobTracker::StartTrainingStageIfReady() {
+  if (stage_ != 0 || IsTerminal(state_) || !HasTrainingStage(spec_)) return {};
+  for (const auto& r : tasks_) {
+    if (r.role == TaskRole::kTracked && StageOf(spec_, r.id.type) == 0 && r.state != TaskState::kSucceeded) return {};
+  }
+  stage_ = 1;
+  std::vector<TaskId> started;
+  for (const auto& r : tasks_) {
+    if (StageOf(spec_, r.id.type) != 1) continue;
+    started.push_back(r.id);
+    if (r.state == TaskState::kPending || r.state == TaskState::kLaunched) ++awaiting_registration_;
+  }
+  return started;
 }
 
 const TaskRecord* JobTracker::Find(const TaskId& id) const {
@@ -104,11 +164,40 @@ std::vector<TaskId> JobTracker::Finish(JobState final_state, const std::string& 
   return LiveTasks();
 }
 
+namespace {
+// "a", "a and b", "a, b and c"; a long list ends "and N more".
+std::string ListForHumans(const std::vector<std::string>& items) {
+  constexpr size_t kShown = 4;
+  if (items.size() <= 1) return items.empty() ? "" : items[0];
+  if (items.size() > kShown + 1) {
+    std::vector<std::string> head(items.begin(), items.begin() + kShown);
+    return Join(head, ", ") + " and " + std::to_string(items.size() - kShown) + " more";
+  }
+  std::vector<std::string> head(items.begin(), items.end() - 1);
+  return Join(head, ", ") + " and " + items.back();
+}
+
+// The tracked tasks Loom stopped, grouped by why: "evaluator:0 stopped by the AM: ...".
+std::string StoppedTrackedTasks(const std::vector<TaskRecord>& tasks) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;  // in task order
+  for (const auto& r : tasks) {
+    if (r.role != TaskRole::kTracked || r.state != TaskState::kKilled) continue;
+    std::string why = r.diagnostics.empty() ? "was stopped by Loom" : r.diagnostics;
+    auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& e) { return e.first == why; });
+    if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {why, {}});
+    it->second.push_back(r.id.ToString());
+  }
+  std::vector<std::string> parts;
+  for (const auto& [why, ids] : by_reason) parts.push_back(ListForHumans(ids) + " " + why);
+  return Join(parts, "; ");
+}
+}  // namespace
+
 std::vector<TaskId> JobTracker::OnTaskFinished(const TaskId& id, int exit_code, bool stopped_by_loom,
                                                const std::string& diagnostics) {
   TaskRecord* t = Mutable(id);
   if (!t || IsTerminal(t->state)) return {};
-  if (t->state == TaskState::kPending || t->state == TaskState::kLaunched) --awaiting_registration_;
+  if ((t->state == TaskState::kPending || t->state == TaskState::kLaunched) && Started(id)) --awaiting_registration_;
   t->exit_code = exit_code;
   t->diagnostics = diagnostics;
   bool failed = exit_code != 0 && !stopped_by_loom;
@@ -116,6 +205,15 @@ std::vector<TaskId> JobTracker::OnTaskFinished(const TaskId& id, int exit_code, 
              : failed                          ? TaskState::kFailed
                                                : TaskState::kSucceeded;
   if (IsTerminal(state_)) return {};
+
+  // The training stage starts only after the whole prepare stage succeeded: a tracked prepare
+  // task that did not succeed means it never will (TonY would start it after any completion).
+  if (stage_ == 0 && t->role == TaskRole::kTracked && t->state != TaskState::kSucceeded &&
+      StageOf(spec_, id.type) == 0 && HasTrainingStage(spec_)) {
+    std::string what = "prepare stage failed: task " + id.ToString() + (failed ? " failed" : " was stopped");
+    if (!diagnostics.empty()) what += ": " + diagnostics;
+    return Finish(JobState::kFailed, what + "; the training stage (" + StageNames(spec_, 1) + ") was not started");
+  }
 
   if (failed && t->role != TaskRole::kSidecar) {
     const TaskTypeSpec* type = spec_.FindType(id.type);
@@ -139,6 +237,16 @@ std::vector<TaskId> JobTracker::OnTaskFinished(const TaskId& id, int exit_code, 
     }
   }
   if (tracked_done < tracked) return {};
+  // A tracked task the AM stopped (a group dependency's `.ignored` timeout) did not succeed:
+  // the diagnostics name it and why, instead of counting it as a success.
+  if (std::string stopped = StoppedTrackedTasks(tasks_); !stopped.empty()) {
+    std::vector<std::string> succeeded;
+    for (const auto& r : tasks_) {
+      if (r.role == TaskRole::kTracked && r.state == TaskState::kSucceeded) succeeded.push_back(r.id.ToString());
+    }
+    std::string done = succeeded.empty() ? "" : ListForHumans(succeeded) + " succeeded; ";
+    if (tracked_failed == 0) return Finish(JobState::kSucceeded, done + stopped);
+  }
   if (tracked_failed == 0) return Finish(JobState::kSucceeded, "all " + std::to_string(tracked) + " tracked tasks succeeded");
   if (tracked_failed >= tracked) return Finish(JobState::kFailed, "every tracked task failed; first: " + first_failure);
   return Finish(JobState::kSucceeded, std::to_string(tracked - tracked_failed) + " of " + std::to_string(tracked) +

@@ -30,6 +30,23 @@ enum class JobState { kNew, kRunning, kSucceeded, kFailed, kKilled };
 std::string JobStateName(JobState s);
 bool IsTerminal(JobState s);
 
+// TonY's two stages (loom.application.prepare-stage / training-stage). Stage 0 is started at
+// once; stage 1, the training types of a job that has a prepare stage, only after every
+// tracked task of the prepare stage has succeeded. Types in neither list start at once, as
+// TonY schedules every type without a dependency at once. A job without a prepare stage has
+// stage 0 only.
+int StageOf(const JobSpec& spec, const std::string& type);
+bool HasTrainingStage(const JobSpec& spec);
+// The spec as one stage sees it: only the types of `stage` (ranks, world sizes and the chief
+// are per stage: a stage is its own cluster).
+JobSpec StageSpec(const JobSpec& spec, int stage);
+// "dbloader, db": the types of the prepare stage, for messages.
+std::string PrepareStageNames(const JobSpec& spec);
+
+// The exit code of a task Loom stopped that could not report its own, on every backend: the
+// shell's 128 + SIGTERM. Its state is KILLED, its diagnostics "stopped by the AM: <why>".
+inline constexpr int kStoppedExitCode = 143;
+
 struct TaskRecord {
   TaskId id;
   TaskRole role = TaskRole::kTracked;
@@ -50,13 +67,24 @@ class JobTracker {
   const std::vector<TaskRecord>& tasks() const { return tasks_; }
   const TaskRecord* Find(const TaskId& id) const;
 
+  // The stage now running (0, then 1 once the training stage has started).
+  int stage() const { return stage_; }
+  // Whether `id` belongs to a stage that has started (its container may be asked for).
+  bool Started(const TaskId& id) const;
+  // Starts the training stage once every tracked prepare-stage task has succeeded: returns
+  // its tasks, whose containers are to be asked for now; empty otherwise (and ever after).
+  std::vector<TaskId> StartTrainingStageIfReady();
+
   void OnLaunched(const TaskId& id);
-  // Returns true when this registration completes the gang (every task registered).
+  // Returns true when this registration completes the gang: every task of the stage now
+  // running registered (a stage is its own gang).
   bool OnRegistered(const TaskId& id, const std::string& host, int port);
   bool GangComplete() const;
   void OnRunning(const TaskId& id);
   // A task's process ended. `stopped_by_loom` marks a kill Loom ordered (never a failure).
   // Returns the tasks to stop now (untracked ones after success; everything after a failure).
+  // A tracked prepare-stage task that ends without success, while the prepare stage runs,
+  // fails the job whatever the success policy: the training stage would never start.
   std::vector<TaskId> OnTaskFinished(const TaskId& id, int exit_code, bool stopped_by_loom,
                                      const std::string& diagnostics);
   // A failed task gets another run of its own (its type's restart-policy): back to PENDING,
@@ -75,7 +103,8 @@ class JobTracker {
   const JobSpec& spec_;
   std::vector<TaskRecord> tasks_;
   std::map<TaskId, size_t> index_;  // into tasks_
-  int awaiting_registration_ = 0;    // tasks still pending or launched
+  int awaiting_registration_ = 0;    // tasks of the started stages still pending or launched
+  int stage_ = 0;
   JobState state_ = JobState::kNew;
   std::string diagnostics_;
   std::optional<TaskId> chief_;

@@ -46,6 +46,30 @@ TEST(JobTracker, SuccessStopsUntrackedTasks) {
   EXPECT_EQ(jt.state(), JobState::kSucceeded);
 }
 
+TEST(JobTracker, TrackedTasksLoomStoppedAreNamedNotCountedAsSucceeded) {
+  // A group dependency's `.ignored` timeout stopped the evaluators: the end says so.
+  JobSpec spec = MakeSpec({{"chief", 1, TaskRole::kTracked, false},
+                           {"worker", 1, TaskRole::kTracked, false},
+                           {"evaluator", 2, TaskRole::kTracked, false}});
+  JobTracker jt(spec);
+  jt.OnTaskFinished({"chief", 0}, 0, false, "");
+  jt.OnTaskFinished({"worker", 0}, 0, false, "");
+  const std::string why = "stopped by the AM: still running 30 s after group 'training' (chief,worker) finished";
+  jt.OnTaskFinished({"evaluator", 0}, 143, true, why);
+  EXPECT_EQ(jt.state(), JobState::kRunning);
+  jt.OnTaskFinished({"evaluator", 1}, 143, true, why);
+  EXPECT_EQ(jt.state(), JobState::kSucceeded);
+  EXPECT_EQ(jt.diagnostics(), "chief:0 and worker:0 succeeded; evaluator:0 and evaluator:1 " + why);
+}
+
+TEST(JobTracker, ALongListOfTasksIsShortened) {
+  JobSpec spec = MakeSpec({{"worker", 8, TaskRole::kTracked, false}, {"evaluator", 1, TaskRole::kTracked, false}});
+  JobTracker jt(spec);
+  for (int i = 0; i < 8; ++i) jt.OnTaskFinished({"worker", i}, 0, false, "");
+  jt.OnTaskFinished({"evaluator", 0}, 143, true, "");
+  EXPECT_EQ(jt.diagnostics(), "worker:0, worker:1, worker:2, worker:3 and 4 more succeeded; evaluator:0 was stopped by Loom");
+}
+
 TEST(JobTracker, ChiefFailureFailsAtOnce) {
   JobSpec spec = MakeSpec({{"worker", 3, TaskRole::kTracked, false}}, SuccessPolicy::kAny);
   JobTracker jt(spec);
@@ -137,6 +161,87 @@ TEST(JobTracker, KillStopsEverything) {
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_EQ(stop[0].ToString(), "worker:0");
   EXPECT_EQ(jt.state(), JobState::kKilled);
+}
+
+
+// TonY's E2E shape: a db service and its loader first, then ps and workers.
+JobSpec TwoStageSpec(SuccessPolicy policy = SuccessPolicy::kAll) {
+  JobSpec spec = MakeSpec({{"worker", 2, TaskRole::kTracked, false},
+                           {"db", 1, TaskRole::kUntracked, false},
+                           {"dbloader", 1, TaskRole::kTracked, false},
+                           {"ps", 1, TaskRole::kUntracked, true}},
+                          policy);
+  spec.prepare_stage = {"dbloader", "db"};
+  spec.training_stage = {"ps", "worker"};
+  return spec;
+}
+
+TEST(Stages, StageOfFollowsTonYsLists) {
+  JobSpec spec = TwoStageSpec();
+  EXPECT_EQ(StageOf(spec, "dbloader"), 0);
+  EXPECT_EQ(StageOf(spec, "worker"), 1);
+  EXPECT_EQ(StageOf(spec, "tensorboard"), 0);  // in neither list: no dependency, started at once
+  spec.training_stage.clear();                 // only the prepare list: the rest is training
+  EXPECT_EQ(StageOf(spec, "tensorboard"), 1);
+  spec.prepare_stage.clear();
+  EXPECT_EQ(StageOf(spec, "worker"), 0);
+  EXPECT_FALSE(HasTrainingStage(spec));
+  JobSpec training = StageSpec(TwoStageSpec(), 1);
+  ASSERT_EQ(training.types.size(), 2u);
+  EXPECT_EQ(training.types[0].name, "worker");
+  EXPECT_EQ(training.types[1].name, "ps");
+}
+
+TEST(Stages, TrainingStartsOnlyAfterEveryTrackedPrepareTaskSucceeded) {
+  JobSpec spec = TwoStageSpec();
+  JobTracker jt(spec);
+  EXPECT_FALSE(jt.Started({"worker", 0}));
+  EXPECT_TRUE(jt.Started({"db", 0}));
+  EXPECT_FALSE(jt.OnRegistered({"db", 0}, "h", 1));
+  EXPECT_TRUE(jt.OnRegistered({"dbloader", 0}, "h", 2));  // the prepare stage is its own gang
+  EXPECT_TRUE(jt.StartTrainingStageIfReady().empty());   // dbloader still running
+  EXPECT_TRUE(jt.OnTaskFinished({"dbloader", 0}, 0, false, "").empty());
+  auto started = jt.StartTrainingStageIfReady();
+  ASSERT_EQ(started.size(), 3u);
+  EXPECT_EQ(jt.stage(), 1);
+  EXPECT_TRUE(jt.Started({"worker", 1}));
+  EXPECT_TRUE(jt.StartTrainingStageIfReady().empty());  // once
+  EXPECT_FALSE(jt.GangComplete());                       // the training gang is awaited now
+  EXPECT_FALSE(jt.OnRegistered({"worker", 0}, "h", 3));
+  EXPECT_FALSE(jt.OnRegistered({"ps", 0}, "h", 4));
+  EXPECT_TRUE(jt.OnRegistered({"worker", 1}, "h", 5));
+  jt.OnTaskFinished({"worker", 0}, 0, false, "");
+  auto stop = jt.OnTaskFinished({"worker", 1}, 0, false, "");
+  EXPECT_EQ(jt.state(), JobState::kSucceeded);
+  EXPECT_EQ(stop.size(), 2u);  // db and ps, the untracked services
+}
+
+TEST(Stages, PrepareFailureFailsTheJobAndNamesIt) {
+  for (SuccessPolicy policy : {SuccessPolicy::kAll, SuccessPolicy::kAny}) {
+    JobSpec spec = TwoStageSpec(policy);
+    JobTracker jt(spec);
+    auto stop = jt.OnTaskFinished({"dbloader", 0}, 3, false, "exit code 3");
+    EXPECT_EQ(jt.state(), JobState::kFailed);
+    EXPECT_EQ(jt.diagnostics(),
+              "prepare stage failed: task dbloader:0 failed: exit code 3; the training stage (worker, ps) was not started");
+    EXPECT_TRUE(jt.StartTrainingStageIfReady().empty());
+    EXPECT_EQ(jt.stage(), 0);
+    EXPECT_EQ(stop.size(), 4u);  // db, and the training tasks that never started
+  }
+}
+
+TEST(Stages, AJobWithoutStagesIsOneGang) {
+  JobSpec spec = TwoStageSpec();
+  spec.prepare_stage.clear();
+  spec.training_stage.clear();
+  JobTracker jt(spec);
+  EXPECT_TRUE(jt.Started({"worker", 0}));
+  EXPECT_TRUE(jt.StartTrainingStageIfReady().empty());
+  jt.OnRegistered({"worker", 0}, "h", 1);
+  jt.OnRegistered({"worker", 1}, "h", 2);
+  jt.OnRegistered({"db", 0}, "h", 3);
+  jt.OnRegistered({"ps", 0}, "h", 5);
+  EXPECT_TRUE(jt.OnRegistered({"dbloader", 0}, "h", 4));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // the variable is set. Each value is "N" (every task) or "TYPE:INDEX=N,..." (those tasks only).
 //
 //   LOOM_TEST_DELAY_REGISTRATION_MS  executor waits N ms before registering
+//   LOOM_TEST_UNREACHABLE_AM         executor registers where no AM listens (value: N, ignored)
 //   LOOM_TEST_DROP_HEARTBEATS        executor sends no heartbeats (value: N, ignored)
 //   LOOM_TEST_CRASH_EXECUTOR_MS      executor dies (exit 99) N ms after starting the user process
 //   LOOM_TEST_AM_CRASH_MS            the AM aborts N ms after it started (task part ignored)

@@ -1,6 +1,9 @@
 #include "executor/port_reserver.h"
 
+#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +26,30 @@ ReservedPort& ReservedPort::operator=(ReservedPort&& o) noexcept {
 }
 
 ReservedPort::~ReservedPort() { Release(); }
+
+bool PortAnswers(const std::string& host, int port, int timeout_ms) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) return false;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  bool ok = false;
+  if (fd >= 0) {
+    int rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
+    if (rc == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof(err);
+      ok = ::poll(&p, 1, timeout_ms) > 0 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return ok;
+}
 
 void ReservedPort::Release() {
   if (fd_ >= 0) ::close(fd_);

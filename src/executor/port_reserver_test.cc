@@ -57,5 +57,24 @@ TEST(ReservedPort, ConcurrentReservationsAreDistinct) {
   EXPECT_EQ(ports.size(), 64u);
 }
 
+
+TEST(PortAnswers, OnlyOnceSomethingListens) {
+  auto p = ReservedPort::Reserve(23000, 23500);
+  ASSERT_OK(p);
+  EXPECT_FALSE(PortAnswers("127.0.0.1", p->port(), 200));  // held, not listening
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(p->port()));
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);  // as TensorBoard's server does
+  ASSERT_EQ(::listen(fd, 4), 0);
+  EXPECT_TRUE(PortAnswers("127.0.0.1", p->port(), 200));
+  EXPECT_TRUE(PortAnswers("localhost", p->port(), 200));
+  EXPECT_FALSE(PortAnswers("no-such-host.invalid", p->port(), 200));
+  ::close(fd);
+}
+
 }  // namespace
 }  // namespace loom::executor

@@ -30,6 +30,7 @@
 #include "core/subprocess.h"
 #include "core/test_hooks.h"
 #include "executor/entry_point.h"
+#include "executor/gpu_metrics.h"
 #include "executor/port_reserver.h"
 #include "executor/process_tree.h"
 
@@ -47,7 +48,18 @@ class TaskExecutor {
 
  private:
   Status Init();
+  // Registers with the AM, retrying while it cannot be reached for at most
+  // loom.task.executor.registry-timeout-sec (0: forever, as TonY). DeadlineExceeded when it
+  // gave up; Aborted when a signal ended the wait (stop_signal_).
   Status Register();
+  // Runs the blocking RPC `call` (on `ctx`) on a thread of its own while this thread watches
+  // the signals; a terminating signal cancels the call and is returned (0: none).
+  int CallWatchingSignals(grpc::ClientContext& ctx, const std::function<void()>& call);
+  // One metrics sample (loom.task.metrics-interval-ms): the RSS of the task's process group
+  // and, with gpu-metrics, its GPUs; the heartbeat thread sends it at once.
+  void SampleMetrics(pid_t pgid);
+  // Tells the AM the task's TensorBoard URL once something answers on its TB_PORT.
+  void MaybeAnnounceTensorBoard();
   // Waits for the gang; returns nullopt when SIGTERM or a lost AM ended the wait.
   Result<std::optional<control::ClusterSpecResponse>> AwaitClusterSpec();
   Status StartUserProcess(const control::ClusterSpecResponse& spec);
@@ -72,13 +84,20 @@ class TaskExecutor {
   std::string secret_;
   std::unique_ptr<control::Control::Stub> stub_;
   ReservedPort port_;
+  ReservedPort tb_port_;        // TB_PORT, for the task that serves TensorBoard (wiring_.reserve_tb_port)
+  bool tb_announced_ = false;
   control::RegisterResponse params_;
+  int stop_signal_ = 0;         // the signal that ended the registration
 
   int signal_fd_ = -1;
   int wake_fd_ = -1;
   std::optional<Subprocess> user_;
   std::optional<ExitInfo> user_exit_;
   int64_t peak_rss_ = 0;
+  int gpu_failures_ = 0;        // consecutive; GPU sampling stops after kMaxGpuFailures, as TonY's
+  int gpu_samples_ = 0;
+  int max_gpu_utilization_ = 0;
+  int64_t peak_gpu_memory_ = 0;
   std::string stop_reason_;
 
   std::thread heartbeat_thread_;
@@ -88,8 +107,13 @@ class TaskExecutor {
   grpc::ClientContext* hb_ctx_ = nullptr;  // the open heartbeat stream's, guarded by hb_mu_
   std::atomic<bool> am_wants_stop_{false};
   std::atomic<bool> am_lost_{false};
+  bool metrics_fresh_ = false;  // a sample not yet sent, guarded by hb_mu_
   std::atomic<int64_t> rss_for_heartbeat_{0};
+  std::atomic<int32_t> gpu_utilization_for_heartbeat_{0};
+  std::atomic<int64_t> gpu_memory_for_heartbeat_{0};
 };
+
+constexpr int kMaxGpuFailures = 10;
 
 TaskExecutor::~TaskExecutor() {
   StopHeartbeats();
@@ -111,6 +135,17 @@ void TaskExecutor::Wake() {
 
 namespace {
 
+// Milliseconds as the seconds of the key the user wrote: "2", "1.5".
+std::string FormatSeconds(int64_t ms) {
+  std::string s = std::to_string(ms / 1000);
+  if (ms % 1000) {
+    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s;
+}
+
 // A backend that ships --src_dir as an archive (YARN unpacks it into its own directory) asks
 // for its entries to appear in the working dir, where the user's command and relative paths
 // expect them, as the local backend copies them.
@@ -131,12 +166,20 @@ void LinkIntoWorkdir(const std::string& dir) {
 Status TaskExecutor::Init() {
   LOOM_ASSIGN_OR_RETURN(wiring_, control::ExecutorEnv::FromEnv(env_));
   LOOM_ASSIGN_OR_RETURN(task_, ParseTaskId(wiring_.task_id));
+  if (TestHook(env_, "LOOM_TEST_UNREACHABLE_AM", task_.ToString())) {
+    spdlog::warn("test hook: registering where no AM listens");
+    wiring_.am_address = "127.0.0.1:1";
+  }
   std::string am = wiring_.am_address;
   LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(wiring_.secret_file));
   log_dir_ = wiring_.log_dir.empty() ? "." : wiring_.log_dir;
   if (!wiring_.link_into_workdir.empty()) LinkIntoWorkdir(wiring_.link_into_workdir);
   int low = wiring_.port_low, high = wiring_.port_high, preferred = wiring_.preferred_port;
   LOOM_ASSIGN_OR_RETURN(port_, ReservedPort::Reserve(low, high, preferred));
+  if (wiring_.reserve_tb_port) {
+    LOOM_ASSIGN_OR_RETURN(tb_port_, ReservedPort::Reserve(low, high));
+    spdlog::info("holding TB_PORT {} for TensorBoard", tb_port_.port());
+  }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
   stub_ = control::Control::NewStub(grpc::CreateCustomChannel(am, grpc::InsecureChannelCredentials(), args));
@@ -150,23 +193,62 @@ Status TaskExecutor::Register() {
   req.set_port(port_.port());
   req.set_executor_pid(::getpid());
   req.set_container_id(wiring_.container_id);
-  // The AM may still be starting its server when the container comes up: retry while it is
-  // unavailable, for up to 30 s.
-  auto deadline = Clock::now() + std::chrono::seconds(30);
+  req.set_tb_port(tb_port_.port());
+  // The AM may still be starting its server when the container comes up, or be out of reach
+  // (or too busy to answer) for a while: retry, for loom.task.executor.registry-timeout-sec.
+  const int64_t limit_ms = wiring_.registry_timeout_ms;  // 0: forever
+  const auto start = Clock::now();
+  auto left = [&] { return milliseconds(limit_ms) - std::chrono::duration_cast<milliseconds>(Clock::now() - start); };
   milliseconds backoff(50);
   while (true) {
+    milliseconds call_limit(10000);
+    if (limit_ms > 0) call_limit = std::clamp(left(), milliseconds(1), call_limit);
     grpc::ClientContext ctx;
     AttachSecret(ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_deadline(std::chrono::system_clock::now() + call_limit);
     ctx.set_wait_for_ready(true);
-    grpc::Status s = stub_->Register(&ctx, req, &params_);
+    grpc::Status s;
+    if (int sig = CallWatchingSignals(ctx, [&] { s = stub_->Register(&ctx, req, &params_); })) {
+      stop_signal_ = sig;
+      return Status::Aborted("stopped by " + SignalName(sig) + " while registering with the AM");
+    }
     if (s.ok()) return Status::Ok();
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || Clock::now() > deadline) {
+    bool unreachable = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!unreachable) {
       return Status(static_cast<StatusCode>(s.error_code()), "register with the AM: " + s.error_message());
     }
-    std::this_thread::sleep_for(backoff);
+    if (limit_ms > 0 && left() <= milliseconds(0)) {
+      return Status::DeadlineExceeded(
+          "gave up registering with the AM at " + wiring_.am_address + " after " + std::to_string(limit_ms) +
+          " ms (loom.task.executor.registry-timeout-sec=" + FormatSeconds(limit_ms) + "): " + s.error_message());
+    }
+    milliseconds wait = limit_ms > 0 ? std::min(backoff, left()) : backoff;
+    if (int sig = WaitForEvent(static_cast<int>(std::max<int64_t>(wait.count(), 0)))) {
+      stop_signal_ = sig;
+      return Status::Aborted("stopped by " + SignalName(sig) + " while registering with the AM");
+    }
     backoff = std::min(backoff * 2, milliseconds(1000));
   }
+}
+
+int TaskExecutor::CallWatchingSignals(grpc::ClientContext& ctx, const std::function<void()>& call) {
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    call();
+    done = true;
+    Wake();
+  });
+  int sig = 0;
+  while (!done) {
+    int s = WaitForEvent(1000);
+    if (s && !sig) {
+      sig = s;
+      ctx.TryCancel();
+    }
+  }
+  caller.join();
+  return sig;
 }
 
 void TaskExecutor::StartHeartbeats() {
@@ -213,14 +295,19 @@ void TaskExecutor::HeartbeatLoop() {
     bool broken = false;
     lock.lock();
     while (!hb_stop_ && !broken) {
+      metrics_fresh_ = false;
       lock.unlock();
       control::HeartbeatRequest req;
       *req.mutable_task() = Ref();
       req.set_rss_bytes(rss_for_heartbeat_.load());
+      req.set_gpu_utilization_percent(gpu_utilization_for_heartbeat_.load());
+      req.set_gpu_memory_bytes(gpu_memory_for_heartbeat_.load());
       broken = !stream->Write(req);
       lock.lock();
       if (am_silent_too_long()) break;
-      if (!broken) hb_cv_.wait_for(lock, interval, [this] { return hb_stop_; });
+      // Every interval, and at once when a new metrics sample is there: the AM sees each
+      // sample within loom.task.metrics-interval-ms, whatever the heartbeat interval.
+      if (!broken) hb_cv_.wait_for(lock, interval, [this] { return hb_stop_ || metrics_fresh_; });
     }
     hb_ctx_ = nullptr;
     lock.unlock();
@@ -359,10 +446,21 @@ int TaskExecutor::Supervise() {
     TerminateProcessGroup(pgid, grace);
   };
 
+  // Metrics every loom.task.metrics-interval-ms (the first at once); the memory watchdog reads
+  // the RSS on its own, faster beat, whatever that interval; an announced TensorBoard port is
+  // probed until it answers.
+  const milliseconds metrics_every(std::max(10, wiring_.metrics_interval_ms));
+  constexpr milliseconds kWatchdogEvery(500), kTensorBoardProbeEvery(250);
+  auto next_sample = Clock::now(), next_watch = Clock::now(), next_tb_probe = Clock::now();
   while (!user_exit_) {
-    // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the RSS
-    // sampling and the execution deadline.
-    int sig = WaitForEvent(500);
+    // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the
+    // sampling, the watchdog, the TensorBoard probe and the execution deadline.
+    auto wake_at = next_sample;
+    if (watchdog) wake_at = std::min(wake_at, next_watch);
+    if (!terminating && tb_port_.port() && !tb_announced_) wake_at = std::min(wake_at, next_tb_probe);
+    if (!terminating && exec_deadline) wake_at = std::min(wake_at, *exec_deadline);
+    auto timeout = std::chrono::duration_cast<milliseconds>(wake_at - Clock::now()).count();
+    int sig = WaitForEvent(static_cast<int>(std::clamp<int64_t>(timeout, 0, 60000)));
     if (user_exit_) break;
     if (sig) terminate("stopped by " + SignalName(sig));
     if (am_wants_stop_) terminate("stopped by the AM");
@@ -371,10 +469,20 @@ int TaskExecutor::Supervise() {
       terminate("execution timeout: ran longer than loom.task.executor.execution-timeout-ms=" +
                 std::to_string(params_.execution_timeout_ms()));
     }
+    auto now = Clock::now();
+    if (now >= next_sample) {
+      SampleMetrics(pgid);
+      next_sample = Clock::now() + metrics_every;
+    }
+    if (!terminating && tb_port_.port() && !tb_announced_ && now >= next_tb_probe) {
+      MaybeAnnounceTensorBoard();
+      next_tb_probe = Clock::now() + kTensorBoardProbeEvery;
+    }
+    if (!watchdog || now < next_watch) continue;
+    next_watch = now + kWatchdogEvery;
     int64_t rss = ProcessGroupRssBytes(pgid);
-    rss_for_heartbeat_ = rss;
     peak_rss_ = std::max(peak_rss_, rss);
-    if (watchdog && rss > params_.memory_limit_bytes() && !killed_for_memory) {
+    if (rss > params_.memory_limit_bytes() && !killed_for_memory) {
       // Memory is urgent: no grace, even if a gentler stop is already under way.
       killed_for_memory = terminating = true;
       stop_reason_ = "memory limit exceeded: RSS " + std::to_string(rss >> 20) + " MiB > " +
@@ -394,6 +502,53 @@ int TaskExecutor::Supervise() {
   return user_exit_->ShellCode();
 }
 
+void TaskExecutor::SampleMetrics(pid_t pgid) {
+  int64_t rss = ProcessGroupRssBytes(pgid);
+  rss_for_heartbeat_ = rss;
+  peak_rss_ = std::max(peak_rss_, rss);
+  if (wiring_.gpu_metrics && gpu_failures_ < kMaxGpuFailures) {
+    auto it = env_.find("CUDA_VISIBLE_DEVICES");
+    auto path = env_.find("PATH");
+    auto gpus = SampleGpus("nvidia-smi", it == env_.end() ? "" : it->second,
+                           path == env_.end() ? "/usr/bin:/bin" : path->second,
+                           std::clamp(milliseconds(wiring_.metrics_interval_ms), milliseconds(1000), milliseconds(5000)));
+    if (gpus.ok()) {
+      gpu_failures_ = 0;
+      ++gpu_samples_;
+      gpu_utilization_for_heartbeat_ = gpus->max_utilization_percent;
+      gpu_memory_for_heartbeat_ = gpus->memory_used_bytes;
+      max_gpu_utilization_ = std::max(max_gpu_utilization_, gpus->max_utilization_percent);
+      peak_gpu_memory_ = std::max(peak_gpu_memory_, gpus->memory_used_bytes);
+    } else if (++gpu_failures_ == kMaxGpuFailures) {
+      spdlog::warn("GPU metrics off after {} failed samples in a row: {}", kMaxGpuFailures, gpus.status().ToString());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(hb_mu_);
+    metrics_fresh_ = true;
+  }
+  hb_cv_.notify_all();
+}
+
+void TaskExecutor::MaybeAnnounceTensorBoard() {
+  const std::string host = wiring_.host.empty() ? "127.0.0.1" : wiring_.host;
+  if (!PortAnswers(host, tb_port_.port(), 200)) return;
+  control::TensorBoardRequest req;
+  *req.mutable_task() = Ref();
+  req.set_url("http://" + host + ":" + std::to_string(tb_port_.port()) + "/");
+  control::Ack ack;
+  grpc::ClientContext ctx;
+  AttachSecret(ctx);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status s = stub_->RegisterTensorBoard(&ctx, req, &ack);
+  if (!s.ok()) {
+    spdlog::warn("TensorBoard at {} not registered (tried again): {}", req.url(), s.error_message());
+    return;
+  }
+  tb_announced_ = true;
+  spdlog::info("TensorBoard answers at {}", req.url());
+}
+
 void TaskExecutor::Report(const ExitInfo& info) {
   if (am_lost_) return;
   control::ExitReport req;
@@ -401,6 +556,9 @@ void TaskExecutor::Report(const ExitInfo& info) {
   req.set_exit_code(info.exit_code);
   req.set_signal(info.signal);
   req.set_peak_rss_bytes(peak_rss_);
+  req.set_max_gpu_utilization_percent(max_gpu_utilization_);
+  req.set_peak_gpu_memory_bytes(peak_gpu_memory_);
+  req.set_gpu_samples(gpu_samples_);
   req.set_reason(stop_reason_);
   rusage self{};
   ::getrusage(RUSAGE_SELF, &self);
@@ -442,7 +600,7 @@ int TaskExecutor::Run() {
   s = Register();
   if (!s.ok()) {
     spdlog::error("{}", s.ToString());
-    return kExitAmUnreachable;
+    return stop_signal_ ? 128 + stop_signal_ : kExitAmUnreachable;
   }
   StartHeartbeats();
   auto spec = AwaitClusterSpec();
@@ -469,6 +627,7 @@ int TaskExecutor::Run() {
   StopHeartbeats();
   Report(*user_exit_);
   port_.Release();
+  tb_port_.Release();
   return code;
 }
 

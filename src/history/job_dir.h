@@ -10,6 +10,7 @@
 //       │                     (their kinds and fields: history/events.h)
 //       ├── status.json       final status, written once by whoever ends the job
 //       ├── secret            the job's control-plane secret (0600), removed once the job ended
+//       ├── kill_cause        why the job is being killed, written before the kill is sent
 //       ├── am.pid, am.addr   the running AM (local backend)
 //       ├── am.log            the AM's own log
 //       └── tasks/<type>-<index>/
@@ -42,6 +43,7 @@ class JobDir {
   std::string events() const { return root_ + "/events.jsonl"; }
   std::string status() const { return root_ + "/status.json"; }
   std::string secret() const { return root_ + "/secret"; }
+  std::string kill_cause() const { return root_ + "/kill_cause"; }
   std::string am_pid() const { return root_ + "/am.pid"; }
   std::string am_addr() const { return root_ + "/am.addr"; }
   std::string am_log() const { return root_ + "/am.log"; }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/files.h"
@@ -50,6 +51,7 @@ void JobView::ApplyChecked(const json& e) {
     TaskView* t = FindTask(e.value("task", "?"));
     t->state = e.value("state", t->state);
     if (t->state != "PENDING") t->waiting.clear();
+    if (e.contains("waiting")) t->waiting = e.value("waiting", "");  // e.g. for the prepare stage
     if (e.contains("address")) t->address = e.value("address", "");
     if (e.contains("exit_code")) t->exit_code = static_cast<int>(EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics")) t->diagnostics = e.value("diagnostics", "");
@@ -68,9 +70,21 @@ void JobView::ApplyChecked(const json& e) {
       t->waiting = FormatDuration(EventMillis(p, "waited_ms", 0)) + " for " + p.value("resources", std::string("a container")) +
                    ": " + p.value("reason", std::string("?"));
     }
+  } else if (type == events::kTaskMetrics) {
+    for (const auto& m : e.value("tasks", json::array())) {
+      TaskView* t = FindTask(m.value("task", std::string("?")));
+      if (IsFinalTaskState(t->state)) continue;  // a late sample: the end has the peak
+      t->rss_bytes = EventInt(m, "rss_bytes", 0, 0, int64_t{1} << 60);
+      t->peak_rss_bytes = std::max(t->peak_rss_bytes, t->rss_bytes);
+    }
   } else if (type == events::kTaskRestarting) {
     FindTask(e.value("task", "?"))->restarts = static_cast<int>(EventInt(e, "restart", 0, 0, 1 << 20));
+  } else if (type == events::kTensorBoard) {
+    tensorboard_url = e.value("url", tensorboard_url);
+    tensorboard_task = e.value("task", tensorboard_task);
   } else if (type == events::kJobRestarting) {
+    tensorboard_url.clear();
+    tensorboard_task.clear();
     attempt = static_cast<int>(EventInt(e, "attempt", attempt, 0, 1 << 20));
     for (auto& t : tasks) t = TaskView{t.id};  // a new attempt starts every task afresh
   } else if (type == events::kBackendSubmitted) {
@@ -80,6 +94,16 @@ void JobView::ApplyChecked(const json& e) {
     backend_state = e.value("state", "");
     if (std::string reason = e.value("reason", ""); !reason.empty()) backend_state += ": " + reason;
     tracking_url = e.value("tracking_url", tracking_url);
+    // The local backend's queue: QUEUED until the job is admitted (then AM_STARTED: RUNNING).
+    if (backend_state.rfind("QUEUED", 0) == 0) {
+      if (!final && (state == "SUBMITTED" || state == "QUEUED")) state = "QUEUED";
+      queue_position = static_cast<int>(EventInt(e, "position", 0, 0, 1 << 20));
+      queue_reason = e.value("reason", "");
+    } else {
+      if (state == "QUEUED") state = "SUBMITTED";
+      queue_position = 0;
+      queue_reason.clear();
+    }
   } else if (type == events::kJobFinished) {
     state = e.value("state", state);
     diagnostics = e.value("diagnostics", diagnostics);
@@ -114,18 +138,37 @@ Result<JobView> LoadJobView(const JobDir& dir) {
   return view;
 }
 
-Status WriteFinalStatus(const JobDir& dir, const json& status) {
-  std::string tmp = dir.status() + ".tmp." + std::to_string(::getpid());
-  LOOM_RETURN_IF_ERROR(WriteFileAtomic(tmp, status.dump(2) + "\n"));
-  // link(2) fails if status.json exists: an atomic first-writer-wins across processes.
-  int rc = ::link(tmp.c_str(), dir.status().c_str());
+namespace {
+// Writes `path` whole unless it exists: link(2) fails if it does, an atomic
+// first-writer-wins across processes. AlreadyExists when another writer was first.
+Status WriteFirst(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(tmp, content));
+  int rc = ::link(tmp.c_str(), path.c_str());
   int err = errno;
   ::unlink(tmp.c_str());
   if (rc != 0) {
-    if (err == EEXIST) return Status::AlreadyExists("final status already written");
-    return Status::FromErrno("link " + dir.status(), err);
+    if (err == EEXIST) return Status::AlreadyExists(path + " already written");
+    return Status::FromErrno("link " + path, err);
   }
   return Status::Ok();
+}
+}  // namespace
+
+Status WriteFinalStatus(const JobDir& dir, const json& status) {
+  return WriteFirst(dir.status(), status.dump(2) + "\n");
+}
+
+Status RecordKillCause(const JobDir& dir, const std::string& cause) {
+  return WriteFirst(dir.kill_cause(), cause + "\n");
+}
+
+std::string KillCause(const JobDir& dir) {
+  auto text = ReadFile(dir.kill_cause());
+  if (!text.ok()) return "";
+  std::string cause = *text;
+  while (!cause.empty() && (cause.back() == '\n' || cause.back() == '\r')) cause.pop_back();
+  return cause;
 }
 
 bool IsFinalTaskState(const std::string& state) {
@@ -157,6 +200,7 @@ json ToJson(const JobView& v) {
                  {"exit_code", t.exit_code},
                  {"diagnostics", t.diagnostics},
                  {"peak_rss_bytes", t.peak_rss_bytes},
+                 {"rss_bytes", t.rss_bytes},
                  {"restarts", t.restarts},
                  {"started_ms", t.started_ms},
                  {"finished_ms", t.finished_ms}};
@@ -177,7 +221,12 @@ json ToJson(const JobView& v) {
             {"tasks", tasks}};
   if (!v.backend_state.empty()) j["backend_state"] = v.backend_state;
   if (!v.backend_id.empty()) j["backend_id"] = v.backend_id;
+  if (v.state == "QUEUED") {
+    j["queue_position"] = v.queue_position;
+    j["queue_reason"] = v.queue_reason;
+  }
   if (!v.tracking_url.empty()) j["tracking_url"] = v.tracking_url;
+  if (!v.tensorboard_url.empty()) j["tensorboard_url"] = v.tensorboard_url;
   return j;
 }
 
@@ -196,12 +245,13 @@ std::string RenderTaskTable(const JobView& view) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, "TASK", "STATE", "ADDRESS",
-                "EXIT", "PEAK RSS", "TIME");
+                "EXIT", "RSS", "TIME");
   out += line;
   for (const auto& t : view.tasks) {
     bool done = t.finished_ms > 0;
     std::string exit = done ? std::to_string(t.exit_code) : "";
-    std::string rss = t.peak_rss_bytes ? std::to_string(t.peak_rss_bytes >> 20) + "M" : "";
+    int64_t rss_bytes = done || !t.rss_bytes ? t.peak_rss_bytes : t.rss_bytes;  // now while it runs, then the peak
+    std::string rss = rss_bytes ? std::to_string(rss_bytes >> 20) + "M" : "";
     int64_t end = done ? t.finished_ms : NowMillis();
     std::string time = t.started_ms ? FormatDuration(end - t.started_ms) : "";
     std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, t.id.c_str(), t.state.c_str(),

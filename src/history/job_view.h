@@ -18,7 +18,8 @@ struct TaskView {
   std::string address;
   int exit_code = 0;
   std::string diagnostics;
-  int64_t peak_rss_bytes = 0;
+  int64_t peak_rss_bytes = 0;  // the report's at the end; while it runs, the highest sample
+  int64_t rss_bytes = 0;       // the last sample while it runs (TASK_METRICS)
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
   int restarts = 0;  // of this task alone (its type's restart-policy)
@@ -44,7 +45,13 @@ struct JobView {
   std::string am_container, am_node_id, am_node_http;
   // The backend's own word on the job (YARN: "ACCEPTED: <the scheduler's reason>") and id.
   std::string backend_state, backend_id;
+  // While the job waits for its turn (state QUEUED, local backend): its place among the jobs
+  // it competes with (1 = next) and why it waits ("waiting for 1 GPU held by job_...").
+  int queue_position = 0;
+  std::string queue_reason;
   std::string tracking_url;  // where the cluster's UI shows the job, if it has one
+  // The job's TensorBoard once it answers ("http://host:TB_PORT/") and the task serving it.
+  std::string tensorboard_url, tensorboard_task;
 
   TaskView* FindTask(const std::string& id);
   // Folds one events.jsonl entry into the view; entries of the wrong shape are ignored.
@@ -66,6 +73,14 @@ Status WriteFinalStatus(const JobDir& dir, const nlohmann::json& status);
 Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
               const nlohmann::json& extra = nlohmann::json::object(), const std::string& task_state = "KILLED");
 
+// Why the job is being killed, recorded by whoever asks for the kill before it sends it
+// (`loom kill`, `loom submit` taking a signal), for whoever then writes the job's end (the
+// local AM, a YARN client): "killed: Ctrl-C (SIGINT) to loom submit". The first cause wins
+// (AlreadyExists for the later ones), across processes.
+Status RecordKillCause(const JobDir& dir, const std::string& cause);
+// The recorded cause, or "" when none was recorded (a signal from outside Loom).
+std::string KillCause(const JobDir& dir);
+
 // A task state that never changes again.
 bool IsFinalTaskState(const std::string& state);
 
@@ -73,7 +88,8 @@ bool IsFinalTaskState(const std::string& state);
 // /status.json and the history.
 nlohmann::json ToJson(const JobView& view);
 
-// A fixed-width table of the tasks: TASK STATE ADDRESS EXIT RSS.
+// A fixed-width table of the tasks: TASK STATE ADDRESS EXIT RSS TIME. RSS is the last sample
+// while a task runs, its peak once it ended.
 std::string RenderTaskTable(const JobView& view);
 std::string FormatDuration(int64_t ms);
 

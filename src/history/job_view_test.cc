@@ -61,6 +61,28 @@ TEST_F(JobViewTest, NumbersOutOfRangeAreIgnored) {
   (void)RenderTaskTable(view);
 }
 
+// The local backend's queue: QUEUED with its place and reason until admitted, then RUNNING.
+TEST_F(JobViewTest, QueuedJobShowsItsPlaceUntilAdmitted) {
+  JobView view;
+  view.Apply(nlohmann::json::parse(R"({"ts": 1, "event": "JOB_SUBMITTED", "tasks": ["worker:0"]})"));
+  view.Apply(nlohmann::json::parse(
+      R"({"ts": 2, "event": "BACKEND_STATE", "state": "QUEUED", "reason": "waiting for 1 GPU held by job_a", "position": 2})"));
+  EXPECT_EQ(view.state, "QUEUED");
+  EXPECT_EQ(view.queue_position, 2);
+  EXPECT_EQ(view.queue_reason, "waiting for 1 GPU held by job_a");
+  nlohmann::json j = ToJson(view);
+  EXPECT_EQ(j["queue_position"], 2);
+  EXPECT_EQ(j["queue_reason"], "waiting for 1 GPU held by job_a");
+  view.Apply(nlohmann::json::parse(R"({"ts": 3, "event": "BACKEND_STATE", "state": "QUEUED", "reason": "r", "position": 1})"));
+  EXPECT_EQ(view.queue_position, 1);
+  view.Apply(nlohmann::json::parse(R"({"ts": 4, "event": "BACKEND_STATE", "state": "ADMITTED", "waited_ms": 2})"));
+  EXPECT_EQ(view.state, "SUBMITTED");
+  EXPECT_EQ(view.queue_position, 0);
+  EXPECT_FALSE(ToJson(view).contains("queue_position"));
+  view.Apply(nlohmann::json::parse(R"({"ts": 5, "event": "AM_STARTED", "pid": 9})"));
+  EXPECT_EQ(view.state, "RUNNING");
+}
+
 TEST_F(JobViewTest, FinalStatusFirstWriterWins) {
   ASSERT_OK(WriteFinalStatus(dir_, {{"state", "FAILED"}, {"diagnostics", "first"}}));
   EXPECT_STATUS(WriteFinalStatus(dir_, {{"state", "KILLED"}, {"diagnostics", "second"}}), kAlreadyExists,
@@ -69,6 +91,31 @@ TEST_F(JobViewTest, FinalStatusFirstWriterWins) {
   EXPECT_TRUE(view->final);
   EXPECT_EQ(view->state, "FAILED");
   EXPECT_EQ(view->diagnostics, "first");
+}
+
+TEST_F(JobViewTest, RssIsTheLastSampleWhileATaskRunsThenItsPeak) {
+  JobView view;
+  auto apply = [&](const char* text) { view.Apply(nlohmann::json::parse(text)); };
+  apply(R"({"ts": 1000, "event": "TASK_STATE", "task": "worker:0", "state": "RUNNING"})");
+  apply(R"({"ts": 1500, "event": "TASK_METRICS", "tasks": [{"task": "worker:0", "rss_bytes": 734003200}]})");
+  apply(R"({"ts": 2000, "event": "TASK_METRICS", "tasks": [{"task": "worker:0", "rss_bytes": 314572800}]})");
+  EXPECT_EQ(view.tasks[0].rss_bytes, 314572800);
+  EXPECT_EQ(view.tasks[0].peak_rss_bytes, 734003200);  // the highest sample so far
+  std::string table = RenderTaskTable(view);
+  EXPECT_THAT(table, ::testing::HasSubstr("RSS"));
+  EXPECT_THAT(table, ::testing::HasSubstr(" 300M "));  // now, not the peak
+  EXPECT_EQ(ToJson(view)["tasks"][0]["rss_bytes"], 314572800);
+  apply(R"({"ts": 3000, "event": "TASK_STATE", "task": "worker:0", "state": "SUCCEEDED", "exit_code": 0,
+            "peak_rss_bytes": 786432000})");
+  apply(R"({"ts": 3100, "event": "TASK_METRICS", "tasks": [{"task": "worker:0", "rss_bytes": 1048576}]})");  // late
+  EXPECT_THAT(RenderTaskTable(view), ::testing::HasSubstr(" 750M "));  // ended: the executor's peak
+}
+
+TEST_F(JobViewTest, KillCauseFirstWriterWins) {
+  EXPECT_EQ(KillCause(dir_), "");
+  ASSERT_OK(RecordKillCause(dir_, "killed: Ctrl-C (SIGINT) to loom submit"));
+  EXPECT_STATUS(RecordKillCause(dir_, "killed by loom kill (user kim)"), kAlreadyExists, ::testing::_);
+  EXPECT_EQ(KillCause(dir_), "killed: Ctrl-C (SIGINT) to loom submit");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/job_state.h"
 #include "core/strings.h"
 
 namespace loom::runtime {
@@ -133,10 +134,19 @@ void AddTorchEnv(const JobSpec& spec, const ClusterSpec& cluster, const TaskCont
 
 }  // namespace
 
-std::map<std::string, std::string> BuildFrameworkEnv(const JobSpec& spec, const ClusterSpec& cluster,
+bool ReservesTbPort(const JobSpec& spec, const TaskId& task) {
+  if (!spec.tensorboard_log_dir.empty()) return task.type == kTensorBoardType;
+  std::optional<TaskId> chief = spec.Chief();
+  return chief && *chief == task;
+}
+
+std::map<std::string, std::string> BuildFrameworkEnv(const JobSpec& job, const ClusterSpec& cluster,
                                                      const TaskContext& ctx) {
   std::map<std::string, std::string> env;
   const TaskId& task = ctx.task;
+  const JobSpec spec = HasTrainingStage(job) ? StageSpec(job, StageOf(job, task.type)) : job;
+  if (ctx.tb_port > 0) env["TB_PORT"] = std::to_string(ctx.tb_port);
+  if (task.type == kTensorBoardType && !job.tensorboard_log_dir.empty()) env["TB_LOG_DIR"] = job.tensorboard_log_dir;
   std::optional<TaskId> chief = spec.Chief();
   env["JOB_NAME"] = task.type;
   env["TASK_INDEX"] = std::to_string(task.index);
@@ -155,8 +165,11 @@ std::map<std::string, std::string> BuildFrameworkEnv(const JobSpec& spec, const 
       env["CLUSTER_SPEC"] = cluster.ToJson();
       // TensorFlow hangs when the evaluator (or tensorboard) sits in other tasks' cluster
       // (TonY#344, #506): only the evaluator itself sees the evaluator entry.
-      std::vector<std::string> exclude = {"tensorboard"};
+      std::vector<std::string> exclude = {kTensorBoardType};
       if (task.type != "evaluator") exclude.push_back("evaluator");
+      for (const auto& [type, addrs] : cluster.types()) {
+        if (!spec.FindType(type)) exclude.push_back(type);  // another stage's
+      }
       nlohmann::ordered_json tf;
       tf["cluster"] = json::parse(cluster.ToJson(exclude));
       tf["task"] = {{"type", task.type}, {"index", task.index}};

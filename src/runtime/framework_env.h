@@ -32,7 +32,15 @@ struct TaskContext {
   TaskId task;
   std::string job_id;
   int restart_count = 0;
+  int tb_port = 0;  // the TensorBoard port its executor holds (ReservesTbPort), else 0
 };
+
+// The sidecar TensorBoard's type, added by loom.application.tensorboard-log-dir (TonY's name).
+inline constexpr char kTensorBoardType[] = "tensorboard";
+
+// Whether the executor of `task` holds a TensorBoard port (TB_PORT), as TonY's
+// needReserveTBPort: the sidecar `tensorboard` task when the job has one, else the chief.
+bool ReservesTbPort(const JobSpec& spec, const TaskId& task);
 
 // Ranks for frameworks with a flat world (pytorch, horovod): every non-sidecar task, in the
 // job's type order (chief, master, worker, then the rest by name). Returns -1 for tasks outside
@@ -41,6 +49,9 @@ int GlobalRank(const JobSpec& spec, const TaskId& task);
 int WorldSize(const JobSpec& spec);
 
 // The variables given to the user process of `ctx.task`, on top of the container's environment.
+// In a two-stage job each stage is its own cluster: ranks, world sizes, TASK_NUM, the chief and
+// TF_CONFIG's cluster cover the task's own stage; CLUSTER_SPEC lists every task with a known
+// address (as TonY's), so a training task finds a service started in the prepare stage.
 std::map<std::string, std::string> BuildFrameworkEnv(const JobSpec& spec, const ClusterSpec& cluster,
                                                      const TaskContext& ctx);
 

@@ -125,5 +125,49 @@ TEST(ClusterSpec, JsonRoundTripKeepsOrder) {
   EXPECT_FALSE(ClusterSpec::FromJson("[1,2", {}).ok());
 }
 
+
+TEST(TensorBoard, PortGoesToTheSidecarWhenThereIsOneElseToTheChief) {
+  JobSpec spec = Spec(Framework::kTensorFlow, {{"chief", 1}, {"worker", 2}, {"tensorboard", 1}});
+  EXPECT_TRUE(ReservesTbPort(spec, {"chief", 0}));
+  EXPECT_FALSE(ReservesTbPort(spec, {"tensorboard", 0}));
+  spec.tensorboard_log_dir = "/logs/tb";
+  EXPECT_FALSE(ReservesTbPort(spec, {"chief", 0}));
+  EXPECT_FALSE(ReservesTbPort(spec, {"worker", 0}));
+  EXPECT_TRUE(ReservesTbPort(spec, {"tensorboard", 0}));
+  JobSpec workers = Spec(Framework::kPyTorch, {{"worker", 2}});
+  EXPECT_TRUE(ReservesTbPort(workers, {"worker", 0}));  // worker:0 is the chief
+  EXPECT_FALSE(ReservesTbPort(workers, {"worker", 1}));
+
+  ClusterSpec c = Cluster(spec);
+  auto tb = BuildFrameworkEnv(spec, c, {{"tensorboard", 0}, "job1", 0, 24555});
+  EXPECT_EQ(tb.at("TB_PORT"), "24555");
+  EXPECT_EQ(tb.at("TB_LOG_DIR"), "/logs/tb");
+  auto w = BuildFrameworkEnv(spec, c, {{"worker", 0}, "job1", 0});
+  EXPECT_EQ(w.count("TB_PORT"), 0u);
+  EXPECT_EQ(w.count("TB_LOG_DIR"), 0u);
+}
+
+TEST(Stages, EachStageIsItsOwnCluster) {
+  JobSpec spec = Spec(Framework::kPyTorch, {{"worker", 2}, {"dbloader", 1}});
+  spec.prepare_stage = {"dbloader"};
+  spec.training_stage = {"worker"};
+  ClusterSpec c = Cluster(spec);
+  auto loader = BuildFrameworkEnv(spec, c, {{"dbloader", 0}, "job1", 0});
+  EXPECT_EQ(loader.at("RANK"), "0");
+  EXPECT_EQ(loader.at("WORLD_SIZE"), "1");
+  EXPECT_EQ(loader.at("MASTER_PORT"), "20002");
+  auto w1 = BuildFrameworkEnv(spec, c, {{"worker", 1}, "job1", 0});
+  EXPECT_EQ(w1.at("RANK"), "1");
+  EXPECT_EQ(w1.at("WORLD_SIZE"), "2");
+  EXPECT_EQ(w1.at("MASTER_ADDR"), "hworker");
+  EXPECT_EQ(w1.at("TASK_NUM"), "2");
+
+  spec.framework = Framework::kTensorFlow;
+  auto tf = BuildFrameworkEnv(spec, c, {{"worker", 0}, "job1", 0});
+  EXPECT_FALSE(json::parse(tf.at("TF_CONFIG"))["cluster"].contains("dbloader"));
+  EXPECT_TRUE(json::parse(tf.at("CLUSTER_SPEC")).contains("dbloader"));  // TonY's: every known address
+  EXPECT_EQ(tf.at("IS_CHIEF"), "true");
+}
+
 }  // namespace
 }  // namespace loom::runtime

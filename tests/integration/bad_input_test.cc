@@ -29,6 +29,8 @@ class BadInputTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_TRUE(loom_.JobIds().empty()) << "a job directory was created";
     EXPECT_THAT(r.out, ::testing::Not(HasSubstr("submitted")));
+    // Every process Loom starts carries this home in its environment.
+    EXPECT_TRUE(FindProcessesWithEnv("LOOM_HOME=" + loom_.home()).empty()) << "a process was started";
   }
   MiniLoom loom_;
   std::string src_;
@@ -82,6 +84,70 @@ TEST_F(BadInputTest, UnknownFlagAndBackend) {
   RunResult r = Submit({"--conf", "loom.worker.instances=1", "--cluster", "mesos"});
   ExpectNothingStarted(r);
   EXPECT_THAT(r.err, HasSubstr("--cluster"));
+}
+
+TEST_F(BadInputTest, MisspeltTaskType) {
+  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.workr.instances=1"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("unknown task type 'workr' (tony.workr.instances); did you mean worker?"));
+  EXPECT_THAT(r.err, HasSubstr("declare it with tony.application.custom-types=workr"));
+}
+
+TEST_F(BadInputTest, KerberosIsRefused) {
+  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.application.security.enabled=true"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.application.security.enabled=true (from --conf): Kerberos is not supported yet"));
+}
+
+TEST_F(BadInputTest, FlagsAndKeysWithNothingToDoAreRefused) {
+  // TonY's --hdfs_classpath feeds a JVM classpath; Loom has no JVM to give it to.
+  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--hdfs_classpath", "hdfs:///jars"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("--hdfs_classpath hdfs:///jars: TonY puts these HDFS jars on its JVMs' classpath"));
+  r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.application.mapred-conf-path=/etc/mapred-site.xml"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.application.mapred-conf-path=/etc/mapred-site.xml (from --conf): Loom runs no MapReduce"));
+}
+
+TEST_F(BadInputTest, PlacementConstraintsAreRefused) {
+  std::string conf = loom_.home() + "/tony.xml";
+  std::ofstream(conf) << "<configuration>"
+                         "<property><name>tony.worker.instances</name><value>2</value></property>"
+                         "<property><name>tony.worker.placement-spec</name><value>worker,notin,node,worker</value></property>"
+                         "</configuration>";
+  RunResult r = Submit({"--conf_file", conf});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.worker.placement-spec=worker,notin,node,worker (from " + conf +
+                               "): YARN placement constraints are not supported yet"));
+}
+
+TEST_F(BadInputTest, MxnetWithoutSchedulerNamesTheUsersKeys) {
+  RunResult r = Submit({"--conf", "tony.application.framework=mxnet", "--conf", "tony.worker.instances=2",
+                        "--conf", "tony.server.instances=1"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.application.framework=mxnet needs tony.scheduler.instances=1"));
+}
+
+TEST_F(BadInputTest, FailOnWorkerFailureContradictingTheSuccessPolicy) {
+  RunResult r = Submit({"--conf", "tony.worker.instances=2", "--conf",
+                        "tony.application.fail-on-worker-failure-enabled=true", "--conf",
+                        "loom.application.success-policy=any"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.application.fail-on-worker-failure-enabled=true contradicts "
+                               "loom.application.success-policy=any"));
+}
+
+TEST_F(BadInputTest, DockerImageWithDockerOff) {
+  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.docker.containers.image=python:3.11"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.docker.containers.image=python:3.11 asks for Docker, but tony.docker.enabled "
+                               "is false: set tony.docker.enabled=true"));
+}
+
+TEST_F(BadInputTest, StageNamingATypeTheJobLacks) {
+  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.application.prepare-stage=loader"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.application.prepare-stage: task type 'loader' is not a type of the job"));
 }
 
 TEST_F(BadInputTest, UnknownJobForStatusLogsKill) {

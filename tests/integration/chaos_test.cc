@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -28,18 +29,47 @@ std::string Cmdline(pid_t pid) {
   return s;
 }
 
+// The victim among this job's own processes only: those with both LOOM_JOB_ID=<the job's id>
+// (from the test's private $LOOM_HOME) and LOOM_TASK_ID=worker:N. A task id alone matches any
+// job's worker on the machine, a user's included.
 pid_t FindPid(MiniLoom& loom, const std::string& id, Victim victim, int task_index) {
   if (victim == Victim::kAm) return static_cast<pid_t>(std::stoi(ReadFile(loom.Dir(id).am_pid()).value_or("0")));
+  std::vector<pid_t> of_job = MiniLoom::JobProcesses(id);
   for (pid_t p : FindProcessesWithEnv("LOOM_TASK_ID=worker:" + std::to_string(task_index))) {
+    if (std::find(of_job.begin(), of_job.end(), p) == of_job.end()) continue;
     bool is_executor = Cmdline(p).find(" executor") != std::string::npos;
     if (is_executor == (victim == Victim::kExecutor)) return p;
   }
   return 0;
 }
 
+// A process that looks like another job's worker and executor (the same LOOM_TASK_ID, another
+// LOOM_JOB_ID): the chaos must never touch it.
+Subprocess StartBystander(int task_index, bool as_executor) {
+  SpawnOptions o;
+  o.argv = {"/usr/bin/python3", "-c", "import time; time.sleep(3600)"};
+  if (as_executor) o.argv.push_back("executor");  // its command line reads like an executor's
+  o.env = {{"LOOM_JOB_ID", "job_someone_elses"}, {"LOOM_TASK_ID", "worker:" + std::to_string(task_index)}};
+  auto child = Subprocess::Spawn(o);
+  EXPECT_TRUE(child.ok()) << child.status().ToString();
+  return std::move(child).value();
+}
+
+// Whether `pid` is alive and not stopped.
+bool Running(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat").value_or("");
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'T' && stat[paren + 2] != 'Z';
+}
+
 TEST(Chaos, RandomKillsAndStopsEndEveryJobCleanly) {
   const int kJobs = 30;
   std::mt19937 rng(20261121);  // fixed: a failure can be replayed
+  // Started first, so that a search by task id alone would find them before the job's own.
+  std::vector<Subprocess> bystanders;
+  for (int task = 0; task < 2; ++task) {
+    for (bool executor : {false, true}) bystanders.push_back(StartBystander(task, executor));
+  }
   for (int job = 0; job < kJobs; ++job) {
     Victim victim = static_cast<Victim>(rng() % 3);
     int sig = rng() % 2 ? SIGKILL : SIGSTOP;
@@ -75,6 +105,9 @@ TEST(Chaos, RandomKillsAndStopsEndEveryJobCleanly) {
     if (auto self = cluster::local::TaskCgroup::WritableSelfCgroup()) {
       EXPECT_TRUE(MiniLoom::Eventually([&] { return !PathExists(*self + "/loom/" + id); }, 3s))
           << "cgroups left under " << *self << "/loom/" << id;
+    }
+    for (const Subprocess& b : bystanders) {
+      ASSERT_TRUE(Running(b.pid())) << "the chaos hit pid " << b.pid() << ", another job's process";
     }
     if (sig == SIGSTOP) ::kill(pid, SIGCONT);  // harmless if it is gone
     std::printf("chaos job %2d: %-7s to %-8s after %4lld ms -> %s in %lld ms: %s\n", job, SignalName(sig).c_str(),

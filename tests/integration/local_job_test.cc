@@ -1,9 +1,17 @@
 // Whole jobs on the local backend: real AM, executors, user processes and PyTorch.
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <mutex>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +23,7 @@ namespace loom::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -79,29 +88,154 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
   // Each task runs python plus a child: AM + 3 executors + 6 user processes.
   ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 10; }, 10s))
       << MiniLoom::JobProcesses(id).size();
-  RunResult kill = loom.Run({"kill", id});
+  RunResult kill = loom.Run({"kill", id}, {{"USER", "kim"}});
   EXPECT_EQ(kill.exit_code, 0) << kill.err;
   EXPECT_THAT(kill.out, HasSubstr("KILLED"));
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(loom.View(id).state, "KILLED");
-  EXPECT_THAT(loom.View(id).diagnostics, HasSubstr("loom kill"));
+  // Who killed it, in every place the user reads the end.
+  EXPECT_EQ(loom.View(id).diagnostics, "killed by loom kill (user kim)");
+  EXPECT_THAT(r.out, HasSubstr("killed by loom kill (user kim)"));
+  EXPECT_THAT(loom.Run({"status", id}).out, HasSubstr("killed by loom kill (user kim)"));
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
       << MiniLoom::JobProcesses(id).size() << " processes left";  EXPECT_FALSE(PathExists(loom.Dir(id).secret()));  // no secret outlives its job
 }
 
-TEST(LocalJob, InterruptingSubmitKillsTheJob) {
+class SignalToSubmit : public ::testing::TestWithParam<int> {};
+
+TEST_P(SignalToSubmit, KillsTheJobAndSaysWhoSentIt) {
   MiniLoom loom;
   Subprocess submit = loom.Start(
       SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=2", "--conf", "loom.task.stop-grace-ms=500"}),
       "submit");
   std::string id = loom.WaitUntilRunning(2, 30s);
   ASSERT_FALSE(id.empty());
-  ::kill(submit.pid(), SIGINT);
+  ::kill(submit.pid(), GetParam());
+  RunResult r = loom.Collect(submit, "submit");
+  EXPECT_EQ(r.exit_code, 1);
+  history::JobView view = loom.View(id);
+  EXPECT_EQ(view.state, "KILLED");
+  // A kill(2) from this test: the signal, and its sender by pid and name.
+  std::string cause = "killed: " + SignalName(GetParam()) + " to loom submit (from pid " + std::to_string(::getpid());
+  EXPECT_THAT(view.diagnostics, HasSubstr(cause));
+  EXPECT_THAT(r.out, HasSubstr(cause));
+  EXPECT_THAT(view.diagnostics, Not(HasSubstr("loom kill")));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
+}
+
+INSTANTIATE_TEST_SUITE_P(LocalJob, SignalToSubmit, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const auto& info) { return SignalName(info.param); });
+
+// `loom ARGS...` on a pseudo-terminal of its own, as typed at a shell: Type("\x03") is a Ctrl-C.
+class OnTerminal {
+ public:
+  OnTerminal(const MiniLoom& loom, const std::vector<std::string>& args) {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    EXPECT_GE(master_, 0);
+    EXPECT_EQ(::grantpt(master_), 0);
+    EXPECT_EQ(::unlockpt(master_), 0);
+    std::string slave = ::ptsname(master_);
+    // Everything the child needs is made before fork(): it only calls async-signal-safe functions.
+    std::vector<std::string> argv = {MiniLoom::Binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> env;
+    for (const auto& [k, v] : loom.Env()) env.push_back(k + "=" + v);
+    env.push_back("TERM=xterm");
+    std::vector<char*> argv_p, env_p;
+    for (auto& a : argv) argv_p.push_back(a.data());
+    for (auto& e : env) env_p.push_back(e.data());
+    argv_p.push_back(nullptr);
+    env_p.push_back(nullptr);
+    std::string home = loom.home();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setsid();
+      int tty = ::open(slave.c_str(), O_RDWR);  // a session leader's first terminal: its controlling one
+      if (tty < 0 || ::chdir(home.c_str()) != 0) ::_exit(127);
+      ::dup2(tty, 0);
+      ::dup2(tty, 1);
+      ::dup2(tty, 2);
+      if (tty > 2) ::close(tty);
+      ::execve(argv_p[0], argv_p.data(), env_p.data());
+      ::_exit(127);
+    }
+    reader_ = std::thread([this] {
+      char buf[4096];
+      while (!done_) {
+        pollfd p{master_, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        ssize_t n = ::read(master_, buf, sizeof(buf));
+        if (n <= 0) break;  // EIO: the terminal's last user is gone
+        std::lock_guard<std::mutex> l(mu_);
+        screen_.append(buf, static_cast<size_t>(n));
+      }
+    });
+  }
+  ~OnTerminal() {
+    if (pid_ > 0 && !waited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    done_ = true;
+    if (reader_.joinable()) reader_.join();
+    if (master_ >= 0) ::close(master_);
+  }
+  void Type(const std::string& keys) { EXPECT_EQ(::write(master_, keys.data(), keys.size()), (ssize_t)keys.size()); }
+  // Waits for the command; returns its exit code (shell convention).
+  int Wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    waited_ = true;
+    std::this_thread::sleep_for(200ms);  // the last screen still in the terminal
+    return ExitInfo::FromWaitStatus(status).ShellCode();
+  }
+  std::string screen() {
+    std::lock_guard<std::mutex> l(mu_);
+    return screen_;
+  }
+
+ private:
+  int master_ = -1;
+  pid_t pid_ = -1;
+  bool waited_ = false;
+  std::atomic<bool> done_{false};
+  std::thread reader_;
+  std::mutex mu_;
+  std::string screen_;
+};
+
+TEST(LocalJob, CtrlCAtTheTerminalIsNamedAsSuch) {
+  MiniLoom loom;
+  OnTerminal tty(loom, SubmitArgs(kScripts, "sleep_forever.py",
+                                  {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}));
+  std::string id = loom.WaitUntilRunning(1, 30s);
+  ASSERT_FALSE(id.empty()) << tty.screen();
+  tty.Type("\x03");  // the terminal sends SIGINT to its foreground process group: loom submit
+  EXPECT_EQ(tty.Wait(), 1) << tty.screen();
+  EXPECT_EQ(loom.View(id).state, "KILLED");
+  EXPECT_EQ(loom.View(id).diagnostics, "killed: Ctrl-C (SIGINT) to loom submit");
+  EXPECT_THAT(tty.screen(), HasSubstr("killed: Ctrl-C (SIGINT) to loom submit"));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
+}
+
+TEST(LocalJob, SigtermToTheAmFromOutsideLoomIsNamedAsSuch) {
+  MiniLoom loom;
+  Subprocess submit = loom.Start(
+      SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
+      "submit");
+  std::string id = loom.WaitUntilRunning(1, 30s);
+  ASSERT_FALSE(id.empty());
+  int am_pid = std::stoi(ReadFile(loom.Dir(id).am_pid()).value_or("0"));
+  ASSERT_GT(am_pid, 1);
+  ::kill(am_pid, SIGTERM);  // not through Loom: no cause was recorded
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(loom.View(id).state, "KILLED");
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
+  EXPECT_EQ(loom.View(id).diagnostics, "killed: the AM received SIGTERM from outside Loom");
+  // The first cause wins: a later `loom kill` of the ended job changes nothing.
+  EXPECT_THAT(loom.Run({"kill", id}).out, HasSubstr("already ended"));
+  EXPECT_EQ(loom.View(id).diagnostics, "killed: the AM received SIGTERM from outside Loom");
 }
 
 TEST(LocalJob, TensorFlowContractForChiefWorkersPsAndEvaluator) {
@@ -161,7 +295,117 @@ TEST(LocalJob, UntrackedTasksAreStoppedWhenTrackedOnesFinish) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   history::JobView view = loom.View(id);
   for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "ps:0" ? "KILLED" : "SUCCEEDED") << t.id;
+  // The convention of a stopped task, the same on YARN (YarnDaily.UntrackedTaskStoppedAtTheEnd...).
+  history::TaskView* ps = view.FindTask("ps:0");
+  EXPECT_EQ(ps->exit_code, 143);
+  EXPECT_EQ(ps->diagnostics, "stopped by the AM: tracked tasks finished");
+  EXPECT_THAT(loom.Run({"status", id}).out, HasSubstr("ps:0: stopped by the AM: tracked tasks finished"));
   EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+}
+
+TEST(LocalJob, IgnoredDependencyTimeoutSaysWhatItStoppedAndWhy) {
+  MiniLoom loom;
+  RunResult r = loom.Run(SubmitArgs(
+      kScripts, "sleep_forever.py",
+      {"--conf", "loom.chief.instances=1", "--conf", "loom.worker.instances=1", "--conf", "loom.evaluator.instances=1",
+       "--conf", "loom.chief.command=/usr/bin/python3 fail_with.py --task none:0", "--conf",
+       "loom.worker.command=/usr/bin/python3 fail_with.py --task none:0", "--conf",
+       "loom.application.group.training=chief,worker", "--conf",
+       "tony.application.dependency.evaluator.timeout.after.training=1", "--conf",
+       "tony.application.dependency.evaluator.timeout.after.training.ignored=true", "--conf",
+       "loom.task.stop-grace-ms=500"}));
+  std::string id = loom.OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string why =
+      "stopped by the AM: still running 1 s after group 'training' (chief,worker) finished "
+      "(loom.application.dependency.evaluator.timeout.after.training.ignored=true)";
+  history::JobView view = loom.View(id);
+  EXPECT_EQ(view.state, "SUCCEEDED");
+  EXPECT_EQ(view.diagnostics, "chief:0 and worker:0 succeeded; evaluator:0 " + why);
+  EXPECT_EQ(view.FindTask("evaluator:0")->state, "KILLED");
+  EXPECT_EQ(view.FindTask("evaluator:0")->diagnostics, why);
+  EXPECT_EQ(view.FindTask("evaluator:0")->exit_code, 143);
+  EXPECT_THAT(r.out, HasSubstr("evaluator:0 " + why));
+  EXPECT_THAT(loom.Run({"status", id}).out, HasSubstr("evaluator:0: " + why));
+}
+
+TEST(LocalJob, StatusOfARunningJobShowsEachTasksRss) {
+  MiniLoom loom;
+  Subprocess submit = loom.Start(SubmitArgs(kScripts, "eat_memory.py",
+                                            {"--task_params", "--mib 96 --hold-seconds 120", "--conf",
+                                             "loom.worker.instances=2", "--conf", "loom.worker.memory=1g", "--conf",
+                                             "loom.task.stop-grace-ms=500"}),
+                                 "submit");
+  std::string id = loom.WaitUntilRunning(2, 30s);
+  ASSERT_FALSE(id.empty());
+  // Each task holds 96 MiB once it printed so; `loom status` of the running job shows it.
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        return loom.TaskOutput(id, {"worker", 0}).find("holding 96 MiB") != std::string::npos &&
+               loom.TaskOutput(id, {"worker", 1}).find("holding 96 MiB") != std::string::npos;
+      },
+      30s));
+  nlohmann::json status;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        status = json::parse(loom.Run({"status", "--json", id}).out);
+        for (const auto& t : status["tasks"]) {
+          if (t.value("rss_bytes", int64_t{0}) < (int64_t{96} << 20)) return false;
+        }
+        return true;
+      },
+      15s))
+      << status.dump(2);
+  EXPECT_EQ(status["state"], "RUNNING");
+  RunResult text = loom.Run({"status", id});
+  EXPECT_THAT(text.out, HasSubstr("RSS"));
+  std::regex row(R"(worker:0 +RUNNING +\S+ +(\d+)M)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text.out, m, row)) << text.out;
+  EXPECT_GE(std::stoi(m[1]), 96) << text.out;
+  // Not a line per heartbeat (2 tasks, one a second): a few while the tasks grow, then none.
+  int metrics = 0;
+  for (const auto& e : history::ReadEvents(loom.Dir(id).events())) metrics += e["event"] == "TASK_METRICS";
+  EXPECT_LE(metrics, 10);
+  ASSERT_EQ(loom.Run({"kill", id}).exit_code, 0);
+  loom.Collect(submit, "submit");
+  // Once ended, the peak.
+  for (const auto& t : loom.View(id).tasks) EXPECT_GE(t.peak_rss_bytes, int64_t{96} << 20) << t.id;
+}
+
+TEST(LocalJob, LogsFollowOfEveryTaskPrefixesEachLineWithItsTask) {
+  MiniLoom loom;
+  Subprocess submit = loom.Start(SubmitArgs(kScripts, "fail_with.py",
+                                            {"--task_params", "--task none:0 --lines 3 --others-sleep 3", "--conf",
+                                             "loom.worker.instances=2"}),
+                                 "submit");
+  std::string id = loom.WaitUntilRunning(2, 30s);
+  ASSERT_FALSE(id.empty());
+  RunResult follow = loom.Run({"logs", id, "-f"});  // returns when the job ends
+  EXPECT_EQ(follow.exit_code, 0) << follow.err;
+  EXPECT_THAT(follow.out, HasSubstr("[worker:0] worker:0 stdout line 1/3\n"));
+  EXPECT_THAT(follow.out, HasSubstr("[worker:1] worker:1 stdout line 3/3\n"));
+  EXPECT_THAT(follow.out, HasSubstr("[worker:1] worker:1 done\n"));
+  EXPECT_EQ(loom.Collect(submit, "submit").exit_code, 0);
+}
+
+TEST(LocalJob, HelpOffersOnlyTheBackendsThatExist) {
+  MiniLoom loom;
+  RunResult help = loom.Run({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("Backends (--cluster BACKEND):\n  local    this machine (default)\n  yarn     "));
+  EXPECT_THAT(help.out, Not(HasSubstr("slurm")));
+  EXPECT_THAT(help.out, Not(HasSubstr("Slurm")));
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"submit", "--help"}, {"am", "--help"}}) {
+    RunResult r = loom.Run(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("local, yarn")) << args[0];
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr("slurm"))) << args[0];
+  }
+  RunResult slurm = loom.Run({"submit", "--cluster", "slurm", "--executes", "x.py", "--conf", "loom.worker.instances=1"});
+  EXPECT_EQ(slurm.exit_code, 2);
+  EXPECT_THAT(slurm.err, HasSubstr("--cluster slurm: no such backend (this loom has local, yarn)"));
 }
 
 TEST(LocalJob, MemoryLimitIsEnforced) {

@@ -54,6 +54,8 @@ class MiniLoom {
   std::map<std::string, std::string> Env() const {
     auto env = CurrentEnvironment();
     env["LOOM_HOME"] = home_.string();
+    // A ledger of its own: a test's jobs never queue behind a user's (or another test's) jobs.
+    env["LOOM_LEDGER_DIR"] = (home_ / "ledger").string();
     return env;
   }
 

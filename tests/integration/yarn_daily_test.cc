@@ -58,6 +58,13 @@ TEST_P(StopSignal, KillsTheApplicationAndEveryContainer) {
   EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "KILLED");
+  // The real cause, as on the local backend; YARN's own words are kept beside it.
+  std::string cause = "killed: " + SignalName(GetParam()) + " to loom submit (from pid " + std::to_string(::getpid());
+  EXPECT_THAT(view.diagnostics, HasSubstr(cause));
+  EXPECT_THAT(r.out, HasSubstr(cause));
+  auto status = nlohmann::json::parse(ReadFile(cluster.loom().Dir(id).status()).value_or("{}"));
+  EXPECT_THAT(status.value("yarn_diagnostics", ""), HasSubstr("was killed by user root"));
+  EXPECT_THAT(cluster.Report(id).diagnostics(), HasSubstr(cause));  // what `yarn application -status` says
   ExpectEveryTaskRowFinal(view);
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::JobProcesses(id).size() << " processes left";
@@ -109,6 +116,7 @@ TEST(YarnDaily, LoomKillCleansStagingAndEndsEveryTaskRow) {
   EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "KILLED");
+  EXPECT_EQ(view.diagnostics, "killed by loom kill (user " + cluster.user() + ")");
   ExpectEveryTaskRowFinal(view);
   ExpectOnlyHistoryLeft(cluster);
   EXPECT_FALSE(PathExists(cluster.loom().Dir(id).secret()));  // no secret outlives its job
@@ -157,16 +165,46 @@ TEST(YarnDaily, AnotherClientFindsTheJobByApplicationOrJobId) {
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   RunResult r = cluster.loom().Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  // The submitting client learns the cause from YARN: the kill's diagnostics carried it.
+  const std::string cause = "killed by loom kill (user " + cluster.user() + ")";
+  EXPECT_EQ(cluster.loom().View(id).diagnostics, cause);
+  EXPECT_THAT(r.out, HasSubstr(cause));
   // A third client, after the end: the record in HDFS.
   MiniLoom later;
   RunResult status = later.Run({"status", id}, cluster.Env());
   EXPECT_EQ(status.exit_code, 1) << status.out << status.err;  // KILLED
   EXPECT_THAT(status.out, HasSubstr("KILLED"));
+  EXPECT_THAT(status.out, HasSubstr(cause));
   EXPECT_THAT(status.out, HasSubstr("worker:0"));
   RunResult unknown = later.Run({"status", "application_1_9999"}, cluster.Env());
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_THAT(unknown.err, HasSubstr("application_1_9999"));
   ExpectOnlyHistoryLeft(cluster);
+}
+
+// An untracked task the AM stops once the tracked ones are done ends as on the local backend
+// (LocalJob.UntrackedTasksAreStoppedWhenTrackedOnesFinish): KILLED, exit 143 and why, whatever
+// exit status the NodeManager or the RM gave its container.
+TEST(YarnDaily, UntrackedTaskStoppedAtTheEndEndsLikeOnTheLocalBackend) {
+  YarnDoubleCluster cluster;
+  RunResult r = cluster.Submit({"--src_dir", MiniLoom::Source(kScripts), "--executes", "fail_with.py",
+                                "--python_binary_path", "/usr/bin/python3", "--task_params",
+                                "--task none:0 --others-sleep 2", "--conf", "loom.worker.instances=1", "--conf",
+                                "loom.worker.memory=512m", "--conf", "loom.ps.instances=1", "--conf",
+                                "loom.ps.memory=512m", "--conf",
+                                "loom.ps.command=/usr/bin/python3 sleep_forever.py --spawn-child", "--conf",
+                                "loom.task.stop-grace-ms=1000"});
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.FindTask("worker:0")->state, "SUCCEEDED");
+  history::TaskView* ps = view.FindTask("ps:0");
+  EXPECT_EQ(ps->state, "KILLED");
+  EXPECT_EQ(ps->exit_code, 143) << ps->diagnostics;
+  EXPECT_EQ(ps->diagnostics, "stopped by the AM: tracked tasks finished");
+  RunResult status = cluster.loom().Run({"status", id}, cluster.Env());
+  EXPECT_THAT(status.out, HasSubstr("ps:0: stopped by the AM: tracked tasks finished"));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 // A job whose workers print numbered lines to stdout and stderr, then end: worker:1 fails.

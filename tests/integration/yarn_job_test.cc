@@ -4,8 +4,15 @@
 // here; or a real cluster, see yarn_double_cluster.h). Containers are real processes; the
 // training is real PyTorch.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
@@ -137,6 +144,208 @@ TEST(YarnJob, MissingHadoopConfDirIsAUsageError) {
                          {{"HADOOP_CONF_DIR", ""}});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("HADOOP_CONF_DIR"));
+}
+
+// A job that succeeds at once: fail_with.py fails only the task it names, and worker:9 is none.
+std::vector<std::string> QuickJob(std::vector<std::string> extra) {
+  std::vector<std::string> args = JobArgs(kScripts, "fail_with.py",
+                                          {"--task_params", "--task worker:9", "--conf", "tony.worker.instances=2",
+                                           "--conf", "tony.am.memory=512m", "--conf", "tony.worker.memory=512m"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// loom.docker.*: every task container's launch context asks YARN's Docker runtime for its
+// type's image (per-type image over the containers' one), with the mounts, on the host network;
+// the AM's does not (it runs only loom). The double, like a NodeManager with the
+// DefaultContainerExecutor, runs them as plain processes, so the job runs here.
+// loom.application.type is the application's type.
+TEST(YarnJob, TaskContainersAreAskedToRunInTheirTypesDockerImage) {
+  LOOM_REQUIRE_YARN_DOUBLE("the launch contexts the NodeManager received");
+  YarnDoubleCluster cluster;
+  RunResult r = cluster.Submit(QuickJob(
+      {"--conf", "tony.ps.instances=1", "--conf", "tony.ps.memory=256m", "--conf", "tony.docker.enabled=true",
+       "--conf", "tony.docker.containers.image=registry.example.com:5000/ml/train:1.2", "--conf",
+       "loom.docker.ps.image=repo/ps:2", "--conf", "tony.docker.containers.mount=/etc/hosts:/etc/hosts:ro,/tmp:/scratch",
+       "--conf", "tony.application.type=TRAINING"}));
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  EXPECT_EQ(cluster.Report(id).applicationtype(), "TRAINING");
+  std::string app = cluster.ApplicationId(id);
+  std::map<std::string, std::string> task_of;  // container id -> task
+  for (const auto& t : cluster.loom().View(id).tasks) task_of[t.container] = t.id;
+  int tasks = 0, ams = 0;
+  for (const auto& c : cluster.yarn().Containers()) {
+    if (c.app_id != app) continue;
+    auto env = [&](const char* k) { return c.launch_env.count(k) ? c.launch_env.at(k) : std::string("(unset)"); };
+    if (c.is_am) {
+      ++ams;
+      EXPECT_EQ(env("YARN_CONTAINER_RUNTIME_TYPE"), "(unset)") << "the AM runs only loom, outside Docker";
+      EXPECT_EQ(env("YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"), "(unset)");
+      continue;
+    }
+    ++tasks;
+    std::string task = task_of[c.id];
+    SCOPED_TRACE(c.id + " (" + task + ")");
+    EXPECT_EQ(env("LOOM_TASK_ID"), task);
+    EXPECT_EQ(env("YARN_CONTAINER_RUNTIME_TYPE"), "docker");
+    EXPECT_EQ(env("YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"),
+              task == "ps:0" ? "repo/ps:2" : "registry.example.com:5000/ml/train:1.2");
+    EXPECT_EQ(env("YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"), "/etc/hosts:/etc/hosts:ro,/tmp:/scratch");
+    EXPECT_EQ(env("YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"), "host");
+    EXPECT_EQ(env("PATH"), "(unset)") << "the image's own PATH must stand";
+  }
+  EXPECT_EQ(ams, 1);
+  EXPECT_EQ(tasks, 3);
+  // Without loom.docker.enabled no container is asked to run in Docker.
+  YarnDoubleCluster plain;
+  ASSERT_EQ(plain.Submit(QuickJob({})).exit_code, 0);
+  for (const auto& c : plain.yarn().Containers()) {
+    EXPECT_EQ(c.launch_env.count("YARN_CONTAINER_RUNTIME_TYPE"), 0u);
+    if (!c.is_am) EXPECT_EQ(c.launch_env.count("PATH"), 1u) << "plain containers get the AM's PATH";
+  }
+  EXPECT_EQ(plain.Report(plain.loom().OnlyJobId()).applicationtype(), "LOOM");
+}
+
+// What YARN would refuse or change later is refused at submit, naming the key as written, and
+// nothing is staged or submitted.
+TEST(YarnJob, DockerAndApplicationTypeMistakesAreRefusedBeforeAnythingIsStaged) {
+  YarnDoubleCluster cluster;
+  struct Case {
+    std::vector<std::string> conf;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{"tony.docker.enabled=true", "tony.docker.containers.image=repo/train:1", "tony.docker.containers.mount=/data"},
+       "tony.docker.containers.mount: '/data' in '/data' is not source:destination[:mode]"},
+      {{"tony.docker.enabled=true", "tony.docker.containers.image=Repo/Train"},
+       "Docker image 'Repo/Train' of task type 'worker'"},
+      {{"tony.application.type=A-TYPE-LONGER-THAN-TWENTY"},
+       "tony.application.type='A-TYPE-LONGER-THAN-TWENTY': YARN keeps an application type of 1 to 20 characters"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> extra;
+    for (const std::string& kv : c.conf) extra.insert(extra.end(), {"--conf", kv});
+    RunResult r = cluster.Submit(QuickJob(extra));
+    SCOPED_TRACE(c.conf.back());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+  }
+  EXPECT_TRUE(cluster.loom().JobIds().empty());
+  EXPECT_TRUE(cluster.StagingFiles().empty());
+  if (!cluster.real()) EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
+}
+
+// loom.application.yarn-conf-path / hdfs-conf-path: the files they name are read over
+// HADOOP_CONF_DIR's. Here the directory's own files name a ResourceManager and a NameNode that
+// do not exist: the job reaches the cluster only through the named files, and so does a later
+// `loom status`.
+TEST(YarnJob, SiteFilesNamedByTheJobWinOverHadoopConfDir) {
+  LOOM_REQUIRE_YARN_DOUBLE("a HADOOP_CONF_DIR beside the double's");
+  YarnDoubleCluster cluster;
+  std::string good = cluster.root() + "/conf", bad = cluster.root() + "/stale-conf";
+  ASSERT_OK(MakeDirs(bad));
+  ASSERT_OK(WriteFileAtomic(bad + "/core-site.xml", ReadFile(good + "/core-site.xml").value_or("")));
+  auto site = [](const std::string& props) { return "<?xml version=\"1.0\"?>\n<configuration>\n" + props + "</configuration>\n"; };
+  auto prop = [](const std::string& k, const std::string& v) {
+    return "<property><name>" + k + "</name><value>" + v + "</value></property>\n";
+  };
+  ASSERT_OK(WriteFileAtomic(bad + "/hdfs-site.xml", site(prop("dfs.namenode.http-address", "127.0.0.1:1"))));
+  ASSERT_OK(WriteFileAtomic(bad + "/yarn-site.xml",
+                            site(prop("yarn.resourcemanager.address", "127.0.0.1:1") +
+                                 prop("yarn.resourcemanager.scheduler.address", "127.0.0.1:1") +
+                                 prop("yarn.resourcemanager.connect.retry-interval.ms", "100"))));
+  std::map<std::string, std::string> env = {{"HADOOP_CONF_DIR", bad}, {"USER", "root"}};
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  for (const std::string& a :
+       QuickJob({"--conf", "loom.application.yarn-conf-path=" + good + "/yarn-site.xml", "--conf",
+                 "tony.application.hdfs-conf-path=" + good + "/hdfs-site.xml"})) {
+    args.push_back(a);
+  }
+  RunResult r = cluster.loom().Run(args, env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  std::string id = cluster.loom().OnlyJobId();
+  EXPECT_EQ(cluster.Report(id).final_application_status(), ypb::APP_SUCCEEDED);
+  RunResult status = cluster.loom().Run({"status", id}, env);
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED"));
+  // A named file that is not there is the user's to fix.
+  args.insert(args.end(), {"--conf", "tony.application.yarn-conf-path=" + bad + "/nosuch-site.xml"});
+  RunResult missing = cluster.loom().Run(args, env);
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("tony.application.yarn-conf-path=" + bad + "/nosuch-site.xml: " + bad +
+                                     "/nosuch-site.xml is not a file"));
+  EXPECT_EQ(cluster.loom().JobIds().size(), 1u);
+}
+
+// A ResourceManager that accepts connections and drops them, counting them.
+class DroppingServer {
+ public:
+  DroppingServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+    thread_ = std::thread([this] {
+      int c;
+      while ((c = ::accept(fd_, nullptr, nullptr)) >= 0) {
+        ++accepted_;
+        ::close(c);
+      }
+    });
+  }
+  ~DroppingServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// loom.application.num-client-rm-connect-retries: a ResourceManager that does not answer is
+// tried that many more times, yarn.resourcemanager.connect.retry-interval.ms apart, then the
+// submit gives up (exit 1: the cluster could not be asked) saying how often it tried.
+TEST(YarnJob, UnansweringResourceManagerIsTriedAgainAsConfigured) {
+  DroppingServer rm;
+  MiniLoom loom;
+  std::string conf = loom.home() + "/conf";
+  ASSERT_OK(MakeDirs(conf));
+  ASSERT_OK(WriteFileAtomic(conf + "/core-site.xml",
+                            "<configuration><property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:1</value>"
+                            "</property></configuration>\n"));
+  ASSERT_OK(WriteFileAtomic(
+      conf + "/yarn-site.xml",
+      "<configuration><property><name>yarn.resourcemanager.address</name><value>127.0.0.1:" +
+          std::to_string(rm.port()) +
+          "</value></property><property><name>yarn.resourcemanager.connect.retry-interval.ms</name><value>300</value>"
+          "</property></configuration>\n"));
+  auto started = std::chrono::steady_clock::now();
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  for (const std::string& a : QuickJob({"--conf", "tony.application.num-client-rm-connect-retries=2"})) args.push_back(a);
+  RunResult r = loom.Run(args, {{"HADOOP_CONF_DIR", conf}, {"USER", "root"}});
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(rm.accepted(), 3) << r.err;  // the first try and two more
+  EXPECT_GE(took, 600ms);
+  EXPECT_THAT(r.err, HasSubstr("trying again in 300 ms (1 of 2, tony.application.num-client-rm-connect-retries)"));
+  EXPECT_THAT(r.err, HasSubstr("3 tries, 300 ms apart (tony.application.num-client-rm-connect-retries=2"));
+  EXPECT_TRUE(loom.JobIds().empty());
+  // 0: one try only.
+  args.back() = "tony.application.num-client-rm-connect-retries=0";
+  RunResult once = loom.Run(args, {{"HADOOP_CONF_DIR", conf}, {"USER", "root"}});
+  EXPECT_EQ(once.exit_code, 1);
+  EXPECT_EQ(rm.accepted(), 4) << once.err;
 }
 
 }  // namespace

@@ -346,6 +346,7 @@ void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::
     p.nm_http_port = node.http_port;
     p.node_host = node.host;
     c.started_ms = NowMs();
+    for (const auto& e : clc.environment()) c.launch_env[e.key()] = e.value();
   }
   auto fail = [&](int exit_status, const std::string& diag) {
     std::lock_guard<std::mutex> lock(mu_);

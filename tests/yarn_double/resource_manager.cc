@@ -912,7 +912,9 @@ struct ClientCalls {
     app->user = user;
     app->queue = queue->name;
     app->name = asc.application_name();
-    app->type = asc.applicationtype();
+    // ClientRMService.submitApplication: no type is "YARN", a longer one is cut to
+    // YarnConfiguration.APPLICATION_TYPE_LENGTH (20) characters.
+    app->type = !asc.has_applicationtype() ? "YARN" : asc.applicationtype().substr(0, 20);
     for (const std::string& t : asc.applicationtags()) app->tags.push_back(ToLower(Trim(t)));  // the RM lowercases tags
     app->priority = asc.priority().priority();
     app->start_ms = NowMs();

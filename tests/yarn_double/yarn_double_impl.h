@@ -59,6 +59,11 @@ struct Container {
   std::string stop_diagnostics;  // why it is being killed, first line of its diagnostics
   int64_t sigkill_at_ms = 0;     // SIGKILL the group then if it is still alive
   std::string work_dir, log_dir;
+  // The launch context's environment as the NodeManager received it (before expansion): what
+  // a test checks to see the container was asked to run in a Docker image. The double runs
+  // every container as a plain process, as a NodeManager with the DefaultContainerExecutor
+  // does (it ignores YARN_CONTAINER_RUNTIME_TYPE).
+  std::map<std::string, std::string> launch_env;
 
   // RM side.
   bool rm_done = false;  // the RM considers it finished (its status is queued for the AM, or it is the AM)

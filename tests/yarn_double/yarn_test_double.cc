@@ -434,6 +434,7 @@ std::vector<YarnTestDouble::ContainerInfo> YarnTestDouble::Containers() const {
     i.log_dir = c->log_dir;
     i.node = c->node;
     i.node_id = impl_->NodeOf(*c).Address();
+    i.launch_env = c->launch_env;
     out.push_back(std::move(i));
   }
   return out;

@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +117,10 @@ class YarnTestDouble {
     std::string log_dir;   // <work>/logs/<app>/<container>
     int node = 0;          // the NodeManager it was allocated on
     std::string node_id;   // that node's "host:port"
+    // Its launch context's environment as the NodeManager received it (unexpanded), e.g.
+    // YARN_CONTAINER_RUNTIME_TYPE=docker. The double runs every container as a plain process,
+    // as a NodeManager with the DefaultContainerExecutor does. Empty until it is started.
+    std::map<std::string, std::string> launch_env;
   };
 
   // One RPC the double answered.

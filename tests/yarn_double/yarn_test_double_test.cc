@@ -837,6 +837,16 @@ TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
   EXPECT_FALSE(env["JVM_PID"].empty());
   EXPECT_EQ(env["MY_VAR"], "x/home//y");  // {{HOME}} -> $HOME, expanded by the launch script
   EXPECT_EQ(env["CP"], "a:b");
+  // What the NodeManager received, unexpanded: the CLC's variables and the two the RM adds.
+  bool seen = false;
+  for (auto c : double_->Containers()) {
+    if (c.id != am) continue;
+    seen = true;
+    EXPECT_EQ(c.launch_env["MY_VAR"], "x{{HOME}}/y");
+    EXPECT_EQ(c.launch_env["APPLICATION_WEB_PROXY_BASE"], "/proxy/" + app);
+    EXPECT_EQ(c.launch_env.count("NM_HOST"), 0u);  // the NM's own, not the launch context's
+  }
+  EXPECT_TRUE(seen);
   EXPECT_EQ(MustRead(out + "/res.txt"), "hi from hdfs\n");  // a FILE resource, executable once localized
   EXPECT_EQ(MustRead(out + "/inner.txt"), "inside\n");
   EXPECT_TRUE(PathExists(log_dir + "/launch_container.sh"));
@@ -1104,6 +1114,37 @@ TEST_F(YarnDoubleTest, AnAmThatExitsWithoutUnregisteringFailsTheApplication) {
                 .cluster_metrics()
                 .num_active_nms(),
             1);
+}
+
+// ClientRMService.submitApplication: an application without a type is "YARN", a type longer
+// than YarnConfiguration.APPLICATION_TYPE_LENGTH (20) is cut to it.
+TEST_F(YarnDoubleTest, ApplicationTypesAreKeptAsTheRmKeepsThem) {
+  StartDouble(RecordedOptions());
+  TestIpc rm(double_->rm_port());
+  rm.Simple("root", kClientProtocol);
+  EXPECT_EQ(Report(rm, Submit(rm, "exit 0")).applicationtype(), "YARN");
+  for (auto [sent, kept] : {std::pair<std::string, std::string>{"TRAINING", "TRAINING"},
+                            {"A-TYPE-OF-EXACTLY-20", "A-TYPE-OF-EXACTLY-20"},
+                            {"A-TYPE-LONGER-THAN-TWENTY", "A-TYPE-LONGER-THAN-T"}}) {
+    yp::ContainerLaunchContextProto clc;
+    auto na = rm.CallOk<yp::GetNewApplicationResponseProto>("getNewApplication", kClientProtocol,
+                                                             yp::GetNewApplicationRequestProto());
+    yp::SubmitApplicationRequestProto sub;
+    auto* asc = sub.mutable_application_submission_context();
+    *asc->mutable_application_id() = na.application_id();
+    asc->set_queue("default");
+    asc->set_applicationtype(sent);
+    asc->mutable_resource()->set_memory(512);
+    asc->mutable_resource()->set_virtual_cores(1);
+    asc->mutable_am_container_spec()->add_command("exit 0");
+    rm.CallOk<yp::SubmitApplicationResponseProto>("submitApplication", kClientProtocol, sub);
+    yp::GetApplicationReportRequestProto req;
+    *req.mutable_application_id() = na.application_id();
+    EXPECT_EQ(rm.CallOk<yp::GetApplicationReportResponseProto>("getApplicationReport", kClientProtocol, req)
+                  .application_report()
+                  .applicationtype(),
+              kept);
+  }
 }
 
 TEST_F(YarnDoubleTest, MalformedInputGetsAnErrorAndTheDoubleKeepsServing) {

@@ -60,7 +60,8 @@ Result<HostInventory> HostInventory::Detect(const config::Config& conf) {
       for (const auto& p : parts) {
         auto idx = ParseInt(p);
         if (!idx.ok() || *idx < 0) {
-          return Status::InvalidArgument("loom.local.gpus='" + *v + "': expected a count or a list of GPU indices");
+          return Status::InvalidArgument(config::Spelled(conf, "loom.local.gpus") + "='" + *v +
+                                         "': expected a count or a list of GPU indices");
         }
         inv.gpus.push_back(static_cast<int>(*idx));
       }
@@ -75,14 +76,14 @@ Status HostInventory::CheckFits(const JobSpec& spec) const {
   std::vector<std::string> problems;
   for (const auto& t : spec.types) {
     if (t.resources.vcores > vcores) {
-      problems.push_back("loom." + t.name + ".vcores=" + std::to_string(t.resources.vcores) + " but this host has " +
+      problems.push_back(spec.KeyName("loom." + t.name + ".vcores") + "=" + std::to_string(t.resources.vcores) + " but this host has " +
                          std::to_string(vcores) + " vcores");
     }
   }
   Resources total = spec.TotalResources();
   if (total.gpus > static_cast<int>(gpus.size())) {
     problems.push_back("the job needs " + std::to_string(total.gpus) + " GPUs in total but this host has " +
-                       std::to_string(gpus.size()) + " (set loom.local.gpus to override detection)");
+                       std::to_string(gpus.size()) + " (set " + spec.KeyName("loom.local.gpus") + " to override detection)");
   }
   if (total.memory_mib > memory_mib) {
     problems.push_back("the job needs " + FormatMib(total.memory_mib) + " of memory in total but this host has " +

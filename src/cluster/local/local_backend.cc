@@ -49,7 +49,9 @@ std::optional<pid_t> LocalBackend::LiveAmPid(const history::JobDir& dir) {
   return std::nullopt;
 }
 
-Status LocalBackend::Kill(const history::JobDir& dir, std::chrono::milliseconds grace) {
+Status LocalBackend::Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) {
+  // Before the signal: the AM reads it on SIGTERM. A job already ended keeps its own end.
+  if (!cause.empty() && !PathExists(dir.status())) (void)history::RecordKillCause(dir, cause);
   std::optional<pid_t> pid = LiveAmPid(dir);
   if (pid) {
     ::kill(*pid, SIGTERM);
@@ -68,7 +70,8 @@ Status LocalBackend::Kill(const history::JobDir& dir, std::chrono::milliseconds 
   RemoveLeftovers(dir);
   ::unlink(dir.secret().c_str());  // nothing of the job is left to read it
   // The AM writes KILLED; if it was already dead, the record is ours to finish.
-  return history::EndJob(dir, "KILLED", "killed by loom kill (the AM was not running)");
+  std::string first = history::KillCause(dir);
+  return history::EndJob(dir, "KILLED", (first.empty() ? cause : first) + "; the AM was not running");
 }
 
 void LocalBackend::RemoveLeftovers(const history::JobDir& dir) {

@@ -25,7 +25,8 @@ class LocalBackend : public Backend {
   // An AM that is gone without a final status ends the job FAILED, and takes its leftovers.
   Status Sync(const history::JobDir& dir) override;
   int AmExitFd(const history::JobDir& dir) override;
-  Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace) override;
+  // The AM reads the recorded cause when SIGTERM arrives (cli/role_commands.cc).
+  Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) override;
   Result<std::string> ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) override;
 
   // The AM's pid for `dir`, if it is alive and really that job's AM (not a recycled pid).

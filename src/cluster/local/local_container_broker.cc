@@ -17,11 +17,12 @@ namespace loom::cluster::local {
 
 using Clock = std::chrono::steady_clock;
 
-LocalContainerBroker::LocalContainerBroker(HostInventory inventory, history::JobDir job_dir)
-    : inventory_(std::move(inventory)),
+LocalContainerBroker::LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus)
+    : inventory_(std::move(pool)),
       job_dir_(std::move(job_dir)),
       job_id_(job_dir_.job_id()),
       use_cgroups_(TaskCgroup::WritableSelfCgroup().has_value()),
+      pin_gpus_(host_has_gpus || !inventory_.gpus.empty()),
       free_memory_mib_(inventory_.memory_mib),
       free_gpus_(inventory_.gpus) {}
 
@@ -40,7 +41,12 @@ LocalContainerBroker::~LocalContainerBroker() {
 }
 
 std::string LocalContainerBroker::Describe() const {
-  return "local backend (" + inventory_.ToString() + (use_cgroups_ ? ", cgroup v2 per task" : ", process groups") + ")";
+  std::vector<std::string> gpus;
+  for (int g : inventory_.gpus) gpus.push_back(std::to_string(g));
+  // The pool is the job's reserved share of the host; vcores are a share of all of them.
+  return "local backend (reserved " + FormatMib(inventory_.memory_mib) + " memory" +
+         (gpus.empty() ? "" : ", GPUs " + Join(gpus, ",")) + "; " + std::to_string(inventory_.vcores) +
+         " vcores shared" + (use_cgroups_ ? "; cgroup v2 per task" : "; process groups") + ")";
 }
 
 Status LocalContainerBroker::Start(ContainerEvents* events) {
@@ -96,7 +102,7 @@ std::vector<Container> LocalContainerBroker::AllocateLocked() {
       slot.gpus.push_back(free_gpus_.front());
       free_gpus_.erase(free_gpus_.begin());
     }
-    if (!inventory_.gpus.empty()) {
+    if (pin_gpus_) {
       std::vector<std::string> ids;
       for (int g : slot.gpus) ids.push_back(std::to_string(g));
       // Set even when empty: a task that asked for no GPU must not see any.

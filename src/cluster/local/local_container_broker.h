@@ -2,7 +2,8 @@
 // LocalContainerBroker: containers on this machine. A "container" is a per-task working
 // directory (src dir copied in, venv unpacked, as a YARN NodeManager localizes them), a cgroup
 // where available, and the executor started as a child in its own session. Memory and GPUs are
-// reserved from the HostInventory; GPUs are pinned with CUDA_VISIBLE_DEVICES.
+// reserved from the pool it is given (the job's share of the host, granted by the
+// ResourceLedger); GPUs are pinned with CUDA_VISIBLE_DEVICES.
 //
 // Thread-safe. A reaper thread notices each executor's exit the moment it happens (pidfd +
 // epoll, no polling), cleans up everything the task left behind and reports the completion.
@@ -27,7 +28,9 @@ namespace loom::cluster::local {
 
 class LocalContainerBroker : public ContainerBroker {
  public:
-  LocalContainerBroker(HostInventory inventory, history::JobDir job_dir);
+  // `pool`: what this job may hand out. `host_has_gpus`: the host has GPUs even if the pool
+  // has none, so a task without a GPU must still be kept from them.
+  LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus = false);
   ~LocalContainerBroker() override;
 
   Status Start(ContainerEvents* events) override;
@@ -64,6 +67,7 @@ class LocalContainerBroker : public ContainerBroker {
   const history::JobDir job_dir_;
   const std::string job_id_;
   const bool use_cgroups_;
+  const bool pin_gpus_;  // set CUDA_VISIBLE_DEVICES, empty for a task without GPUs
   ContainerEvents* events_ = nullptr;
 
   std::mutex mu_;

@@ -4,6 +4,7 @@
 
 #include <openssl/sha.h>
 
+#include "cluster/yarn/docker_runtime.h"
 #include "cluster/yarn/wire/crypto_library.h"
 #include "core/files.h"
 
@@ -29,6 +30,10 @@ json StagingManifest::ToJson() const {
                             {"used_vcores", n.used_vcores}, {"used_gpus", n.used_gpus}});
     }
     out["nodes"] = nodes_json;
+  }
+  if (!docker_images.empty()) {
+    out["docker_images"] = docker_images;
+    out["docker_mounts"] = docker_mounts;
   }
   return out;
 }
@@ -60,10 +65,18 @@ Result<StagingManifest> StagingManifest::FromJson(const std::string& text) {
                          n.at("vcores").get<int>(), n.value("used_vcores", 0), n.value("gpus", int64_t{0}),
                          n.value("used_gpus", int64_t{0})});
     }
+    m.docker_images = j.value("docker_images", std::map<std::string, std::string>{});
+    m.docker_mounts = j.value("docker_mounts", "");
     return m;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("malformed staging manifest: ") + e.what());
   }
+}
+
+std::map<std::string, std::string> StagingManifest::DockerEnvFor(const std::string& type) const {
+  auto it = docker_images.find(type);
+  if (it == docker_images.end() || it->second.empty()) return {};
+  return DockerLaunchEnv(it->second, docker_mounts);
 }
 
 hadoop::yarn::LocalResourceProto StagingManifest::ToLocalResource(const StagedFile& f) const {

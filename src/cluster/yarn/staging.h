@@ -77,6 +77,13 @@ struct StagingManifest {
   // asks). The AM cannot ask for them itself on a secure cluster (it holds only its AMRMToken);
   // allocate's updated_nodes keeps its picture current. Empty: the AM asks for "*" only.
   std::vector<ManifestNode> nodes;
+  // YARN's Docker runtime (loom.docker.*): the image of each task type whose containers run in
+  // one, and the user's mount list for all of them. Empty: plain containers.
+  std::map<std::string, std::string> docker_images;  // by task type
+  std::string docker_mounts;
+  // The launch environment that runs a container of `type` in its image (docker_runtime.h);
+  // empty when that type has none.
+  std::map<std::string, std::string> DockerEnvFor(const std::string& type) const;
 
   nlohmann::json ToJson() const;
   static Result<StagingManifest> FromJson(const std::string& text);

@@ -52,5 +52,26 @@ TEST(StagingManifest, MissingVisibilityIsApplicationAndGarbageIsRefused) {
   EXPECT_STATUS(StagingManifest::FromJson(j.dump()), kInvalidArgument, ::testing::HasSubstr("EVERYONE"));
 }
 
+// The client decides each type's image; the AM, reading the manifest, asks for it on exactly
+// that type's containers.
+TEST(StagingManifest, DockerImagesSurviveTheManifestPerType) {
+  StagingManifest m = Sample();
+  m.docker_images = {{"worker", "repo/train:1"}, {"ps", "repo/ps:2"}};
+  m.docker_mounts = "/data:/data:ro";
+  Result<StagingManifest> back = StagingManifest::FromJson(m.ToJson().dump());
+  ASSERT_OK(back);
+  EXPECT_EQ(back->DockerEnvFor("worker"),
+            (std::map<std::string, std::string>{{"YARN_CONTAINER_RUNTIME_TYPE", "docker"},
+                                                {"YARN_CONTAINER_RUNTIME_DOCKER_IMAGE", "repo/train:1"},
+                                                {"YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS", "/data:/data:ro"},
+                                                {"YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK", "host"}}));
+  EXPECT_EQ(back->DockerEnvFor("ps").at("YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"), "repo/ps:2");
+  EXPECT_TRUE(back->DockerEnvFor("evaluator").empty());
+  // A manifest without Docker (every job before it, and every job that does not ask).
+  Result<StagingManifest> plain = StagingManifest::FromJson(Sample().ToJson().dump());
+  ASSERT_OK(plain);
+  EXPECT_TRUE(plain->DockerEnvFor("worker").empty());
+}
+
 }  // namespace
 }  // namespace loom::cluster::yarn

@@ -75,7 +75,7 @@ void YarnAmSide::Finish(const history::JobDir& dir, const std::string& state, co
   // outcome (`yarn application -status` shows it); after that the NodeManager may end this
   // container at any moment.
   history_copy_.reset();
-  (void)UploadHistory(manifest_.webhdfs, manifest_.user, manifest_.dir, dir);
+  (void)UploadHistory(manifest_.webhdfs, manifest_.user, manifest_.dir, dir, /*replace_status=*/false);
   (void)CleanStaging(manifest_.webhdfs, manifest_.user, manifest_.dir);
   if (!broker_) return;
   if (Status s = broker_->Finish(state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());

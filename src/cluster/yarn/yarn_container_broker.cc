@@ -404,6 +404,15 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
   }
   if (opts_.manifest.files.count(kSrcResource)) wiring.link_into_workdir = kSrcResource;
   wiring.AddTo(env);
+  // loom.docker.*: the NodeManager runs this container in its type's image (docker_runtime.h).
+  // The image's own PATH and locale stand there (the launch script keeps what the container
+  // has): the AM's node's would hide the image's interpreters, or name a locale it lacks.
+  if (auto docker = opts_.manifest.DockerEnvFor(container.task.type); !docker.empty()) {
+    std::erase_if(env, [](const auto& kv) {
+      return kv.first == "PATH" || kv.first == "LANG" || StartsWith(kv.first, "LC_");
+    });
+    for (const auto& [k, v] : docker) env[k] = v;
+  }
   for (const auto& [k, v] : env) {
     auto* e = clc.add_environment();
     e->set_key(k);

@@ -1,6 +1,7 @@
 #include "cluster/yarn/yarn_job_submitter.h"
 
 #include <fcntl.h>
+#include <cstdio>
 #include <filesystem>
 #include <sys/file.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/capacity_check.h"
+#include "cluster/yarn/docker_runtime.h"
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/logs/yarn_log_reader.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
@@ -64,6 +66,20 @@ class DirLock {
  private:
   int fd_ = -1;
 };
+
+// A job's loom.application.hdfs-conf-path / yarn-conf-path; a relative path is taken from
+// `base_dir`, where the job was submitted.
+ExtraSiteFiles JobSiteFiles(const config::Config& conf, const std::string& base_dir) {
+  auto path = [&](const char* key) {
+    std::string p = config::GetString(conf, key);
+    if (p.empty() || p[0] == '/') return p;
+    return base_dir + "/" + p;
+  };
+  return {path("loom.application.hdfs-conf-path"), path("loom.application.yarn-conf-path")};
+}
+
+// YarnConfiguration.APPLICATION_TYPE_LENGTH: the RM cuts a longer type to this many characters.
+constexpr size_t kMaxApplicationType = 20;
 
 // One write(2) on O_APPEND: whole lines, never interleaved with the client's own events.
 Status AppendBytes(const std::string& path, const std::string& bytes) {
@@ -139,12 +155,14 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
 }
 
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                     const history::JobDir& dir) {
+                     const history::JobDir& dir, bool replace_status) {
   WebHdfs fs(webhdfs, user);
   LOOM_RETURN_IF_ERROR(fs.Mkdirs(staging_dir + "/history", "700"));
   for (const std::string& f : {dir.job_json(), dir.events(), dir.status()}) {
     if (!PathExists(f)) continue;
-    LOOM_RETURN_IF_ERROR(fs.Upload(f, staging_dir + "/history/" + f.substr(f.rfind('/') + 1), "600").status());
+    std::string to = staging_dir + "/history/" + f.substr(f.rfind('/') + 1);
+    if (f == dir.status() && !replace_status && fs.GetFileStatus(to).ok()) continue;
+    LOOM_RETURN_IF_ERROR(fs.Upload(f, to, "600").status());
   }
   return Status::Ok();
 }
@@ -163,6 +181,18 @@ Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir&
   if (auto conf = HadoopConf::FromEnvironment(b->user_); conf.ok()) {
     b->conf_ = std::move(*conf);
     b->has_conf_ = true;
+    // The site files the job named at submit, for what only they may say (where its logs are
+    // aggregated); one that is gone since leaves HADOOP_CONF_DIR's.
+    config::Config job_conf;
+    auto job = ReadFile(dir.job_json());
+    if (job_conf.MergeXmlFile(dir.config()).ok() && job.ok()) {
+      json j = json::parse(*job, nullptr, false);
+      std::string cwd = j.is_object() ? j.value("cwd", "") : "";
+      ExtraSiteFiles extra = JobSiteFiles(job_conf, cwd);
+      if (!extra.hdfs_site.empty() || !extra.yarn_site.empty()) {
+        if (auto with = HadoopConf::Load(b->conf_.conf_dir, b->user_, extra); with.ok()) b->conf_ = std::move(*with);
+      }
+    }
   }
   return std::unique_ptr<Backend>(std::move(b));
 }
@@ -174,25 +204,79 @@ void YarnJobSubmitter::StopMirror() {
   if (mirror_.joinable()) mirror_.join();
 }
 
+std::string YarnJobSubmitter::KeyAsWritten(const std::string& canonical_key) const {
+  const config::ConfigEntry* e = job_conf_.Entry(canonical_key);
+  return e && !e->original_key.empty() ? e->original_key : canonical_key;
+}
+
+Status YarnJobSubmitter::ApplyJobSiteFiles() {
+  if (site_files_applied_) return Status::Ok();
+  site_files_applied_ = true;
+  ExtraSiteFiles extra = JobSiteFiles(job_conf_, AbsolutePath("."));
+  if (extra.hdfs_site.empty() && extra.yarn_site.empty()) return Status::Ok();
+  std::vector<std::string> named;
+  using Named = std::pair<std::string, std::string>;  // key, file
+  for (const auto& [key, file] : {Named{"loom.application.hdfs-conf-path", extra.hdfs_site},
+                                  Named{"loom.application.yarn-conf-path", extra.yarn_site}}) {
+    if (file.empty()) continue;
+    named.push_back(KeyAsWritten(key) + "=" + config::GetString(job_conf_, key));
+    if (!PathExists(file) || IsDirectory(file)) {
+      return Status::InvalidArgument(named.back() + ": " + file +
+                                     " is not a file (a site file read over HADOOP_CONF_DIR's)");
+    }
+  }
+  auto conf = HadoopConf::Load(conf_.conf_dir, user_, extra);
+  if (!conf.ok()) return Status::InvalidArgument(Join(named, ", ") + ": " + conf.status().message());
+  conf_ = std::move(*conf);
+  return Status::Ok();
+}
+
 Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
+  LOOM_RETURN_IF_ERROR(ApplyJobSiteFiles());
   const HadoopConf& conf = conf_;
   for (const TaskTypeSpec& t : spec.types) {
     if (!t.extra_files.empty()) {
       return Status::Unimplemented("loom." + t.name + ".resources is not supported on the yarn backend yet");
     }
   }
+  LOOM_RETURN_IF_ERROR(CheckDockerSpec(spec, [this](const std::string& k) { return KeyAsWritten(k); }));
+  std::string app_type = config::GetString(job_conf_, "loom.application.type");
+  if (app_type.empty() || app_type.size() > kMaxApplicationType) {
+    return Status::InvalidArgument(KeyAsWritten("loom.application.type") + "='" + app_type +
+                                   "': YARN keeps an application type of 1 to " + std::to_string(kMaxApplicationType) +
+                                   " characters" +
+                                   (app_type.empty() ? "" : " (it would cut this one to '" +
+                                                                app_type.substr(0, kMaxApplicationType) + "')"));
+  }
   ApplicationClient rm(conf.rm.host, conf.rm.port, user_);
   auto unreachable = [&](const Status& s, const std::string& what) {
     return Status::Unavailable("asking the ResourceManager at " + conf.rm.ToString() + " for " + what + ": " + s.message());
   };
-  // The queue first: an unknown one is the user's to fix, before anything is staged.
+  // The queue first: an unknown one is the user's to fix, before anything is staged. It is
+  // also the first call: a ResourceManager that does not answer (restarting, failing over) is
+  // tried again, as YarnClient does (TonY's num-client-rm-connect-retries).
   std::string queue_name = config::GetString(job_conf_, "loom.yarn.queue");
+  const int64_t retries = config::GetInt(job_conf_, "loom.application.num-client-rm-connect-retries");
   auto queue = rm.GetQueueInfo(queue_name);
+  for (int64_t retry = 1; !queue.ok() && queue.status().code() == StatusCode::kUnavailable && retry <= retries;
+       ++retry) {
+    std::fprintf(stderr, "loom: the ResourceManager at %s does not answer (%s); trying again in %lld ms (%lld of %lld, %s)\n",
+                 conf.rm.ToString().c_str(), queue.status().message().c_str(),
+                 static_cast<long long>(conf.rm_connect_retry_interval_ms), static_cast<long long>(retry),
+                 static_cast<long long>(retries),
+                 KeyAsWritten("loom.application.num-client-rm-connect-retries").c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(conf.rm_connect_retry_interval_ms));
+    queue = rm.GetQueueInfo(queue_name);
+  }
   if (!queue.ok()) {
     if (queue.status().code() == StatusCode::kNotFound) {
       return Status::InvalidArgument("loom.yarn.queue=" + queue_name + ": " + queue.status().message());
     }
-    return unreachable(queue.status(), "queue " + queue_name);
+    Status s = unreachable(queue.status(), "queue " + queue_name);
+    if (queue.status().code() != StatusCode::kUnavailable) return s;
+    return s.WithContext(std::to_string(retries + 1) + " tries, " + std::to_string(conf.rm_connect_retry_interval_ms) +
+                         " ms apart (" + KeyAsWritten("loom.application.num-client-rm-connect-retries") + "=" +
+                         std::to_string(retries) + ", yarn.resourcemanager.connect.retry-interval.ms)");
   }
   auto nodes = rm.GetClusterNodes();
   if (!nodes.ok()) return unreachable(nodes.status(), "its nodes");
@@ -216,6 +300,11 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   // The nodes as the RM reported them at submit: the AM asks for each task on one of them
   // (node-local asks), so that a gang lands in one heartbeat per node.
   m.nodes = ManifestNodes(nodes_);
+  // loom.docker.*: the AM asks for each type's image on its containers (CheckFits checked them).
+  if (spec.docker_enabled) {
+    for (const TaskTypeSpec& t : spec.types) m.docker_images[t.name] = t.docker_image;
+    m.docker_mounts = spec.docker_mounts;
+  }
   WebHdfs fs(m.webhdfs, user_);
   // The binary first: a staging root this creates is then 755, which lets it be PUBLIC.
   LOOM_ASSIGN_OR_RETURN(StagedFile binary, StageCachedBinary(fs, loom_binary_, conf_.staging_dir + "/cache", app_id));
@@ -307,7 +396,7 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   asc.set_application_name(spec.name);
   asc.set_queue(config::GetString(conf, "loom.yarn.queue"));
   asc.mutable_priority()->set_priority(0);
-  asc.set_applicationtype("LOOM");
+  asc.set_applicationtype(config::GetString(conf, "loom.application.type"));  // 1-20 characters (CheckFits)
   asc.set_maxappattempts(1);  // the AM restarts the gang itself (loom.am.retry-count)
   asc.set_keep_containers_across_application_attempts(false);
   asc.add_applicationtags("loom");
@@ -396,9 +485,9 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   // The job's end as this client records it: a final row for every task (stopped with a
   // killed job, lost with a failed one: its AM or node died under them), no secret left, the
   // history in HDFS first (a job's record outlives its staging), then the staging files.
+  json end_extra = {{"yarn_application_id", record.application_id}};
   auto end_job = [&](const std::string& state, const std::string& diagnostics) {
-    (void)history::EndJob(dir, state, diagnostics, {{"yarn_application_id", record.application_id}},
-                          state == "FAILED" ? "LOST" : "KILLED");
+    (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? "LOST" : "KILLED");
     ::unlink(dir.secret().c_str());
     Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
     Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir);
@@ -467,13 +556,29 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     pull_events();  // the AM may still answer for a moment
     std::string diag = final_state->second.empty() ? "YARN application " + record.application_id + " " + state
                                                    : final_state->second;
+    if (final_state->first == "KILLED") {
+      // Loom's cause of the kill: recorded here, or sent to the RM by a client elsewhere
+      // (YARN's own words then stay in yarn_diagnostics); else YARN's words name who killed it.
+      std::string cause = history::KillCause(dir);
+      const std::string with = " with diagnostic message: ";  // ClientRMService's words
+      if (size_t at = diag.find(with); cause.empty() && at != std::string::npos &&
+                                       StartsWith(diag.substr(at + with.size()), "killed")) {
+        cause = diag.substr(at + with.size());
+      }
+      if (!cause.empty()) {
+        end_extra["yarn_diagnostics"] = diag;
+        diag = cause;
+      }
+    }
     end_job(final_state->first, diag);
   }
   return record.Write(dir);
 }
 
-Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseconds grace) {
+Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) {
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
+  if (!cause.empty() && !PathExists(dir.status())) (void)history::RecordKillCause(dir, cause);
+  std::string first = history::KillCause(dir);
   LOOM_ASSIGN_OR_RETURN(HostPort rm_addr, ParseHostPort(record.rm));
   LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
   ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);
@@ -488,7 +593,7 @@ Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseco
       ended = true;
       break;
     }
-    auto done = rm.KillApplication(app, "killed by loom (" + dir.job_id() + ")");
+    auto done = rm.KillApplication(app, first.empty() ? cause : first);
     if (!done.ok()) last = done.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -45,6 +45,15 @@ struct YarnJobRecord {
   static Result<YarnJobRecord> Read(const history::JobDir& dir);
 };
 
+// YARN's own keys of a job, each refused with exit 2 when it cannot do what it says:
+//   loom.application.type                    the application type at submit (YARN keeps at most
+//                                            20 characters: a longer one is refused)
+//   loom.application.num-client-rm-connect-retries  how often the submitting client tries an
+//                                            unreachable ResourceManager again before it gives
+//                                            up, yarn.resourcemanager.connect.retry-interval.ms apart
+//   loom.application.hdfs-conf-path / yarn-conf-path  site files over HADOOP_CONF_DIR's
+//   loom.docker.*                            YARN's Docker runtime on every task container
+//                                            (docker_runtime.h)
 class YarnJobSubmitter : public Backend {
  public:
   // `conf` is the cluster's (HADOOP_CONF_DIR); `job_conf` the job's, for YARN's own keys.
@@ -58,19 +67,25 @@ class YarnJobSubmitter : public Backend {
   Status CheckFits(const JobSpec& spec) override;
   Status Submit(const JobSpec& spec, const history::JobDir& dir) override;
   Status Sync(const history::JobDir& dir) override;
-  Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace) override;
+  // `cause` goes to the RM as the kill's diagnostics too, so that a client elsewhere records it.
+  Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) override;
   Result<std::string> ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) override;
   std::vector<std::string> Describe(const history::JobDir& dir) override;
 
  private:
   YarnJobSubmitter() = default;
   Result<StagingManifest> Stage(const history::JobDir& dir, const JobSpec& spec, const std::string& app_id);
+  // Reloads conf_ with the job's loom.application.{hdfs,yarn}-conf-path files; InvalidArgument
+  // naming the key when one is missing or malformed. Once per submit.
+  Status ApplyJobSiteFiles();
+  std::string KeyAsWritten(const std::string& canonical_key) const;
   Status SyncLocked(const history::JobDir& dir);
   void Mirror(history::JobDir dir);
   void StopMirror();
 
   HadoopConf conf_;
   bool has_conf_ = false;  // HADOOP_CONF_DIR was found (always for submit)
+  bool site_files_applied_ = false;
   std::string user_;
   std::string loom_binary_;
   config::Config job_conf_;
@@ -88,9 +103,11 @@ class YarnJobSubmitter : public Backend {
 Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& user);
 
 // The job's record, readable from any machine with the cluster's configuration: `dir`'s
-// job.json, events.jsonl and status.json under <staging_dir>/history/.
+// job.json, events.jsonl and status.json under <staging_dir>/history/. The AM passes
+// `replace_status` false: a client's status.json, once there, is the record (it knows why a
+// killed job was killed; the AM only sees SIGTERM).
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                     const history::JobDir& dir);
+                     const history::JobDir& dir, bool replace_status = true);
 
 // Ends a YARN job's staging: the job's own files go; config.xml and history/ stay, and the
 // shared binary cache is never touched. Idempotent; used by the client and the AM.

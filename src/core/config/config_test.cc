@@ -128,6 +128,90 @@ TEST(Validate, AcceptsEveryTonyDefaultKey) {
   }
 }
 
+TEST(Config, FinalConfigKeepsSourcesAndSpelling) {
+  Config c;
+  c.Set("tony.worker.instances", "2", "--conf");
+  c.Set("loom.application.src-dir", "src", "--src_dir");
+  Config back;
+  ASSERT_OK(back.MergeXmlString(WithDefaults(c).ToXml(), "/jobs/j/config.xml"));
+  // What the user set stays theirs, as they spelt it; what Loom filled in stays a default.
+  EXPECT_EQ(back.Entry("loom.worker.instances")->original_key, "tony.worker.instances");
+  EXPECT_EQ(back.Entry("loom.worker.instances")->source, "--conf");
+  EXPECT_TRUE(back.IsExplicit("loom.worker.instances"));
+  EXPECT_EQ(back.Entry("loom.worker.memory")->source, "default");
+  EXPECT_FALSE(back.IsExplicit("loom.worker.memory"));
+  EXPECT_EQ(back.Entry("loom.application.src-dir")->source, "--src_dir");
+  // A file without <source> elements is the file's.
+  Config plain;
+  ASSERT_OK(plain.MergeXmlString(kTonyXml, "tony.xml"));
+  EXPECT_EQ(plain.Entry("loom.worker.memory")->source, "tony.xml");
+}
+
+TEST(Spelled, KeysAreNamedAsTheUserWritesThem) {
+  Config c;
+  c.Set("tony.worker.instances", "2", "--conf");
+  c.Set("tony.application.framework", "mxnet", "tony.xml");
+  c.Set("loom.local.gpus", "1", "--conf");
+  c.Set("loom.application.src-dir", "src", "--src_dir");  // flags do not tell the user's prefix
+  c.Set("loom.application.python-binary-path", "python3", "--python_binary_path");
+  EXPECT_EQ(UserPrefix(c), "tony.");
+  EXPECT_EQ(Spelled(c, "loom.worker.instances"), "tony.worker.instances");
+  EXPECT_EQ(Spelled(c, "loom.local.gpus"), "loom.local.gpus");          // as written
+  EXPECT_EQ(Spelled(c, "loom.scheduler.instances"), "tony.scheduler.instances");  // unset: their prefix
+  EXPECT_EQ(Spelled(c, "loom.application.src-dir"), "--src_dir");       // set by a flag
+  Config d;
+  d.Set("loom.worker.instances", "2", "--conf");
+  EXPECT_EQ(Spelled(d, "loom.scheduler.instances"), "loom.scheduler.instances");
+  EXPECT_EQ(Spelled(Config(), "loom.scheduler.instances"), "loom.scheduler.instances");
+}
+
+TEST(Spelled, RespellTouchesKeysOnly) {
+  EXPECT_EQ(Respell("set loom.a.b=1 or loom.<type>.command; $LOOM_HOME/.loom.secret stays", "tony."),
+            "set tony.a.b=1 or tony.<type>.command; $LOOM_HOME/.loom.secret stays");
+  EXPECT_EQ(Respell("set loom.a.b", "loom."), "set loom.a.b");
+}
+
+TEST(Refusal, HarmlessValuesAreTonysOwn) {
+  const KeyInfo* security = FindKey("loom.application.security.enabled");
+  ASSERT_NE(security, nullptr);
+  EXPECT_TRUE(security->refused());
+  EXPECT_TRUE(security->Harmless("false"));
+  EXPECT_TRUE(security->Harmless(" FALSE "));
+  EXPECT_FALSE(security->Harmless("true"));
+  const KeyInfo* jvm = FindKey("loom.task.executor.jvm.opts");
+  EXPECT_TRUE(jvm->Harmless("-Xmx1536m"));
+  EXPECT_TRUE(jvm->Harmless(""));
+  EXPECT_FALSE(jvm->Harmless("-Xmx4g"));
+  EXPECT_TRUE(FindKey("loom.worker.placement-spec")->refused());
+  EXPECT_FALSE(FindKey("loom.worker.placement-spec")->Harmless("zk=3"));
+  EXPECT_TRUE(FindKey("loom.task.max-total-fpgas")->refused());
+  EXPECT_FALSE(FindKey("loom.task.max-total-gpus")->refused());
+  EXPECT_FALSE(FindKey("loom.application.fail-on-worker-failure-enabled")->refused());
+}
+
+TEST(Validate, RefusedKeysNameKeyValueReasonAndWhatToDo) {
+  Config c;
+  c.Set("tony.other.namenodes", "hdfs://nn2:8020", "tony.xml");
+  c.Set("tony.keytab.user", "user1", "tony.xml");  // tony-default.xml's own placeholder: harmless
+  Status s = Validate(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("tony.other.namenodes=hdfs://nn2:8020 (from tony.xml): Loom fetches no HDFS "
+                                     "delegation tokens"));
+  EXPECT_THAT(s.message(), HasSubstr("Remove the key"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("keytab")));
+}
+
+TEST(WithDefaults, LeavesOutRefusedAndAliasKeys) {
+  Config c;
+  c.Set("tony.worker.instances", "2", "--conf");
+  Config full = WithDefaults(c);
+  EXPECT_FALSE(full.Has("loom.https.port"));        // refused: its default does nothing
+  EXPECT_FALSE(full.Has("loom.task.executor.jvm.opts"));
+  // Unset, fail-on-worker-failure leaves the success policy to decide.
+  EXPECT_FALSE(full.Has("loom.application.fail-on-worker-failure-enabled"));
+  EXPECT_FALSE(full.Has("loom.application.security.enabled"));
+}
+
 TEST(WithDefaults, FillsGlobalAndPerTypeDefaults) {
   Config c;
   c.Set("tony.worker.instances", "2", "--conf");

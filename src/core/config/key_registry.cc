@@ -26,7 +26,79 @@ bool IsTaskTypeName(const std::string& s) {
   return std::regex_match(s, kName) && !ReservedSegments().count(s);
 }
 
+// Why each refused key is refused, and what to do instead. "loom." keys in the text are respelt
+// in the user's prefix when shown.
+constexpr char kPlacementRefusal[] =
+    "YARN placement constraints are not supported yet: Loom sends no scheduling requests, so tasks would be "
+    "placed as if the key were not there. Remove it; loom.<type>.node-label or loom.application.node-label "
+    "keeps a type on labelled nodes";
+constexpr char kSecurityRefusal[] =
+    "Kerberos is not supported yet: Loom talks to YARN and HDFS with SIMPLE authentication and fetches no "
+    "delegation tokens. Set loom.application.security.enabled=false for a cluster without Kerberos; a "
+    "Kerberized cluster needs TonY for now";
+constexpr char kJvmRefusal[] =
+    "Loom's AM and executors are native programs, not JVMs, so there are no JVM options to apply. Remove the "
+    "key (loom.am.memory sizes the AM)";
+constexpr char kHadoopRefusal[] =
+    "Loom runs no Hadoop Java client: it speaks YARN's and HDFS's protocols itself and finds the cluster "
+    "through HADOOP_CONF_DIR (or loom.application.yarn-conf-path / hdfs-conf-path). Remove the key";
+constexpr char kHistoryRefusal[] =
+    "Loom has no TonY history server: each job's record stays in $LOOM_HOME/jobs/<id> (on YARN also in the "
+    "job's staging directory), read by loom list/status/logs. Remove the key";
+constexpr char kPortalRefusal[] =
+    "Loom has no TonY Portal to configure (loom list/status/logs and the AM's status page read the job's "
+    "record instead). Remove the key";
+constexpr char kClientWaitRefusal[] =
+    "Loom's AM never waits for the client to collect the final status (the client reads the job's record), "
+    "so there is no wait to time. Remove the key";
+constexpr char kNamenodesRefusal[] =
+    "Loom fetches no HDFS delegation tokens (Kerberos is not supported yet), so other NameNodes have no use. "
+    "Remove the key";
+constexpr char kHorovodTestRefusal[] =
+    "this is a hook of TonY's own Horovod tests (a fake or failing driver); Loom has no such hook. Remove the "
+    "key";
+constexpr char kPreprocessRefusal[] =
+    "TonY's preprocess mode (the AM runs the user's script before any task) is not supported. Remove the key "
+    "or set it to false";
+constexpr char kVersionInfoRefusal[] =
+    "this is TonY's build information, which TonY reads from its own jar; it is not a setting. Remove the key";
+constexpr char kDependsOnRefusal[] =
+    "TonY never reads this key either. Order types with loom.application.prepare-stage and "
+    "loom.application.training-stage";
+constexpr char kMaxTotalRefusal[] =
+    "Loom caps only the task count, memory, vcores and gpus: use loom.task.max-total-instances, "
+    "loom.task.max-total-memory, loom.task.max-total-vcores or loom.task.max-total-gpus";
+
+constexpr char kMapredRefusal[] =
+    "Loom runs no MapReduce and no JVM, so nothing would read a mapred-site.xml. Remove the key; "
+    "loom.application.yarn-conf-path and loom.application.hdfs-conf-path name the site files Loom reads";
+
+KeyInfo Refused(KeyInfo k, const char* why, std::vector<std::string> harmless = {}) {
+  k.refusal = why;
+  k.harmless_values = std::move(harmless);
+  return k;
+}
+
 }  // namespace
+
+bool KeyInfo::Harmless(const std::string& value) const {
+  std::string v = Trim(value);
+  if (v.empty()) return true;
+  if (type == ValueType::kBool) {
+    auto b = ParseBool(v);
+    auto d = ParseBool(default_value);
+    if (b.ok() && d.ok() && *b == *d) return true;
+  }
+  if (v == default_value) return true;
+  return std::find(harmless_values.begin(), harmless_values.end(), v) != harmless_values.end();
+}
+
+const std::vector<std::string>& WellKnownTaskTypes() {
+  // TensorFlow's roles, TonY's sidecar TensorBoard, MXNet's scheduler and server, Horovod's driver.
+  static const std::vector<std::string> kTypes = {"chief",       "master",    "worker", "ps",    "evaluator",
+                                                  "tensorboard", "scheduler", "server", "driver"};
+  return kTypes;
+}
 
 const std::vector<KeyInfo>& TaskTypeAttributes() {
   static const std::vector<KeyInfo> kAttrs = {
@@ -38,9 +110,9 @@ const std::vector<KeyInfo>& TaskTypeAttributes() {
       {"resources", VT::kList, "", "Extra files for this type: src[::name][#archive], comma-separated."},
       {"node-label", VT::kString, "", "YARN node-label expression for this type."},
       {"max-instances", VT::kInt, "-1", "Upper bound on instances (-1: none)."},
-      {"placement-spec", VT::kString, "", "YARN placement constraint for this type."},
-      {"allocation-tags", VT::kString, "", "YARN allocation tags for this type."},
-      {"depends-on", VT::kList, "", "Accepted for TonY compatibility; TonY never reads it either."},
+      Refused({"placement-spec", VT::kString, "", "YARN placement constraint for this type."}, kPlacementRefusal),
+      Refused({"allocation-tags", VT::kString, "", "YARN allocation tags for this type."}, kPlacementRefusal),
+      Refused({"depends-on", VT::kList, "", "TonY key that TonY never reads."}, kDependsOnRefusal),
       {"restart-policy", VT::kEnum, "never",
        "Restart a failed task of this type alone: never, on-failure, or exit-code (1-127 permanent, 128-255 retried).",
        {"never", "on-failure", "exit-code"}},
@@ -56,7 +128,8 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.type", VT::kString, "LOOM", "YARN application type."},
       {"loom.application.tags", VT::kList, "", "YARN application tags."},
       {"loom.application.node-label", VT::kString, "", "Default node label for the AM and tasks."},
-      {"loom.application.enable-preprocess", VT::kBool, "false", "TonY preprocess mode (not supported; must stay false)."},
+      Refused({"loom.application.enable-preprocess", VT::kBool, "false", "TonY preprocess mode (not supported)."},
+              kPreprocessRefusal),
       {"loom.application.timeout", VT::kTimeoutMs, "0", "Maximum job run time in ms (0: none)."},
       {"loom.application.framework", VT::kEnum, "tensorflow", "Framework contract given to tasks.",
        {"tensorflow", "pytorch", "mxnet", "horovod", "standalone"}},
@@ -66,26 +139,34 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.untracked.jobtypes", VT::kList, "ps", "Types the job does not wait for; stopped when tracked tasks finish."},
       {"loom.application.sidecar.jobtypes", VT::kList, "tensorboard", "Types whose failures are ignored and not waited for."},
       {"loom.application.stop-on-failure-jobtypes", VT::kList, "ps", "Types whose failure fails the job at once."},
-      {"loom.application.fail-on-worker-failure-enabled", VT::kBool, "false", "TonY key; Loom's default success policy already fails on any worker failure."},
+      // No default: unset, loom.application.success-policy decides (see BuildJobSpec).
+      {"loom.application.fail-on-worker-failure-enabled", VT::kBool, "",
+       "TonY's alias of the success policy: true = success-policy all (any worker failure fails the job), "
+       "false = success-policy any (TonY's rule)."},
       {"loom.application.success-policy", VT::kEnum, "all",
        "all: every tracked task must succeed. any: TonY's rule (job fails only if the chief or a stop-on-failure type fails, or every tracked task fails).",
        {"all", "any"}},
-      {"loom.application.security.enabled", VT::kBool, "true", "Kerberos security on YARN."},
+      // TonY's default is true; Loom's is false, the only value it supports yet.
+      Refused({"loom.application.security.enabled", VT::kBool, "false", "Kerberos security on YARN (not supported yet)."},
+              kSecurityRefusal),
       {"loom.application.hdfs-conf-path", VT::kString, "", "Explicit hdfs-site.xml."},
       {"loom.application.yarn-conf-path", VT::kString, "", "Explicit yarn-site.xml."},
-      {"loom.application.mapred-conf-path", VT::kString, "", "Explicit mapred-site.xml."},
+      Refused({"loom.application.mapred-conf-path", VT::kString, "", "Explicit mapred-site.xml (TonY)."}, kMapredRefusal),
       {"loom.application.prepare-stage", VT::kList, "", "Types that must finish before training-stage types are started."},
       {"loom.application.training-stage", VT::kList, "", "Types started after the prepare stage."},
-      {"loom.application.placement-spec", VT::kString, "", "AM-level YARN placement constraint."},
+      {"loom.application.custom-types", VT::kList, "",
+       "Task types of the user's own that look like a misspelt well-known type (worker2 next to worker): "
+       "declares them intended."},
+      Refused({"loom.application.placement-spec", VT::kString, "", "AM-level YARN placement constraint."}, kPlacementRefusal),
       {"loom.application.tensorboard-log-dir", VT::kString, "", "Turns on the sidecar TensorBoard task."},
-      {"loom.application.hadoop.location", VT::kString, "", "Hadoop framework location (TonY)."},
-      {"loom.application.hadoop.classpath", VT::kString, "", "Hadoop classpath (TonY)."},
+      Refused({"loom.application.hadoop.location", VT::kString, "", "Hadoop framework location (TonY)."}, kHadoopRefusal),
+      Refused({"loom.application.hadoop.classpath", VT::kString, "", "Hadoop classpath (TonY)."}, kHadoopRefusal),
       {"loom.application.executes", VT::kString, "", "Entry point relative to the src dir (--executes)."},
       {"loom.application.task-params", VT::kString, "", "Arguments for the entry point (--task_params)."},
       {"loom.application.src-dir", VT::kString, "", "Source directory shipped to every task (--src_dir)."},
       {"loom.application.python-venv", VT::kString, "", "Python environment for every task: a .zip, .tar.gz/.tgz (unpacked as venv/) or .pex (--python_venv)."},
       {"loom.application.python-binary-path", VT::kString, "python3", "Python interpreter; relative paths are inside the venv (--python_binary_path)."},
-      {"loom.other.namenodes", VT::kList, "", "Extra NameNodes for delegation tokens."},
+      Refused({"loom.other.namenodes", VT::kList, "", "Extra NameNodes for delegation tokens."}, kNamenodesRefusal),
       {"loom.yarn.queue", VT::kString, "default", "YARN queue."},
       // AM.
       {"loom.am.startup-timeout", VT::kTimeoutMs, "0", "Kill the job if its AM has not started within this many ms."},
@@ -96,15 +177,18 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.am.vcores", VT::kPositive, "1", "AM vcores."},
       {"loom.am.gpus", VT::kNonNegative, "0", "AM GPUs."},
       {"loom.am.node-label", VT::kString, "", "AM node label."},
-      {"loom.am.wait-client-signal-stop-timeout-sec", VT::kNonNegative, "15", "TonY key; Loom's AM never waits for the client."},
+      // 0 is what Loom does: it never waits.
+      Refused({"loom.am.wait-client-signal-stop-timeout-sec", VT::kNonNegative, "15",
+               "TonY: how long the AM waits for the client's stop signal."},
+              kClientWaitRefusal, {"0"}),
       // Tasks.
       {"loom.task.max-total-instances", VT::kInt, "-1", "Cap on the total number of tasks (-1: none)."},
       {"loom.task.max-total-gpus", VT::kInt, "-1", "Cap on the total number of GPUs (-1: none)."},
       {"loom.task.max-total-vcores", VT::kInt, "-1", "Cap on the total number of vcores (-1: none)."},
       {"loom.task.max-total-memory", VT::kInt, "-1", "Cap on total memory in MiB (-1: none)."},
-      {"loom.task.am.jvm.opts", VT::kString, "", "TonY JVM options (no JVM in Loom; ignored)."},
-      {"loom.task.executor.jvm.opts", VT::kString, "-Xmx1536m", "TonY JVM options (no JVM in Loom; ignored)."},
-      {"loom.task.default.jvm.opts", VT::kString, "", "TonY JVM options (no JVM in Loom; ignored)."},
+      Refused({"loom.task.am.jvm.opts", VT::kString, "", "TonY JVM options of the AM."}, kJvmRefusal),
+      Refused({"loom.task.executor.jvm.opts", VT::kString, "-Xmx1536m", "TonY JVM options of the executors."}, kJvmRefusal),
+      Refused({"loom.task.default.jvm.opts", VT::kString, "", "TonY JVM options of every JVM."}, kJvmRefusal),
       {"loom.task.heartbeat-interval-ms", VT::kPositive, "1000", "Executor heartbeat period."},
       {"loom.task.max-missed-heartbeats", VT::kPositive, "25", "Missed heartbeats before a task is lost."},
       {"loom.task.metrics-interval-ms", VT::kPositive, "5000", "Metrics sampling period."},
@@ -120,45 +204,68 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.containers.command", VT::kString, "", "Command for every type without its own."},
       {"loom.containers.resources", VT::kList, "", "Extra files for every task."},
       {"loom.containers.envs", VT::kEnvList, "", "Environment of every container (--container_env)."},
-      {"loom.containers.placement-spec", VT::kString, "", "Placement constraint for every type."},
-      {"loom.containers.allocation-tags", VT::kString, "", "Allocation tags for every type."},
+      Refused({"loom.containers.placement-spec", VT::kString, "", "Placement constraint for every type."}, kPlacementRefusal),
+      Refused({"loom.containers.allocation-tags", VT::kString, "", "Allocation tags for every type."}, kPlacementRefusal),
       {"loom.execution.envs", VT::kEnvList, "", "Environment of every user process (--shell_env)."},
       // Docker.
       {"loom.docker.enabled", VT::kBool, "false", "Use the YARN Docker runtime."},
       {"loom.docker.containers.image", VT::kString, "", "Docker image for every task."},
       {"loom.docker.containers.mount", VT::kString, "", "Docker mounts."},
       // History and portal.
-      {"loom.history.location", VT::kString, "", "History root (HDFS on YARN)."},
-      {"loom.history.intermediate", VT::kString, "", "Intermediate history dir."},
-      {"loom.history.finished", VT::kString, "", "Finished history dir."},
-      {"loom.history.mover-interval-ms", VT::kPositive, "300000", "Portal history mover period."},
-      {"loom.history.retention-sec", VT::kPositive, "2592000", "History retention."},
-      {"loom.history.purger-interval-ms", VT::kPositive, "21600000", "Portal purger period."},
-      {"loom.history.finished-dir-timezone", VT::kString, "UTC", "Time zone of finished dirs."},
-      {"loom.portal.url", VT::kString, "", "Portal URL printed at the end."},
-      {"loom.portal.cache.max-entries", VT::kPositive, "10000", "Portal cache size."},
-      {"loom.keytab.user", VT::kString, "", "Portal Kerberos user."},
-      {"loom.keytab.location", VT::kString, "", "Portal keytab."},
-      {"loom.https.port", VT::kString, "19886", "Portal HTTPS port."},
-      {"loom.https.keystore.path", VT::kString, "", "Portal keystore."},
-      {"loom.https.keystore.type", VT::kString, "JKS", "Portal keystore type."},
-      {"loom.https.keystore.password", VT::kString, "", "Portal keystore password."},
-      {"loom.https.keystore.algorithm", VT::kString, "SunX509", "Portal keystore algorithm."},
-      {"loom.http.port", VT::kString, "disabled", "Portal plain HTTP port."},
-      {"loom.secret.key", VT::kString, "", "Portal secret."},
+      // TonY's history server and portal; the harmless values are tony-default.xml's placeholders.
+      Refused({"loom.history.location", VT::kString, "", "History root (HDFS on YARN)."}, kHistoryRefusal,
+              {"/path/to/tony-history"}),
+      Refused({"loom.history.intermediate", VT::kString, "", "Intermediate history dir."}, kHistoryRefusal,
+              {"/path/to/tony-history/intermediate"}),
+      Refused({"loom.history.finished", VT::kString, "", "Finished history dir."}, kHistoryRefusal,
+              {"/path/to/tony-history/finished"}),
+      Refused({"loom.history.mover-interval-ms", VT::kPositive, "300000", "Portal history mover period."}, kHistoryRefusal),
+      Refused({"loom.history.retention-sec", VT::kPositive, "2592000", "History retention."}, kHistoryRefusal),
+      Refused({"loom.history.purger-interval-ms", VT::kPositive, "21600000", "Portal purger period."}, kHistoryRefusal),
+      Refused({"loom.history.finished-dir-timezone", VT::kString, "UTC", "Time zone of finished dirs."}, kHistoryRefusal),
+      Refused({"loom.portal.url", VT::kString, "", "Portal URL printed at the end."}, kPortalRefusal,
+              {"https://localhost:19886"}),
+      Refused({"loom.portal.cache.max-entries", VT::kPositive, "10000", "Portal cache size."}, kPortalRefusal),
+      Refused({"loom.keytab.user", VT::kString, "", "Portal Kerberos user."}, kPortalRefusal, {"user1"}),
+      Refused({"loom.keytab.location", VT::kString, "", "Portal keytab."}, kPortalRefusal, {"/location/to/tony.keytab"}),
+      Refused({"loom.https.port", VT::kString, "19886", "Portal HTTPS port."}, kPortalRefusal),
+      Refused({"loom.https.keystore.path", VT::kString, "", "Portal keystore."}, kPortalRefusal, {"/location/to/tony.jks"}),
+      Refused({"loom.https.keystore.type", VT::kString, "JKS", "Portal keystore type."}, kPortalRefusal),
+      Refused({"loom.https.keystore.password", VT::kString, "", "Portal keystore password."}, kPortalRefusal, {"password"}),
+      Refused({"loom.https.keystore.algorithm", VT::kString, "SunX509", "Portal keystore algorithm."}, kPortalRefusal),
+      Refused({"loom.http.port", VT::kString, "disabled", "Portal plain HTTP port."}, kPortalRefusal),
+      Refused({"loom.secret.key", VT::kString, "", "Portal secret."}, kPortalRefusal, {"changeme"}),
       // Horovod (TonY test hooks).
-      {"loom.horovod.mode.test", VT::kBool, "false", "TonY Horovod test hook."},
-      {"loom.horovod.mode.test.fast.fail", VT::kBool, "false", "TonY Horovod test hook."},
-      {"loom.horovod.driver.mode.debug", VT::kBool, "false", "TonY Horovod debug mode."},
+      Refused({"loom.horovod.mode.test", VT::kBool, "false", "TonY Horovod test hook."}, kHorovodTestRefusal),
+      Refused({"loom.horovod.mode.test.fast.fail", VT::kBool, "false", "TonY Horovod test hook."}, kHorovodTestRefusal),
+      Refused({"loom.horovod.driver.mode.debug", VT::kBool, "false", "TonY Horovod debug mode."}, kHorovodTestRefusal),
       // Misc.
       {"loom.gpu-exec-path", VT::kString, "nvidia-smi", "nvidia-smi to use for GPU discovery and metrics."},
-      {"loom.python-exec-path", VT::kString, "", "TonY key for the Python used by helper scripts."},
+      // TonY runs its sidecar TensorBoard with this Python (default `python`).
+      {"loom.python-exec-path", VT::kString, "",
+       "Python that runs the sidecar TensorBoard (`<it> -m tensorboard.main`); unset: the `tensorboard` command."},
       // Local backend.
       {"loom.local.gpus", VT::kString, "", "GPUs the local backend may hand out: a count or a list of indices (default: what nvidia-smi finds)."},
       {"loom.local.vcores", VT::kPositive, "", "vcores of this host for the local backend (default: online CPUs)."},
       {"loom.local.memory", VT::kMemory, "", "Memory of this host for the local backend (default: MemTotal)."},
   };
   return kKeys;
+}
+
+const std::vector<KeyInfo>& PatternKeys() {
+  // FindKey refers to these by position.
+  static const std::vector<KeyInfo> kPatterns = {
+      {"loom.docker.<type>.image", VT::kString, "", "Docker image of a type."},
+      {"loom.application.group.<G>", VT::kList, "", "A named group of types."},
+      {"loom.application.dependency.<X>.timeout.after.<G>", VT::kNonNegative, "",
+       "Seconds type X may run after group G finished."},
+      {"loom.application.dependency.<X>.timeout.after.<G>.ignored", VT::kBool, "false",
+       "Mark X untracked instead of failing."},
+      // The four Loom knows are global keys; FindKey finds them first.
+      Refused({"loom.task.max-total-<resource>", VT::kInt, "-1", "Cap on another total resource."}, kMaxTotalRefusal),
+      Refused({"loom.version-info.<x>", VT::kString, "", "TonY build information."}, kVersionInfoRefusal),
+  };
+  return kPatterns;
 }
 
 const KeyInfo* FindKey(const std::string& key) {
@@ -174,15 +281,13 @@ const KeyInfo* FindKey(const std::string& key) {
     }
     return nullptr;
   }
-  // Pattern keys.
-  static const KeyInfo kDockerImage{"loom.docker.<type>.image", VT::kString, "", "Docker image of a type."};
-  static const KeyInfo kGroup{"loom.application.group.<G>", VT::kList, "", "A named group of types."};
-  static const KeyInfo kDependency{"loom.application.dependency.<X>.timeout.after.<G>", VT::kNonNegative, "",
-                                   "Seconds type X may run after group G finished."};
-  static const KeyInfo kDependencyIgnored{"loom.application.dependency.<X>.timeout.after.<G>.ignored", VT::kBool,
-                                          "false", "Mark X untracked instead of failing."};
-  static const KeyInfo kMaxTotal{"loom.task.max-total-<resource>", VT::kInt, "-1", "Cap on a total resource."};
-  static const KeyInfo kVersion{"loom.version-info.<x>", VT::kString, "", "TonY build information."};
+  const std::vector<KeyInfo>& patterns = PatternKeys();
+  const KeyInfo& kDockerImage = patterns[0];
+  const KeyInfo& kGroup = patterns[1];
+  const KeyInfo& kDependency = patterns[2];
+  const KeyInfo& kDependencyIgnored = patterns[3];
+  const KeyInfo& kMaxTotal = patterns[4];
+  const KeyInfo& kVersion = patterns[5];
   if (parts.size() == 4 && parts[1] == "docker" && parts[3] == "image" && IsTaskTypeName(parts[2])) return &kDockerImage;
   if (parts.size() == 4 && parts[1] == "application" && parts[2] == "group") return &kGroup;
   if (parts.size() == 7 && parts[1] == "application" && parts[2] == "dependency" && parts[4] == "timeout" &&
@@ -211,6 +316,12 @@ std::vector<std::string> TaskTypeNames(const Config& conf) {
     }
   }
   return names;
+}
+
+std::optional<std::pair<std::string, std::string>> SplitTypeKey(const std::string& key) {
+  std::vector<std::string> parts = Split(key, '.', false);
+  if (parts.size() != 3 || parts[0] != "loom" || !IsTaskTypeName(parts[1])) return std::nullopt;
+  return std::make_pair(parts[1], parts[2]);
 }
 
 Status ValidateValue(const KeyInfo& info, const std::string& key, const std::string& value) {
@@ -307,7 +418,14 @@ Status Validate(const Config& conf) {
       continue;
     }
     Status s = ValidateValue(*info, e.original_key, e.value);
-    if (!s.ok()) problems.push_back(s.message() + " (from " + e.source + ")");
+    if (!s.ok()) {
+      problems.push_back(s.message() + " (from " + e.source + ")");
+    } else if (info->refused() && !info->Harmless(e.value)) {
+      // A password or secret is not echoed to a terminal or a log.
+      bool hidden = key.find("password") != std::string::npos || key.find("secret") != std::string::npos;
+      problems.push_back(e.original_key + "=" + (hidden ? std::string("<hidden>") : e.value) + " (from " + e.source +
+                         "): " + Respell(info->refusal, UserPrefix(conf)));
+    }
   }
   if (problems.empty()) return Status::Ok();
   return Status::InvalidArgument("invalid configuration:\n  " + Join(problems, "\n  "));
@@ -340,12 +458,12 @@ std::vector<std::string> GetList(const Config& conf, const std::string& key) {
 Config WithDefaults(const Config& conf) {
   Config out = conf;
   for (const KeyInfo& k : GlobalKeys()) {
-    if (!out.Has(k.name) && !k.default_value.empty()) out.Set(k.name, k.default_value, "default");
+    if (!out.Has(k.name) && !k.default_value.empty() && !k.refused()) out.Set(k.name, k.default_value, kDefaultSource);
   }
   for (const std::string& type : TaskTypeNames(conf)) {
     for (const KeyInfo& a : TaskTypeAttributes()) {
       std::string key = "loom." + type + "." + a.name;
-      if (!out.Has(key) && !a.default_value.empty()) out.Set(key, a.default_value, "default");
+      if (!out.Has(key) && !a.default_value.empty() && !a.refused()) out.Set(key, a.default_value, kDefaultSource);
     }
   }
   return out;

@@ -39,6 +39,7 @@ Props Defaults() {
   set("yarn.nodemanager.remote-app-log-dir", "/tmp/logs");
   set("yarn.nodemanager.remote-app-log-dir-suffix", "logs");
   set("yarn.scheduler.minimum-allocation-mb", "1024");
+  set("yarn.resourcemanager.connect.retry-interval.ms", "30000");
   set("yarn.log-aggregation.file-formats", "TFile");
   return p;
 }
@@ -180,6 +181,8 @@ Status FillLogSettings(const Props& props, HadoopConf& conf) {
   conf.log_aggregation_enable = ToLower(Trim(enable)) == "true";
   LOOM_ASSIGN_OR_RETURN(std::string min_mb, Expand(props, "yarn.scheduler.minimum-allocation-mb"));
   if (auto mb = ParseInt(Trim(min_mb)); mb.ok() && *mb > 0) conf.min_allocation_mb = *mb;
+  LOOM_ASSIGN_OR_RETURN(std::string retry_ms, Expand(props, "yarn.resourcemanager.connect.retry-interval.ms"));
+  if (auto ms = ParseInt(Trim(retry_ms)); ms.ok() && *ms >= 0) conf.rm_connect_retry_interval_ms = *ms;
   LOOM_ASSIGN_OR_RETURN(conf.remote_app_log_dir, Expand(props, "yarn.nodemanager.remote-app-log-dir"));
   LOOM_ASSIGN_OR_RETURN(conf.remote_app_log_dir_suffix, Expand(props, "yarn.nodemanager.remote-app-log-dir-suffix"));
   LOOM_ASSIGN_OR_RETURN(std::string formats, Expand(props, "yarn.log-aggregation.file-formats"));
@@ -218,16 +221,22 @@ Status Fill(const Props& props, HadoopConf& conf) {
 
 }  // namespace
 
-Result<HadoopConf> HadoopConf::Load(const std::string& conf_dir, const std::string& user) {
+Result<HadoopConf> HadoopConf::Load(const std::string& conf_dir, const std::string& user,
+                                    const ExtraSiteFiles& extra) {
   if (user.empty()) return Status::InvalidArgument("Hadoop configuration: no user name");
   if (!IsDirectory(conf_dir)) {
     return Status::FailedPrecondition("Hadoop configuration directory " + conf_dir +
                                       " does not exist or is not a directory");
   }
+  for (const std::string& file : {extra.hdfs_site, extra.yarn_site}) {
+    if (!file.empty() && !PathExists(file)) return Status::FailedPrecondition(file + " does not exist");
+  }
   Props props = Defaults();
-  // Same order as a Hadoop client: core first, then the HDFS and YARN layers over it.
-  for (const char* file : {"core-site.xml", "hdfs-site.xml", "yarn-site.xml"}) {
-    LOOM_RETURN_IF_ERROR(MergeSiteFile(conf_dir + "/" + file, props));
+  // Same order as a Hadoop client: core first, then the HDFS and YARN layers over it, each
+  // followed by the file named for its kind (as TonY adds it to its hdfs / yarn Configuration).
+  for (const std::string& file : {conf_dir + "/core-site.xml", conf_dir + "/hdfs-site.xml", extra.hdfs_site,
+                                  conf_dir + "/yarn-site.xml", extra.yarn_site}) {
+    if (!file.empty()) LOOM_RETURN_IF_ERROR(MergeSiteFile(file, props));
   }
   HadoopConf conf;
   conf.conf_dir = conf_dir;

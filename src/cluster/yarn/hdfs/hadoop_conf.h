@@ -19,6 +19,14 @@ struct HostPort {
 // "host:port" (the last colon splits; the port is 1-65535); InvalidArgument otherwise.
 Result<HostPort> ParseHostPort(std::string_view text);
 
+// Site files named explicitly on top of HADOOP_CONF_DIR's (loom.application.hdfs-conf-path and
+// yarn-conf-path, TonY's keys): each is merged right after the directory's file of its kind,
+// so its properties win over the directory's. Empty: none.
+struct ExtraSiteFiles {
+  std::string hdfs_site;
+  std::string yarn_site;
+};
+
 struct HadoopConf {
   std::string conf_dir;
   std::string default_fs;            // fs.defaultFS, e.g. "hdfs://127.0.0.1:9000"
@@ -34,6 +42,9 @@ struct HadoopConf {
   std::string staging_dir;           // loom staging root: "/user/<user>/.loom"
   // yarn.scheduler.minimum-allocation-mb (yarn-default: 1024): asks round up to a multiple.
   int64_t min_allocation_mb = 1024;
+  // yarn.resourcemanager.connect.retry-interval.ms (yarn-default: 30000): how long a client
+  // waits before it tries an unreachable ResourceManager again.
+  int64_t rm_connect_retry_interval_ms = 30000;
   // Where containers' logs are (yarn-site.xml), for `loom logs`: a NodeManager's web server
   // while it keeps them, then HDFS if the cluster aggregates logs.
   HostPort nm_webapp;                            // yarn.nodemanager.webapp.address (default 0.0.0.0:8042)
@@ -45,9 +56,11 @@ struct HadoopConf {
   // and yarn.log-aggregation.<format>.remote-app-log-dir-suffix (they override the two above).
   std::map<std::string, std::string> log_aggregation_format_dirs;
   std::map<std::string, std::string> log_aggregation_format_suffixes;
-  // Reads the three files (missing files mean defaults; a malformed one is an error naming it).
+  // Reads the three files (missing files mean defaults; a malformed one is an error naming it),
+  // then `extra` over them (a file named there must exist: FailedPrecondition naming it).
   // yarn.resourcemanager.hostname fills unset addresses, ${var} references are expanded.
-  static Result<HadoopConf> Load(const std::string& conf_dir, const std::string& user);
+  static Result<HadoopConf> Load(const std::string& conf_dir, const std::string& user,
+                                 const ExtraSiteFiles& extra = {});
   // From $HADOOP_CONF_DIR; FailedPrecondition when it is unset.
   static Result<HadoopConf> FromEnvironment(const std::string& user);
 };

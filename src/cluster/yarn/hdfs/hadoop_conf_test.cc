@@ -148,6 +148,47 @@ TEST_F(HadoopConfTest, MissingDirectoryIsAnError) {
   EXPECT_STATUS(HadoopConf::Load(dir_ + "/nope", "u"), kFailedPrecondition, HasSubstr("/nope"));
 }
 
+// loom.application.hdfs-conf-path / yarn-conf-path: each explicit file lands on top of the
+// directory's file of its kind; what it does not set still comes from the directory.
+TEST_F(HadoopConfTest, ExplicitSiteFilesWinOverTheDirectorys) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  Write("hdfs-site.xml", Site(Prop("dfs.namenode.http-address", "old-nn:9870")));
+  Write("yarn-site.xml", Site(Prop("yarn.resourcemanager.address", "old-rm:8032") +
+                              Prop("yarn.resourcemanager.scheduler.address", "old-rm:8030") +
+                              Prop("yarn.scheduler.minimum-allocation-mb", "512")));
+  ASSERT_OK(MakeDirs(dir_ + "/explicit"));
+  Write("explicit/my-hdfs.xml", Site(Prop("dfs.namenode.http-address", "new-nn:50070")));
+  Write("explicit/my-yarn.xml", Site(Prop("yarn.resourcemanager.address", "new-rm:8032") +
+                                     Prop("yarn.resourcemanager.connect.retry-interval.ms", "250")));
+  Result<HadoopConf> plain = HadoopConf::Load(dir_, "u");
+  ASSERT_OK(plain);
+  EXPECT_EQ(plain->rm.ToString(), "old-rm:8032");
+  EXPECT_EQ(plain->rm_connect_retry_interval_ms, 30000);  // yarn-default
+  Result<HadoopConf> conf =
+      HadoopConf::Load(dir_, "u", {dir_ + "/explicit/my-hdfs.xml", dir_ + "/explicit/my-yarn.xml"});
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->namenode_http.ToString(), "new-nn:50070");
+  EXPECT_EQ(conf->rm.ToString(), "new-rm:8032");
+  EXPECT_EQ(conf->rm_connect_retry_interval_ms, 250);
+  EXPECT_EQ(conf->scheduler.ToString(), "old-rm:8030");  // not in the explicit file
+  EXPECT_EQ(conf->min_allocation_mb, 512);
+  EXPECT_EQ(conf->default_fs, "hdfs://nn:9000");
+  // Only the yarn one.
+  Result<HadoopConf> yarn_only = HadoopConf::Load(dir_, "u", {"", dir_ + "/explicit/my-yarn.xml"});
+  ASSERT_OK(yarn_only);
+  EXPECT_EQ(yarn_only->namenode_http.ToString(), "old-nn:9870");
+  EXPECT_EQ(yarn_only->rm.ToString(), "new-rm:8032");
+}
+
+TEST_F(HadoopConfTest, ExplicitSiteFileMustExistAndParse) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u", {"", dir_ + "/nosuch-yarn.xml"}), kFailedPrecondition,
+                HasSubstr(dir_ + "/nosuch-yarn.xml does not exist"));
+  Write("bad-hdfs.xml", "<configuration><property>");
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u", {dir_ + "/bad-hdfs.xml", ""}), kInvalidArgument,
+                HasSubstr(dir_ + "/bad-hdfs.xml"));
+}
+
 TEST(HadoopConfEnvironment, UnsetHadoopConfDirSaysWhatToDo) {
   const char* saved = std::getenv("HADOOP_CONF_DIR");
   std::string saved_value = saved ? saved : "";

@@ -1,0 +1,30 @@
+#pragma once
+// GPU metrics of a task, as TonY's TaskMonitor collects them (loom.task.gpu-metrics.enabled):
+// nvidia-smi asked about the task's GPUs, once per metrics interval.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace loom::executor {
+
+struct GpuSample {
+  int gpus = 0;                     // how many GPUs answered
+  int max_utilization_percent = 0;  // the busiest one's
+  int64_t memory_used_bytes = 0;    // on all of them together
+};
+
+// Parses the output of `nvidia-smi --query-gpu=utilization.gpu,memory.used
+// --format=csv,noheader,nounits` (one "percent, MiB" line per GPU). A value nvidia-smi cannot
+// give ("[N/A]", as under MIG) counts as 0; InvalidArgument when no line has the shape.
+Result<GpuSample> ParseNvidiaSmi(const std::string& text);
+
+// Runs `nvidia_smi` (looked up in PATH) for the GPUs in `visible` (CUDA_VISIBLE_DEVICES, indices
+// or UUIDs; empty: every GPU it sees) and parses its answer. A run longer than `timeout` is
+// killed. Reaps its child itself: call it from the thread that reaps the executor's children.
+Result<GpuSample> SampleGpus(const std::string& nvidia_smi, const std::string& visible,
+                             const std::string& path_env, std::chrono::milliseconds timeout);
+
+}  // namespace loom::executor
