@@ -61,7 +61,7 @@ Result<JobState> ApplicationMaster::Run() {
   loop_.Post([this] { RequestContainers(); });
   if (opts_.spec.application_timeout_ms > 0) {
     loop_.PostAfter(std::chrono::milliseconds(opts_.spec.application_timeout_ms), [this] {
-      Fail("application timeout: the job ran longer than loom.application.timeout=" +
+      Fail("application timeout: the job ran longer than " + opts_.spec.KeyName("loom.application.timeout") + "=" +
                std::to_string(opts_.spec.application_timeout_ms) + " ms",
            /*retryable=*/false);
     });
@@ -175,6 +175,7 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     wiring.port_high = opts_.spec.port_high;
     wiring.reserve_tb_port = runtime::ReservesTbPort(opts_.spec, container.task);
     wiring.registry_timeout_ms = opts_.spec.executor_registry_timeout_ms;
+    wiring.key_prefix = opts_.spec.key_prefix;
     wiring.metrics_interval_ms = opts_.spec.metrics_interval_ms;
     const TaskTypeSpec* task_type = opts_.spec.FindType(container.task.type);
     // TonY samples GPUs only for types that have some.
@@ -435,7 +436,7 @@ void ApplicationMaster::ArmAllocationTimeout() {
     std::string gang = HasTrainingStage(opts_.spec) ? (stage ? "the training stage's gang" : "the prepare stage's gang")
                                                     : "the gang";
     std::string why = "gang allocation timeout: " + gang + " was not complete after " + std::to_string(ms) +
-                      " ms (loom.container.allocation.timeout)";
+                      " ms (" + opts_.spec.KeyName("loom.container.allocation.timeout") + ")";
     if (!never.empty()) why += "; never got resources: " + Join(never, ", ");
     if (!unregistered.empty()) why += "; launched but not registered: " + Join(unregistered, ", ");
     // Everything held is given back: the stop of every task releases its container.
@@ -452,7 +453,7 @@ void ApplicationMaster::ArmRegistrationTimeout(const TaskId& id, const std::stri
     if (!slot || !r || !slot->container || slot->container->id != container_id || r->state != TaskState::kLaunched) {
       return;
     }
-    std::string why = "did not register within " + std::to_string(ms) + " ms (loom.container.registration.timeout)";
+    std::string why = "did not register within " + std::to_string(ms) + " ms (" + opts_.spec.KeyName("loom.container.registration.timeout") + ")";
     RequestStop(*slot);
     (void)broker_.Stop(container_id, std::chrono::milliseconds(0));
     StopTasks(tracker_->OnTaskFinished(id, 1, false, why));
@@ -481,7 +482,7 @@ void ApplicationMaster::ArmDependencyTimeouts() {
         if (r.id.type == d.type && !IsTerminal(r.state)) late.push_back(r.id);
       }
       if (late.empty()) return;
-      std::string key = "loom.application.dependency." + d.type + ".timeout.after." + d.group;
+      std::string key = opts_.spec.KeyName("loom.application.dependency." + d.type + ".timeout.after." + d.group);
       std::string why = d.type + " still running " + std::to_string(d.seconds) + " s after group " + d.group + " (" +
                         Join(d.group_types, ",") + ") finished (" + key + ")";
       if (d.ignored) {
@@ -539,7 +540,7 @@ void ApplicationMaster::CheckHeartbeats() {
     if (!r || !slot.container || slot.stop_requested) continue;
     if (r->state != TaskState::kRegistered && r->state != TaskState::kRunning) continue;
     if (now - slot.last_heartbeat_ns <= std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count()) continue;
-    std::string why = "lost: no heartbeat for " + std::to_string(limit.count()) + " ms (loom.task.max-missed-heartbeats=" +
+    std::string why = "lost: no heartbeat for " + std::to_string(limit.count()) + " ms (" + opts_.spec.KeyName("loom.task.max-missed-heartbeats") + "=" +
                       std::to_string(opts_.spec.max_missed_heartbeats) + ")";
     spdlog::warn("task {} {}", id.ToString(), why);
     (void)broker_.Stop(slot.container->id, std::chrono::milliseconds(0));

@@ -6,6 +6,13 @@
 // again up to loom.am.retry-count times, as in TonY; when the job ends it stops whatever still
 // runs and writes the final status once.
 //
+// Two stages (loom.application.prepare-stage / training-stage, TonY's TaskScheduler): only the
+// first stage's containers are asked for at first; the training stage's once every tracked
+// prepare task has succeeded (a prepare task that does not succeed fails the job, naming it).
+// Each stage is a gang of its own: its cluster spec is published when its tasks have
+// registered, and the allocation timeout runs from its request. A gang restart begins again
+// with the prepare stage, as TonY rebuilds its whole session.
+//
 // Threading: all job state lives on one EventLoop thread. gRPC handlers and broker callbacks
 // only post closures onto it, except heartbeats, which touch per-task atomics only;
 // RequestKill() is safe from any thread (a signal thread).

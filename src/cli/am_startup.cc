@@ -52,7 +52,9 @@ std::optional<std::string> AmStartupExpired(const history::JobDir& dir, int64_t 
     }
   }
   if (started || since == 0 || now_ms - since < timeout_ms) return std::nullopt;
-  std::string why = "the AM did not start within " + std::string(kKey) + "=" + std::to_string(timeout_ms) + " ms";
+  config::Config conf;  // for the key as the user wrote it
+  (void)conf.MergeXmlFile(dir.config());
+  std::string why = "the AM did not start within " + config::Spelled(conf, kKey) + "=" + std::to_string(timeout_ms) + " ms";
   if (!state.empty()) {
     why += " (" + (backend == "yarn" ? std::string("YARN") : backend.empty() ? std::string("local") : backend) +
            ": still " + state;

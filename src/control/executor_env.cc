@@ -17,6 +17,7 @@ constexpr char kReserveTbPort[] = "LOOM_RESERVE_TB_PORT";
 constexpr char kRegistryTimeout[] = "LOOM_REGISTRY_TIMEOUT_MS";
 constexpr char kMetricsInterval[] = "LOOM_METRICS_INTERVAL_MS";
 constexpr char kGpuMetrics[] = "LOOM_GPU_METRICS";
+constexpr char kKeyPrefix[] = "LOOM_KEY_PREFIX";
 constexpr char kHost[] = "LOOM_HOST";
 constexpr char kContainerId[] = "LOOM_CONTAINER_ID";
 constexpr char kLogDir[] = "LOOM_LOG_DIR";
@@ -49,6 +50,7 @@ void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
   if (registry_timeout_ms > 0) env[kRegistryTimeout] = std::to_string(registry_timeout_ms);
   if (!task_id.empty()) env[kMetricsInterval] = std::to_string(metrics_interval_ms);
   if (gpu_metrics) env[kGpuMetrics] = "1";
+  if (!task_id.empty()) env[kKeyPrefix] = key_prefix;
   put(kHost, host);
   put(kContainerId, container_id);
   put(kLogDir, log_dir);
@@ -92,6 +94,12 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
     if (!v.empty() && v != "0" && v != "1") return Status::InvalidArgument(std::string(key) + "=" + v + " is not 0 or 1");
     *flag = v == "1";
   }
+  if (std::string prefix = get(kKeyPrefix); !prefix.empty()) {
+    if (prefix != "loom." && prefix != "tony.") {
+      return Status::InvalidArgument(std::string(kKeyPrefix) + "=" + prefix + " is not loom. or tony.");
+    }
+    e.key_prefix = prefix;
+  }
   e.port_low = 20000;
   e.port_high = 32000;
   if (std::string range = get(kPortRange); !range.empty()) {
@@ -112,7 +120,7 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
 
 void ExecutorEnv::RemoveWiring(std::map<std::string, std::string>& env) {
   for (const char* k : {kAmAddress, kSecretFile, kSecretCredential, kPortRange, kPreferredPort, kMemoryEnforcedBy,
-                        kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics}) {
+                        kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics, kKeyPrefix}) {
     env.erase(k);
   }
 }

@@ -31,6 +31,9 @@ struct ExecutorEnv {
   int64_t registry_timeout_ms = 0;
   int metrics_interval_ms = 5000;  // LOOM_METRICS_INTERVAL_MS: how often the task's metrics are sampled
   bool gpu_metrics = false;        // LOOM_GPU_METRICS=1: sample its GPUs with nvidia-smi too
+  // LOOM_KEY_PREFIX: "tony." or "loom.", the prefix the user wrote their keys in, so that the
+  // executor's messages name keys as the user does (JobSpec::key_prefix).
+  std::string key_prefix = "loom.";
   // ---- from the backend that starts the container ----
   std::string host;            // LOOM_HOST: the address peers use for this task
   std::string container_id;    // LOOM_CONTAINER_ID

@@ -55,6 +55,7 @@ bool TaskTypeSpec::Restartable(int exit_code) const {
 }
 
 std::string JobSpec::KeyName(const std::string& canonical_key) const {
+  if (auto it = key_spellings.find(canonical_key); it != key_spellings.end()) return it->second;
   return config::Respell(canonical_key, key_prefix);
 }
 
@@ -285,6 +286,11 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   std::vector<std::string> problems;
   JobSpec spec;
   spec.key_prefix = config::UserPrefix(conf);
+  for (const auto& [key, e] : conf.entries()) {
+    if (StartsWith(e.original_key, "tony.") || StartsWith(e.original_key, "loom.")) {
+      if (e.source != config::kDefaultSource) spec.key_spellings[key] = e.original_key;
+    }
+  }
   spec.name = GetString(conf, "loom.application.name");
   std::string fw = ToLower(GetString(conf, "loom.application.framework"));
   spec.framework = fw == "pytorch"      ? Framework::kPyTorch
@@ -413,7 +419,7 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     t.instances = static_cast<int>(GetInt(conf, k + "instances"));
     t.resources = {GetMemoryMib(conf, k + "memory"), static_cast<int>(GetInt(conf, k + "vcores")),
                    static_cast<int>(GetInt(conf, k + "gpus"))};
-    if (tensorboard_added) {
+    if (tensorboard_added && name == "tensorboard") {
       // TonY's sizes for its sidecar (1 instance, 2 vcores, 2g, no GPU); loom.tensorboard.* win.
       t.instances = 1;
       if (!conf.IsExplicit(k + "memory")) t.resources.memory_mib = 2048;

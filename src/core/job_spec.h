@@ -141,7 +141,11 @@ struct JobSpec {
   // "tony." or "loom.": the prefix the user wrote their keys in (config::UserPrefix), so that
   // code holding only the spec (the AM, executors, backends) names keys as the user does.
   std::string key_prefix = "loom.";
-  // `canonical_key` (a loom.* key, or text holding such keys) in the user's prefix.
+  // The keys the user set, canonical -> as written ("loom.task.port-range" -> "tony.task.port-range"),
+  // for configs that mix the two prefixes.
+  std::map<std::string, std::string> key_spellings;
+  // `canonical_key` as the user wrote it if they set it, else (or for text holding such keys)
+  // in the user's prefix.
   std::string KeyName(const std::string& canonical_key) const;
 
   const TaskTypeSpec* FindType(const std::string& name) const;

@@ -312,7 +312,8 @@ TEST_F(JobSpecTest, StagesNameTypesOfTheJobOnceEach) {
 }
 
 TEST_F(JobSpecTest, TensorBoardLogDirAddsASidecarType) {
-  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set("loom.worker.instances", "3", "f");
+  conf_.Set("loom.worker.memory", "1g", "f");
   conf_.Set("loom.application.tensorboard-log-dir", "/tmp/tb", "--sidecar_tensorboard_log_dir");
   auto spec = BuildJobSpec(conf_, dir_.string());
   ASSERT_OK(spec);
@@ -326,6 +327,10 @@ TEST_F(JobSpecTest, TensorBoardLogDirAddsASidecarType) {
   EXPECT_EQ(tb->role, TaskRole::kSidecar);
   EXPECT_EQ(tb->command, "tensorboard --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\"");
   EXPECT_EQ(spec->FindType("worker")->command, "python3 train.py");
+  // TensorBoard's sizes are its own: the other types keep theirs.
+  EXPECT_EQ(spec->FindType("worker")->instances, 3);
+  EXPECT_EQ(spec->FindType("worker")->resources.memory_mib, 1024);
+  EXPECT_EQ(spec->FindType("worker")->resources.vcores, 1);
   // The AM, reading the final config, builds the same type.
   auto am = RebuiltOnTheAm(conf_, dir_.string());
   ASSERT_OK(am);
@@ -516,6 +521,17 @@ TEST(TaskId, Parse) {
   EXPECT_EQ(ParseTaskId("worker:3")->ToString(), "worker:3");
   EXPECT_FALSE(ParseTaskId("worker").ok());
   EXPECT_FALSE(ParseTaskId("worker:-1").ok());
+}
+
+TEST_F(JobSpecTest, KeyNameIsTheUsersSpellingEvenInAMixedConfig) {
+  conf_.Set("loom.worker.instances", "2", "--conf");
+  conf_.Set("loom.worker.memory", "1g", "--conf");
+  conf_.Set("tony.application.timeout", "60000", "--conf");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->key_prefix, "loom.");
+  EXPECT_EQ(spec->KeyName("loom.application.timeout"), "tony.application.timeout");
+  EXPECT_EQ(spec->KeyName("loom.container.allocation.timeout"), "loom.container.allocation.timeout");
 }
 
 }  // namespace

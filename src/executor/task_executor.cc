@@ -24,6 +24,7 @@
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
+#include "core/config/config.h"
 #include "core/files.h"
 #include "core/job_spec.h"
 #include "core/strings.h"
@@ -175,9 +176,15 @@ Status TaskExecutor::Init() {
   log_dir_ = wiring_.log_dir.empty() ? "." : wiring_.log_dir;
   if (!wiring_.link_into_workdir.empty()) LinkIntoWorkdir(wiring_.link_into_workdir);
   int low = wiring_.port_low, high = wiring_.port_high, preferred = wiring_.preferred_port;
-  LOOM_ASSIGN_OR_RETURN(port_, ReservedPort::Reserve(low, high, preferred));
+  // Their errors name loom.task.port-range: in the user's spelling.
+  auto reserve = [&](int preferred_port) -> Result<ReservedPort> {
+    Result<ReservedPort> r = ReservedPort::Reserve(low, high, preferred_port);
+    if (!r.ok()) return Status(r.status().code(), config::Respell(r.status().message(), wiring_.key_prefix));
+    return r;
+  };
+  LOOM_ASSIGN_OR_RETURN(port_, reserve(preferred));
   if (wiring_.reserve_tb_port) {
-    LOOM_ASSIGN_OR_RETURN(tb_port_, ReservedPort::Reserve(low, high));
+    LOOM_ASSIGN_OR_RETURN(tb_port_, reserve(0));
     spdlog::info("holding TB_PORT {} for TensorBoard", tb_port_.port());
   }
   grpc::ChannelArguments args;
@@ -221,7 +228,8 @@ Status TaskExecutor::Register() {
     if (limit_ms > 0 && left() <= milliseconds(0)) {
       return Status::DeadlineExceeded(
           "gave up registering with the AM at " + wiring_.am_address + " after " + std::to_string(limit_ms) +
-          " ms (loom.task.executor.registry-timeout-sec=" + FormatSeconds(limit_ms) + "): " + s.error_message());
+          " ms (" + config::Respell("loom.task.executor.registry-timeout-sec", wiring_.key_prefix) + "=" +
+          FormatSeconds(limit_ms) + "): " + s.error_message());
     }
     milliseconds wait = limit_ms > 0 ? std::min(backoff, left()) : backoff;
     if (int sig = WaitForEvent(static_cast<int>(std::max<int64_t>(wait.count(), 0)))) {
@@ -466,7 +474,8 @@ int TaskExecutor::Supervise() {
     if (am_wants_stop_) terminate("stopped by the AM");
     if (am_lost_) terminate("AM unreachable for " + std::to_string(int64_t{params_.heartbeat_interval_ms()} * params_.max_missed_heartbeats()) + " ms");
     if (exec_deadline && Clock::now() >= *exec_deadline) {
-      terminate("execution timeout: ran longer than loom.task.executor.execution-timeout-ms=" +
+      terminate("execution timeout: ran longer than " +
+                config::Respell("loom.task.executor.execution-timeout-ms", wiring_.key_prefix) + "=" +
                 std::to_string(params_.execution_timeout_ms()));
     }
     auto now = Clock::now();

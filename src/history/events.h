@@ -17,7 +17,9 @@ inline constexpr char kBackendState[] = "BACKEND_STATE";
 // status_url, its status page.
 inline constexpr char kAmStarted[] = "AM_STARTED";
 // A task changed state: task, state; address, exit_code, diagnostics, peak_rss_bytes,
-// container, host, node_id, node_http as they become known.
+// container, host, node_id, node_http as they become known; max_gpu_utilization_percent and
+// peak_gpu_memory_bytes at its end when its GPUs were sampled; waiting (PENDING: why no
+// container is asked for yet, "" once it is).
 inline constexpr char kTaskState[] = "TASK_STATE";
 // Tasks still without a container: tasks [{task, resources, waited_ms, reason}].
 inline constexpr char kTasksPending[] = "TASKS_PENDING";

@@ -94,7 +94,8 @@ TEST(AmStartupTimeout, YarnJobStillAcceptedIsEndedByItsClient) {
   RunResult r = cluster.loom().Collect(second, "second");
   ASSERT_TRUE(ended) << "the held job never ended:\n" << r.out << r.err;
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const std::string why = "the AM did not start within loom.am.startup-timeout=3000 ms (YARN: still ACCEPTED: ";
+  // In the user's spelling: the second job said tony.*.
+  const std::string why = "the AM did not start within tony.am.startup-timeout=3000 ms (YARN: still ACCEPTED: ";
   EXPECT_THAT(r.out, HasSubstr(why));
   EXPECT_THAT(r.out, HasSubstr("Queue's AM resource limit exceeded"));
   history::JobView view = cluster.loom().View(second_id);

@@ -205,8 +205,7 @@ void YarnJobSubmitter::StopMirror() {
 }
 
 std::string YarnJobSubmitter::KeyAsWritten(const std::string& canonical_key) const {
-  const config::ConfigEntry* e = job_conf_.Entry(canonical_key);
-  return e && !e->original_key.empty() ? e->original_key : canonical_key;
+  return config::Spelled(job_conf_, canonical_key);
 }
 
 Status YarnJobSubmitter::ApplyJobSiteFiles() {
@@ -270,7 +269,7 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   }
   if (!queue.ok()) {
     if (queue.status().code() == StatusCode::kNotFound) {
-      return Status::InvalidArgument("loom.yarn.queue=" + queue_name + ": " + queue.status().message());
+      return Status::InvalidArgument(KeyAsWritten("loom.yarn.queue") + "=" + queue_name + ": " + queue.status().message());
     }
     Status s = unreachable(queue.status(), "queue " + queue_name);
     if (queue.status().code() != StatusCode::kUnavailable) return s;
