@@ -318,7 +318,7 @@ TEST(LocalJob, IgnoredDependencyTimeoutSaysWhatItStoppedAndWhy) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string why =
       "stopped by the AM: still running 1 s after group 'training' (chief,worker) finished "
-      "(loom.application.dependency.evaluator.timeout.after.training.ignored=true)";
+      "(tony.application.dependency.evaluator.timeout.after.training.ignored=true)";  // as the user wrote it
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   EXPECT_EQ(view.diagnostics, "chief:0 and worker:0 succeeded; evaluator:0 " + why);
