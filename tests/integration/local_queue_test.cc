@@ -35,6 +35,7 @@ struct TaskRun {
 //   sleep S          sleep S seconds
 //   hold NAME        wait until the file NAME (in the shared dir) exists
 //   fail-once NAME   wait for NAME; the job's first run exits 1, later ones succeed after 0.3 s
+//   slow-stop        run until SIGTERM, then take 1 s more to stop (a task still on its GPU)
 class TaskScript {
  public:
   explicit TaskScript(const std::string& dir) : dir_(dir) {
@@ -43,15 +44,21 @@ class TaskScript {
 d=$(dirname "$0")
 s=$(date +%s.%N)
 code=0
+record() {
+  e=$(date +%s.%N)
+  echo "$LOOM_JOB_ID $LOOM_TASK_ID ${CUDA_VISIBLE_DEVICES-unset} $s $e" > "$d/rec/$LOOM_JOB_ID.$LOOM_TASK_ID.$$"
+}
 case "$1" in
+  slow-stop)
+    trap 'sleep 1; record; exit 143' TERM
+    while true; do sleep 0.02; done ;;
   sleep) sleep "$2" ;;
   hold) while [ ! -e "$d/$2" ]; do sleep 0.02; done ;;
   fail-once)
     while [ ! -e "$d/$2" ]; do sleep 0.02; done
     if [ ! -e "$d/failed.$LOOM_JOB_ID" ]; then touch "$d/failed.$LOOM_JOB_ID"; code=1; else sleep 0.3; fi ;;
 esac
-e=$(date +%s.%N)
-echo "$LOOM_JOB_ID $LOOM_TASK_ID ${CUDA_VISIBLE_DEVICES-unset} $s $e" > "$d/rec/$LOOM_JOB_ID.$LOOM_TASK_ID.$$"
+record
 exit $code
 )";
   }
@@ -312,19 +319,27 @@ TEST(LocalQueue, MemoryOfOneHomeIsShared) {
 TEST(LocalQueue, AJobWhoseAmIsKilledGivesItsGpuBack) {
   MiniLoom loom;
   TaskScript task(loom.home() + "/shared");
-  Submitted a = SubmitOne(loom, Job(task.Command("hold", "never"), 1, "1"), "a");
+  Submitted a = SubmitOne(loom, Job(task.Command("slow-stop", ""), 1, "1"), "a");
   ASSERT_TRUE(AllRunning(loom, a.id));
   Submitted b = SubmitOne(loom, Job(task.Command("sleep", "0.1"), 1, "1"), "b");
   ASSERT_TRUE(WaitForState(loom, b.id, "QUEUED", 1));
   int am_pid = std::stoi(ReadFile(loom.Dir(a.id).am_pid()).value_or("0"));
   ASSERT_GT(am_pid, 1);
-  ::kill(am_pid, SIGKILL);  // no clean-up at all: only the kernel drops its hold
+  // No clean-up at all: a's client is gone first (it would kill the leftovers at once), then
+  // its AM; only the kernel drops their holds, and a's task takes 1 s to stop on its GPU.
+  ::kill(a.client.pid(), SIGKILL);
+  ::kill(am_pid, SIGKILL);
   RunResult rb = loom.Collect(b.client, "b");
   EXPECT_EQ(rb.exit_code, 0) << rb.out << rb.err;
   auto runs = task.RunsOf(b.id);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].gpus, "0");
-  EXPECT_EQ(loom.Collect(a.client, "a").exit_code, 1);
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return task.RunsOf(a.id).size() == 1u; }, 10s))
+      << "a's task never recorded its stop";
+  // GPU 0 went to b only once the last process of a was gone, not when a's AM died.
+  ExpectNoGpuSharedAtOnce(task.Runs());
+  (void)loom.Collect(a.client, "a");
+  (void)loom.Run({"status", a.id});  // whoever looks next ends its record
   EXPECT_EQ(loom.View(a.id).state, "FAILED");
 }
 

@@ -130,7 +130,8 @@ Result<std::unique_ptr<ContainerBroker>> LocalAmSide::MakeBroker(const history::
     pool.memory_mib = reserved_memory_mib_;
   }
   return std::unique_ptr<ContainerBroker>(
-      std::make_unique<LocalContainerBroker>(pool, dir, /*host_has_gpus=*/!host_->gpus.empty()));
+      std::make_unique<LocalContainerBroker>(pool, dir, /*host_has_gpus=*/!host_->gpus.empty(),
+                                             ledger_ ? ledger_->record_fd() : -1));
 }
 
 void LocalAmSide::Finish(const history::JobDir&, const std::string&, const std::string&) {

@@ -17,8 +17,9 @@ namespace loom::cluster::local {
 
 using Clock = std::chrono::steady_clock;
 
-LocalContainerBroker::LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus)
-    : inventory_(std::move(pool)),
+LocalContainerBroker::LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus, int hold_fd)
+    : hold_fd_(hold_fd),
+      inventory_(std::move(pool)),
       job_dir_(std::move(job_dir)),
       job_id_(job_dir_.job_id()),
       use_cgroups_(TaskCgroup::WritableSelfCgroup().has_value()),
@@ -180,6 +181,7 @@ Status LocalContainerBroker::Launch(const Container& container, const LaunchSpec
   o.stdout_path = task_dir + "/executor.log";
   o.stderr_path = task_dir + "/executor.log";
   o.parent_death_signal = SIGTERM;  // the AM gone: the executor stops its task and exits
+  if (hold_fd_ >= 0) o.inherit_fds.push_back(hold_fd_);
   if (use_cgroups_) {
     auto cg = TaskCgroup::Create("loom/" + job_id_ + "/" + container.task.DirName(),
                                  slot.resources.memory_mib * 1024 * 1024);

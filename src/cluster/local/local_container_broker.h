@@ -30,7 +30,9 @@ class LocalContainerBroker : public ContainerBroker {
  public:
   // `pool`: what this job may hand out. `host_has_gpus`: the host has GPUs even if the pool
   // has none, so a task without a GPU must still be kept from them.
-  LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus = false);
+  // `hold_fd` (or -1): a descriptor every executor inherits, so that whatever it holds (the
+  // job's ledger record) is held until the job's last process is gone.
+  LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus = false, int hold_fd = -1);
   ~LocalContainerBroker() override;
 
   Status Start(ContainerEvents* events) override;
@@ -63,6 +65,7 @@ class LocalContainerBroker : public ContainerBroker {
   void Wake();
   Status Localize(const LaunchSpec& spec, const std::string& work_dir);
 
+  const int hold_fd_;
   const HostInventory inventory_;
   const history::JobDir job_dir_;
   const std::string job_id_;

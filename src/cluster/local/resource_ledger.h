@@ -83,6 +83,10 @@ class ResourceLedger {
   const std::string& dir() const { return dir_; }
   // The record file's path while joined, "" otherwise.
   std::string record_path() const;
+  // The record's descriptor while joined, -1 otherwise. The job's processes (its executors,
+  // and through them its tasks) inherit it: the flock belongs to the open file, so the record
+  // stays held, and its GPUs taken, until the last of them is gone, even after the AM died.
+  int record_fd() const { return record_fd_; }
 
  private:
   explicit ResourceLedger(std::string dir) : dir_(std::move(dir)) {}
