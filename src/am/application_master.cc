@@ -180,6 +180,7 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     const TaskTypeSpec* task_type = opts_.spec.FindType(container.task.type);
     // TonY samples GPUs only for types that have some.
     wiring.gpu_metrics = opts_.spec.gpu_metrics && task_type && task_type->resources.gpus > 0;
+    wiring.gpu_exec_path = opts_.spec.gpu_exec_path;
     wiring.AddTo(launch.env);
     if (!opts_.spec.src_dir.empty()) launch.resources.push_back({opts_.spec.src_dir, ".", false});
     if (!opts_.spec.python_venv.empty()) launch.resources.push_back({opts_.spec.python_venv, "venv", true});
@@ -306,8 +307,8 @@ bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const 
   ++slot->restarts;
   const TaskRecord* r = tracker_->Find(id);
   slot->previous_port = r ? r->port : 0;
-  spdlog::warn("task {} failed ({}); restart {} of loom.{}.max-restarts={}", id.ToString(), diagnostics, slot->restarts,
-               id.type, type->max_restarts);
+  spdlog::warn("task {} failed ({}); restart {} of {}={}", id.ToString(), diagnostics, slot->restarts,
+               opts_.spec.KeyName("loom." + id.type + ".max-restarts"), type->max_restarts);
   (void)events_.Append(history::events::kTaskRestarting, {{"task", id.ToString()},
                                            {"restart", slot->restarts},
                                            {"exit_code", exit_code},
@@ -391,8 +392,8 @@ void ApplicationMaster::AfterTransition() {
 void ApplicationMaster::StartNextAttempt() {
   ++attempt_;
   std::string why = tracker_->diagnostics();
-  spdlog::warn("attempt {} failed ({}); restarting the gang ({} of loom.am.retry-count={})", attempt_, why, attempt_,
-               opts_.spec.am_retry_count);
+  spdlog::warn("attempt {} failed ({}); restarting the gang ({} of {}={})", attempt_, why, attempt_,
+               opts_.spec.KeyName("loom.am.retry-count"), opts_.spec.am_retry_count);
   (void)events_.Append(history::events::kJobRestarting, {{"attempt", attempt_}, {"reason", why}});
   tracker_.emplace(opts_.spec);
   for (auto& [id, slot] : slots_) {

@@ -69,6 +69,7 @@ std::optional<std::string> EnforceAmStartupTimeout(const history::JobDir& dir, c
                                                    int64_t timeout_ms) {
   std::optional<std::string> why = AmStartupExpired(dir, timeout_ms, history::NowMillis());
   if (!why) return std::nullopt;
+  (void)history::RecordKillCause(dir, *why);  // what the AM says as it stops: Loom killed it
   (void)history::EndJob(dir, "FAILED", *why);
   // Someone else ended it meanwhile (the first final status wins): theirs is the end.
   auto view = history::LoadJobView(dir);

@@ -232,6 +232,8 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
       // The cause is recorded first: the kill's own record must not win.
       std::string why = "the ApplicationMaster stopped answering for " + std::to_string(am_silence_limit.count()) +
                         " ms and was killed";
+      // The AM reads the kill's cause as it stops: Loom killed it, not someone outside.
+      (void)history::RecordKillCause(dir, why);
       (void)history::EndJob(dir, "FAILED", why);
       (void)backend.Kill(dir, std::chrono::milliseconds(0), why);
     }

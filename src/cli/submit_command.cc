@@ -55,7 +55,7 @@ Result<config::Config> BuildConfig(const SubmitFlags& f) {
     // TonY adds these jars to its JVMs' classpath; Loom runs no JVM, so it would do nothing.
     return Status::InvalidArgument("--hdfs_classpath " + f.hdfs_classpath +
                                    ": TonY puts these HDFS jars on its JVMs' classpath, and Loom runs no JVM; "
-                                   "remove the flag (ship files with loom.containers.resources instead)");
+                                   "remove the flag (ship what the tasks need with --src_dir or --python_venv)");
   }
   set_flag(f.executes, "loom.application.executes", "--executes");
   set_flag(f.task_params, "loom.application.task-params", "--task_params");

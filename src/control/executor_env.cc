@@ -18,6 +18,7 @@ constexpr char kRegistryTimeout[] = "LOOM_REGISTRY_TIMEOUT_MS";
 constexpr char kMetricsInterval[] = "LOOM_METRICS_INTERVAL_MS";
 constexpr char kGpuMetrics[] = "LOOM_GPU_METRICS";
 constexpr char kKeyPrefix[] = "LOOM_KEY_PREFIX";
+constexpr char kGpuExecPath[] = "LOOM_GPU_EXEC_PATH";
 constexpr char kHost[] = "LOOM_HOST";
 constexpr char kContainerId[] = "LOOM_CONTAINER_ID";
 constexpr char kLogDir[] = "LOOM_LOG_DIR";
@@ -50,6 +51,7 @@ void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
   if (registry_timeout_ms > 0) env[kRegistryTimeout] = std::to_string(registry_timeout_ms);
   if (!task_id.empty()) env[kMetricsInterval] = std::to_string(metrics_interval_ms);
   if (gpu_metrics) env[kGpuMetrics] = "1";
+  if (gpu_metrics) env[kGpuExecPath] = gpu_exec_path;
   if (!task_id.empty()) env[kKeyPrefix] = key_prefix;
   put(kHost, host);
   put(kContainerId, container_id);
@@ -94,6 +96,7 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
     if (!v.empty() && v != "0" && v != "1") return Status::InvalidArgument(std::string(key) + "=" + v + " is not 0 or 1");
     *flag = v == "1";
   }
+  if (std::string path = get(kGpuExecPath); !path.empty()) e.gpu_exec_path = path;
   if (std::string prefix = get(kKeyPrefix); !prefix.empty()) {
     if (prefix != "loom." && prefix != "tony.") {
       return Status::InvalidArgument(std::string(kKeyPrefix) + "=" + prefix + " is not loom. or tony.");
@@ -120,7 +123,7 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
 
 void ExecutorEnv::RemoveWiring(std::map<std::string, std::string>& env) {
   for (const char* k : {kAmAddress, kSecretFile, kSecretCredential, kPortRange, kPreferredPort, kMemoryEnforcedBy,
-                        kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics, kKeyPrefix}) {
+                        kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics, kKeyPrefix, kGpuExecPath}) {
     env.erase(k);
   }
 }

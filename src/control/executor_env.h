@@ -31,6 +31,7 @@ struct ExecutorEnv {
   int64_t registry_timeout_ms = 0;
   int metrics_interval_ms = 5000;  // LOOM_METRICS_INTERVAL_MS: how often the task's metrics are sampled
   bool gpu_metrics = false;        // LOOM_GPU_METRICS=1: sample its GPUs with nvidia-smi too
+  std::string gpu_exec_path = "nvidia-smi";  // LOOM_GPU_EXEC_PATH: the nvidia-smi to sample them with
   // LOOM_KEY_PREFIX: "tony." or "loom.", the prefix the user wrote their keys in, so that the
   // executor's messages name keys as the user does (JobSpec::key_prefix).
   std::string key_prefix = "loom.";

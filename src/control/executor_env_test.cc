@@ -28,6 +28,7 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
   e.metrics_interval_ms = 250;
   e.gpu_metrics = true;
   e.key_prefix = "tony.";
+  e.gpu_exec_path = "/opt/nvidia/bin/nvidia-smi";
   std::map<std::string, std::string> env = {{"PATH", "/bin"}};
   e.AddTo(env);
   EXPECT_EQ(env["LOOM_PORT_RANGE"], "21000-22000");
@@ -40,6 +41,7 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
   EXPECT_EQ(back->preferred_port, 21005);
   EXPECT_EQ(back->memory_enforced_by, "watchdog");
   EXPECT_EQ(back->key_prefix, "tony.");
+  EXPECT_EQ(back->gpu_exec_path, "/opt/nvidia/bin/nvidia-smi");
   EXPECT_TRUE(back->reserve_tb_port);
   EXPECT_EQ(back->registry_timeout_ms, 90000);
   EXPECT_EQ(back->metrics_interval_ms, 250);

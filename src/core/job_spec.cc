@@ -156,7 +156,8 @@ std::optional<std::string> NearMiss(const std::string& name, const std::vector<s
 std::string TensorBoardCommand(const Config& conf) {
   std::string python = Trim(GetString(conf, "loom.python-exec-path"));
   std::string run = python.empty() ? "tensorboard" : ShellQuote(python) + " -m tensorboard.main";
-  return run + " --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\"";
+  // TensorBoard 2.x serves localhost only by default; the link is for other hosts too.
+  return run + " --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --host 0.0.0.0";
 }
 
 // Where a `loom.max-total-*` cap is exceeded, a problem naming it.
@@ -359,6 +360,7 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   spec.executor_registry_timeout_ms = GetInt(conf, "loom.task.executor.registry-timeout-sec") * 1000;
   spec.metrics_interval_ms = static_cast<int>(GetInt(conf, "loom.task.metrics-interval-ms"));
   spec.gpu_metrics = GetBool(conf, "loom.task.gpu-metrics.enabled");
+  spec.gpu_exec_path = GetString(conf, "loom.gpu-exec-path");
   auto range = Split(GetString(conf, "loom.task.port-range"), '-');
   spec.port_low = static_cast<int>(*ParseInt(range[0]));
   spec.port_high = static_cast<int>(*ParseInt(range[1]));

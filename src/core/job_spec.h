@@ -137,6 +137,7 @@ struct JobSpec {
   int64_t executor_registry_timeout_ms = 0;  // an executor retries registering for; 0: forever
   int metrics_interval_ms = 5000;            // how often executors sample their task's metrics
   bool gpu_metrics = true;                   // loom.task.gpu-metrics.enabled
+  std::string gpu_exec_path = "nvidia-smi";  // loom.gpu-exec-path: what samples the GPUs
 
   // "tony." or "loom.": the prefix the user wrote their keys in (config::UserPrefix), so that
   // code holding only the spec (the AM, executors, backends) names keys as the user does.

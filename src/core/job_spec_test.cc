@@ -325,7 +325,7 @@ TEST_F(JobSpecTest, TensorBoardLogDirAddsASidecarType) {
   EXPECT_EQ(tb->resources.memory_mib, 2048);
   EXPECT_EQ(tb->resources.gpus, 0);
   EXPECT_EQ(tb->role, TaskRole::kSidecar);
-  EXPECT_EQ(tb->command, "tensorboard --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\"");
+  EXPECT_EQ(tb->command, "tensorboard --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --host 0.0.0.0");
   EXPECT_EQ(spec->FindType("worker")->command, "python3 train.py");
   // TensorBoard's sizes are its own: the other types keep theirs.
   EXPECT_EQ(spec->FindType("worker")->instances, 3);
@@ -344,7 +344,7 @@ TEST_F(JobSpecTest, TensorBoardLogDirAddsASidecarType) {
   tb = spec->FindType("tensorboard");
   EXPECT_EQ(tb->resources.vcores, 4);
   EXPECT_EQ(tb->role, TaskRole::kSidecar);
-  EXPECT_EQ(tb->command, "/opt/py/bin/python -m tensorboard.main --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\"");
+  EXPECT_EQ(tb->command, "/opt/py/bin/python -m tensorboard.main --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --host 0.0.0.0");
   conf_.Set("tony.tensorboard.command", "my_tb.sh", "--conf");
   EXPECT_EQ(BuildJobSpec(conf_, dir_.string())->FindType("tensorboard")->command, "my_tb.sh");
   // Without the log dir there is no TensorBoard type.
@@ -365,7 +365,7 @@ TEST_F(JobSpecTest, TensorBoardTypeOfTheUsersOwnIsKept) {
   const TaskTypeSpec* tb = spec->FindType("tensorboard");
   EXPECT_EQ(tb->resources.memory_mib, 1024);
   EXPECT_EQ(tb->resources.vcores, 1);  // the type's own default, as any type's
-  EXPECT_EQ(tb->command, "tensorboard --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\"");
+  EXPECT_EQ(tb->command, "tensorboard --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --host 0.0.0.0");
   conf_.Set("loom.tensorboard.instances", "0", "f");
   EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
                 HasSubstr("loom.tensorboard.instances=0 switches off the TensorBoard"));

@@ -518,7 +518,7 @@ void TaskExecutor::SampleMetrics(pid_t pgid) {
   if (wiring_.gpu_metrics && gpu_failures_ < kMaxGpuFailures) {
     auto it = env_.find("CUDA_VISIBLE_DEVICES");
     auto path = env_.find("PATH");
-    auto gpus = SampleGpus("nvidia-smi", it == env_.end() ? "" : it->second,
+    auto gpus = SampleGpus(wiring_.gpu_exec_path, it == env_.end() ? "" : it->second,
                            path == env_.end() ? "/usr/bin:/bin" : path->second,
                            std::clamp(milliseconds(wiring_.metrics_interval_ms), milliseconds(1000), milliseconds(5000)));
     if (gpus.ok()) {

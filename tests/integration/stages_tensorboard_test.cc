@@ -170,9 +170,10 @@ import argparse, functools, http.server
 p = argparse.ArgumentParser()
 p.add_argument("--logdir")
 p.add_argument("--port", type=int)
+p.add_argument("--host", default="localhost")  # TensorBoard 2.x's default
 a = p.parse_args()
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=a.logdir)
-http.server.HTTPServer(("0.0.0.0", a.port), handler).serve_forever()
+http.server.HTTPServer((a.host, a.port), handler).serve_forever()
 )";
   ::chmod(tb.c_str(), 0755);
   return bin;
@@ -385,12 +386,15 @@ TEST(GpuMetrics, SampledWithNvidiaSmiOnlyWhenEnabled) {
   MiniLoom loom;
   fs::path bin = fs::path(loom.home()) / "bin";
   fs::create_directories(bin);
-  std::ofstream(bin / "nvidia-smi") << "#!/bin/sh\n"
-                                       "case \"$*\" in *--query-gpu=index*) echo 0 ;; *) echo '37, 1024' ;; esac\n";
-  ::chmod((bin / "nvidia-smi").c_str(), 0755);
-  std::map<std::string, std::string> env = {{"PATH", bin.string() + ":" + loom.Env()["PATH"]}};
+  // Not on PATH: found only through loom.gpu-exec-path, for discovery and for the samples.
+  const fs::path smi = bin / "site-nvidia-smi";
+  std::ofstream(smi) << "#!/bin/sh\n"
+                        "case \"$*\" in *--query-gpu=index*) echo 0 ;; *) echo '37, 1024' ;; esac\n";
+  ::chmod(smi.c_str(), 0755);
+  std::map<std::string, std::string> env;
   for (bool enabled : {true, false}) {
-    RunResult r = loom.Run(Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.worker.gpus=1", "--conf",
+    RunResult r = loom.Run(Submit({"--conf", "tony.gpu-exec-path=" + smi.string(),
+                                   "--conf", "loom.worker.instances=1", "--conf", "loom.worker.gpus=1", "--conf",
                                    "loom.worker.command=/bin/sleep 0.5", "--conf", "loom.task.metrics-interval-ms=100",
                                    "--conf", std::string("tony.task.gpu-metrics.enabled=") + (enabled ? "true" : "false")}),
                            env);
