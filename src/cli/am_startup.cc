@@ -17,7 +17,7 @@ constexpr char kKey[] = "loom.am.startup-timeout";
 
 int64_t AmStartupTimeoutOf(const history::JobDir& dir) {
   config::Config conf;
-  if (!conf.MergeXmlFile(dir.config()).ok()) return 0;
+  if (!conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true).ok()) return 0;
   std::optional<std::string> value = conf.Get(kKey);
   if (!value) return 0;
   Result<int64_t> ms = ParseInt(*value);
@@ -53,7 +53,7 @@ std::optional<std::string> AmStartupExpired(const history::JobDir& dir, int64_t 
   }
   if (started || since == 0 || now_ms - since < timeout_ms) return std::nullopt;
   config::Config conf;  // for the key as the user wrote it
-  (void)conf.MergeXmlFile(dir.config());
+  (void)conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true);
   std::string why = "the AM did not start within " + config::Spelled(conf, kKey) + "=" + std::to_string(timeout_ms) + " ms";
   if (!state.empty()) {
     why += " (" + (backend == "yarn" ? std::string("YARN") : backend.empty() ? std::string("local") : backend) +

@@ -83,7 +83,7 @@ int AmCommand(std::vector<std::string> args) {
     return AmFailed(dir, "AM cannot set up: " + setup.status().message());
   }
   config::Config conf;
-  if (Status s = conf.MergeXmlFile(dir.config()); !s.ok()) return AmFailed(dir, "AM cannot read its config: " + s.message());
+  if (Status s = conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true); !s.ok()) return AmFailed(dir, "AM cannot read its config: " + s.message());
   std::string cwd = dir.root();
   if (auto job = ReadFile(dir.job_json()); job.ok()) {
     try {

@@ -245,7 +245,7 @@ TEST_F(JobSpecTest, KeysOfAMisspeltTypeAreRefused) {
 // What the AM builds from the job directory's config.xml, as role_commands.cc does.
 Result<JobSpec> RebuiltOnTheAm(const config::Config& submitted, const std::string& base_dir) {
   config::Config back;
-  LOOM_RETURN_IF_ERROR(back.MergeXmlString(config::WithDefaults(submitted).ToXml(), "config.xml"));
+  LOOM_RETURN_IF_ERROR(back.MergeXmlString(config::WithDefaults(submitted).ToXml(), "config.xml", /*recorded_sources=*/true));
   return BuildJobSpec(back, base_dir, /*check_files=*/false);
 }
 

@@ -242,6 +242,18 @@ TEST_F(ResourceLedgerTest, DefaultDirHonoursLoomLedgerDir) {
   ::unsetenv("LOOM_LEDGER_DIR");
   std::string d = ResourceLedger::DefaultDir();
   EXPECT_TRUE(d == "/run/lock/loom" || d == "/tmp/loom-ledger") << d;
+  // Host-wide: two $LOOM_HOMEs (two users) meet in the same ledger.
+  const char* home = std::getenv("LOOM_HOME");
+  std::string saved = home ? home : "";
+  ::setenv("LOOM_HOME", "/home/a/.loom", 1);
+  std::string for_a = ResourceLedger::DefaultDir();
+  ::setenv("LOOM_HOME", "/home/b/.loom", 1);
+  EXPECT_EQ(ResourceLedger::DefaultDir(), for_a);
+  if (home) {
+    ::setenv("LOOM_HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("LOOM_HOME");
+  }
 }
 
 }  // namespace

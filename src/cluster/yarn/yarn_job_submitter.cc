@@ -185,7 +185,7 @@ Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir&
     // aggregated); one that is gone since leaves HADOOP_CONF_DIR's.
     config::Config job_conf;
     auto job = ReadFile(dir.job_json());
-    if (job_conf.MergeXmlFile(dir.config()).ok() && job.ok()) {
+    if (job_conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true).ok() && job.ok()) {
       json j = json::parse(*job, nullptr, false);
       std::string cwd = j.is_object() ? j.value("cwd", "") : "";
       ExtraSiteFiles extra = JobSiteFiles(job_conf, cwd);

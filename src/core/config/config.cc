@@ -19,7 +19,7 @@ void Config::Set(const std::string& key, const std::string& value, const std::st
 
 void Config::Unset(const std::string& key) { entries_.erase(CanonicalKey(key)); }
 
-Status Config::MergeXmlFile(const std::string& path) {
+Status Config::MergeXmlFile(const std::string& path, bool recorded_sources) {
   pugi::xml_document doc;
   pugi::xml_parse_result r = doc.load_file(path.c_str());
   if (r.status == pugi::status_file_not_found) {
@@ -34,10 +34,10 @@ Status Config::MergeXmlFile(const std::string& path) {
     return Status::InvalidArgument("config file " + path + ": malformed XML at offset " +
                                    std::to_string(r.offset) + ": " + r.description());
   }
-  return MergeXmlString(ss.str(), path);
+  return MergeXmlString(ss.str(), path, recorded_sources);
 }
 
-Status Config::MergeXmlString(const std::string& xml, const std::string& source) {
+Status Config::MergeXmlString(const std::string& xml, const std::string& source, bool recorded_sources) {
   pugi::xml_document doc;
   pugi::xml_parse_result r = doc.load_string(xml.c_str());
   if (!r) {
@@ -57,7 +57,7 @@ Status Config::MergeXmlString(const std::string& xml, const std::string& source)
     if (!prop.child("value")) {
       return Status::InvalidArgument(source + ": property " + name + " has no <value>");
     }
-    std::string recorded = Trim(prop.child_value("source"));
+    std::string recorded = recorded_sources ? Trim(prop.child_value("source")) : "";
     Set(name, Trim(prop.child_value("value")), recorded.empty() ? source : recorded);
   }
   return Status::Ok();

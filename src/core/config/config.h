@@ -31,10 +31,11 @@ class Config {
   void Set(const std::string& key, const std::string& value, const std::string& source);
   void Unset(const std::string& key);
   // Reads <configuration><property><name/><value/></property>... from a file or a string.
-  // A property's <source>, where present (ToXml writes it), is kept as the entry's source, so
-  // that a final config read back still tells the user's values from Loom's defaults.
-  Status MergeXmlFile(const std::string& path);
-  Status MergeXmlString(const std::string& xml, const std::string& source);
+  // Each entry's source is `source` (the file's path); with `recorded_sources`, a property's own
+  // <source> wins: only for Loom's own config.xml, which records where each key came from
+  // (Hadoop's dumps carry <source> values such as "programmatically" that mean nothing here).
+  Status MergeXmlFile(const std::string& path, bool recorded_sources = false);
+  Status MergeXmlString(const std::string& xml, const std::string& source, bool recorded_sources = false);
 
   bool Has(const std::string& key) const;
   // Set by the user (a flag, --conf or a config file), not filled in as a default.

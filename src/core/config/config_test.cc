@@ -47,7 +47,7 @@ TEST(Config, RoundTripsThroughXml) {
   c.Set("loom.worker.instances", "2", "--conf");
   c.Set("loom.execution.envs", "A=1,B=<x&y>", "--shell_env");
   Config back;
-  ASSERT_OK(back.MergeXmlString(c.ToXml(), "final"));
+  ASSERT_OK(back.MergeXmlString(c.ToXml(), "final", /*recorded_sources=*/true));
   EXPECT_EQ(back.Get("loom.execution.envs"), "A=1,B=<x&y>");
   EXPECT_EQ(back.Get("loom.worker.instances"), "2");
 }
@@ -133,7 +133,7 @@ TEST(Config, FinalConfigKeepsSourcesAndSpelling) {
   c.Set("tony.worker.instances", "2", "--conf");
   c.Set("loom.application.src-dir", "src", "--src_dir");
   Config back;
-  ASSERT_OK(back.MergeXmlString(WithDefaults(c).ToXml(), "/jobs/j/config.xml"));
+  ASSERT_OK(back.MergeXmlString(WithDefaults(c).ToXml(), "/jobs/j/config.xml", /*recorded_sources=*/true));
   // What the user set stays theirs, as they spelt it; what Loom filled in stays a default.
   EXPECT_EQ(back.Entry("loom.worker.instances")->original_key, "tony.worker.instances");
   EXPECT_EQ(back.Entry("loom.worker.instances")->source, "--conf");
@@ -223,4 +223,17 @@ TEST(WithDefaults, FillsGlobalAndPerTypeDefaults) {
 }
 
 }  // namespace
+TEST(Config, SourcesInAUsersFileAreTheFileItself) {
+  // Hadoop's dumped configurations carry <source> values that mean nothing to the user here.
+  const char* dumped =
+      "<configuration><property><name>tony.worker.instances</name><value>2</value>"
+      "<source>programmatically</source></property></configuration>";
+  Config user;
+  ASSERT_OK(user.MergeXmlString(dumped, "/home/u/tony.xml"));
+  EXPECT_EQ(user.Entry("loom.worker.instances")->source, "/home/u/tony.xml");
+  Config recorded;
+  ASSERT_OK(recorded.MergeXmlString(dumped, "/jobs/j/config.xml", /*recorded_sources=*/true));
+  EXPECT_EQ(recorded.Entry("loom.worker.instances")->source, "programmatically");
+}
+
 }  // namespace loom::config
