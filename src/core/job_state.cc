@@ -239,18 +239,24 @@ std::vector<TaskId> JobTracker::OnTaskFinished(const TaskId& id, int exit_code, 
   if (tracked_done < tracked) return {};
   // A tracked task the AM stopped (a group dependency's `.ignored` timeout) did not succeed:
   // the diagnostics name it and why, instead of counting it as a success.
-  if (std::string stopped = StoppedTrackedTasks(tasks_); !stopped.empty()) {
-    std::vector<std::string> succeeded;
-    for (const auto& r : tasks_) {
-      if (r.role == TaskRole::kTracked && r.state == TaskState::kSucceeded) succeeded.push_back(r.id.ToString());
+  std::string stopped = StoppedTrackedTasks(tasks_);
+  int tracked_succeeded = 0;
+  std::vector<std::string> succeeded;
+  for (const auto& r : tasks_) {
+    if (r.role == TaskRole::kTracked && r.state == TaskState::kSucceeded) {
+      ++tracked_succeeded;
+      succeeded.push_back(r.id.ToString());
     }
-    std::string done = succeeded.empty() ? "" : ListForHumans(succeeded) + " succeeded; ";
-    if (tracked_failed == 0) return Finish(JobState::kSucceeded, done + stopped);
+  }
+  if (!stopped.empty() && tracked_failed == 0) {
+    return Finish(JobState::kSucceeded, (succeeded.empty() ? "" : ListForHumans(succeeded) + " succeeded; ") + stopped);
   }
   if (tracked_failed == 0) return Finish(JobState::kSucceeded, "all " + std::to_string(tracked) + " tracked tasks succeeded");
   if (tracked_failed >= tracked) return Finish(JobState::kFailed, "every tracked task failed; first: " + first_failure);
-  return Finish(JobState::kSucceeded, std::to_string(tracked - tracked_failed) + " of " + std::to_string(tracked) +
-                                          " tracked tasks succeeded (success-policy=any)");
+  // Stopped tasks are neither successes nor failures: they are named on their own.
+  return Finish(JobState::kSucceeded, std::to_string(tracked_succeeded) + " of " + std::to_string(tracked) +
+                                          " tracked tasks succeeded (" + spec_.KeyName("loom.application.success-policy") +
+                                          "=any); " + first_failure + (stopped.empty() ? "" : "; " + stopped));
 }
 
 }  // namespace loom

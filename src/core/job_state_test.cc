@@ -98,6 +98,23 @@ TEST(JobTracker, TonyRuleToleratesSomeWorkerFailures) {
   EXPECT_THAT(jt.diagnostics(), HasSubstr("2 of 3"));
 }
 
+TEST(JobTracker, TonyRuleCountsStoppedTasksApartFromSuccesses) {
+  // worker:2 failed and evaluator:0 was stopped by a group dependency: 2 of 4 succeeded, and
+  // the end names both, the policy in the user's spelling.
+  JobSpec spec = MakeSpec({{"worker", 3, TaskRole::kTracked, false}, {"evaluator", 1, TaskRole::kTracked, false}},
+                          SuccessPolicy::kAny);
+  spec.key_prefix = "tony.";
+  JobTracker jt(spec);
+  jt.OnTaskFinished({"worker", 2}, 3, false, "exit 3");
+  jt.OnTaskFinished({"worker", 1}, 0, false, "");
+  jt.OnTaskFinished({"worker", 0}, 0, false, "");
+  jt.OnTaskFinished({"evaluator", 0}, 143, true, "stopped by the AM: still running 30 s after group 'training'");
+  EXPECT_EQ(jt.state(), JobState::kSucceeded);
+  EXPECT_THAT(jt.diagnostics(), HasSubstr("2 of 4 tracked tasks succeeded (tony.application.success-policy=any)"));
+  EXPECT_THAT(jt.diagnostics(), HasSubstr("task worker:2 failed"));
+  EXPECT_THAT(jt.diagnostics(), HasSubstr("evaluator:0 stopped by the AM"));
+}
+
 TEST(JobTracker, StopOnFailureAndUntrackedFailures) {
   JobSpec spec = MakeSpec({{"worker", 1, TaskRole::kTracked, false}, {"ps", 1, TaskRole::kUntracked, true}});
   JobTracker jt(spec);
