@@ -109,6 +109,18 @@ TEST_F(BadInputTest, FlagsAndKeysWithNothingToDoAreRefused) {
   EXPECT_THAT(r.err, HasSubstr("tony.application.mapred-conf-path=/etc/mapred-site.xml (from --conf): Loom runs no MapReduce"));
 }
 
+TEST_F(BadInputTest, UnusableResourceLedgerIsFoundAtSubmit) {
+  // A ledger directory that cannot exist (its parent is a file): the AM could never book the
+  // job's share, so nothing is started.
+  std::ofstream(loom_.home() + "/not-a-dir") << "x";
+  RunResult r = loom_.Run({"submit", "--src_dir", src_, "--executes", "train.py", "--python_binary_path",
+                           "/usr/bin/python3", "--conf", "tony.worker.instances=1"},
+                          {{"LOOM_LEDGER_DIR", loom_.home() + "/not-a-dir/ledger"}});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("the resource ledger " + loom_.home() + "/not-a-dir/ledger cannot be used"));
+  EXPECT_THAT(r.err, HasSubstr("set LOOM_LEDGER_DIR"));
+}
+
 TEST_F(BadInputTest, PlacementConstraintsAreRefused) {
   std::string conf = loom_.home() + "/tony.xml";
   std::ofstream(conf) << "<configuration>"

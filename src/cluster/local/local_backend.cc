@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cluster/local/cgroup.h"
+#include "cluster/local/resource_ledger.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "core/files.h"
@@ -36,6 +37,11 @@ Status LocalBackend::Submit(const JobSpec& spec, const history::JobDir& dir) {
   LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir.am_pid(), std::to_string(am.pid()) + "\n"));
   am_ = std::move(am);
   return Status::Ok();
+}
+
+Status LocalBackend::CheckFits(const JobSpec& spec) {
+  LOOM_RETURN_IF_ERROR(inventory_.CheckFits(spec));
+  return ResourceLedger::Open(ResourceLedger::DefaultDir()).status();
 }
 
 std::optional<pid_t> LocalBackend::LiveAmPid(const history::JobDir& dir) {

@@ -20,7 +20,9 @@ class LocalBackend : public Backend {
   ~LocalBackend() override;
 
   std::string name() const override { return "local"; }
-  Status CheckFits(const JobSpec& spec) override { return inventory_.CheckFits(spec); }
+  // The job could ever run here, and the resource ledger it will book its share in is usable
+  // (found only by the AM, it would fail the job after the submit).
+  Status CheckFits(const JobSpec& spec) override;
   Status Submit(const JobSpec& spec, const history::JobDir& dir) override;
   // An AM that is gone without a final status ends the job FAILED, and takes its leftovers.
   Status Sync(const history::JobDir& dir) override;
