@@ -3,11 +3,12 @@
 // themselves in a directory of files with flock(2); no daemon.
 //
 // Each job (its AM) holds one record file `<job_id>.<pid>.rec` under an exclusive flock it
-// keeps open (O_CLOEXEC: its tasks do not inherit it) for its whole life. The record says what
-// the job wants and, once admitted, what it holds (state queued|running, GPU indices). A record
-// whose flock can be taken has lost its holder (the process died: the kernel dropped the lock),
-// so it is stale: removed where permitted, ignored always. A job that dies gives everything
-// back; no lock outlives its process. Reads and changes of the ledger happen in short critical
+// keeps open for its whole life (O_CLOEXEC; the local broker hands the descriptor to the job's
+// executors on purpose, see record_fd()). The record says what the job wants and, once
+// admitted, what it holds (state queued|running, GPU indices). A record whose flock can be
+// taken has lost every holder (they died: the kernel dropped the lock), so it is stale: removed
+// where permitted, ignored always. A job that dies gives everything back once its last process
+// is gone; no lock outlives its processes. Reads and changes of the ledger happen in short critical
 // sections under the ledger-wide flock `ledger.lock`.
 //
 // What is shared with whom:
