@@ -393,12 +393,18 @@ TEST(GpuMetrics, SampledWithNvidiaSmiOnlyWhenEnabled) {
   ::chmod(smi.c_str(), 0755);
   std::map<std::string, std::string> env;
   for (bool enabled : {true, false}) {
+    std::vector<std::string> before = loom.JobIds();
     RunResult r = loom.Run(Submit({"--conf", "tony.gpu-exec-path=" + smi.string(),
                                    "--conf", "loom.worker.instances=1", "--conf", "loom.worker.gpus=1", "--conf",
                                    "loom.worker.command=/bin/sleep 0.5", "--conf", "loom.task.metrics-interval-ms=100",
                                    "--conf", std::string("tony.task.gpu-metrics.enabled=") + (enabled ? "true" : "false")}),
                            env);
-    std::string id = loom.JobIds().back();
+    // The job this round submitted (ids of one second sort by their random suffix).
+    std::string id;
+    for (const std::string& j : loom.JobIds()) {
+      if (std::find(before.begin(), before.end(), j) == before.end()) id = j;
+    }
+    ASSERT_FALSE(id.empty()) << r.out << r.err;
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     json done = FinalRecord(loom, id, "worker:0");
     if (enabled) {
