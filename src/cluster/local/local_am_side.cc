@@ -97,7 +97,7 @@ Status LocalAmSide::Admit(const history::JobDir& dir, const config::Config& conf
       // Whoever asked for the kill recorded why before sending it (history::RecordKillCause).
       std::string cause = history::KillCause(dir);
       int sig = static_cast<int>(si.ssi_signo);
-      if (cause.empty()) cause = "killed: the AM received " + SignalName(sig);
+      if (cause.empty()) cause = "killed: the AM received " + SignalName(sig) + " from outside Loom";
       return Status::Cancelled(cause + " (while queued)");
     }
     timeout = (fds[0].revents & POLLIN) ? kSettle : kFallback;
