@@ -377,6 +377,9 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   }
   // TonY's sidecar TensorBoard: the log dir adds a `tensorboard` type unless the user has one.
   spec.tensorboard_log_dir = Trim(GetString(conf, "loom.application.tensorboard-log-dir"));
+  // A relative dir is the submitter's, like --src_dir (a task runs in a dir of its own); a URI
+  // (hdfs://, gs://) is TensorBoard's to read.
+  if (spec.tensorboard_log_dir.find("://") == std::string::npos) spec.tensorboard_log_dir = resolve(spec.tensorboard_log_dir);
   bool tensorboard_added = !spec.tensorboard_log_dir.empty() && !Contains(names, "tensorboard");
   if (tensorboard_added) names.push_back("tensorboard");
   if (names.empty()) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/config/key_registry.h"
+#include "core/files.h"
 #include "core/testing.h"
 
 namespace loom {
@@ -318,6 +319,15 @@ TEST_F(JobSpecTest, TensorBoardLogDirAddsASidecarType) {
   auto spec = BuildJobSpec(conf_, dir_.string());
   ASSERT_OK(spec);
   EXPECT_EQ(spec->tensorboard_log_dir, "/tmp/tb");
+  {
+    config::Config relative = conf_;
+    relative.Set("loom.application.tensorboard-log-dir", "runs/tb", "--sidecar_tensorboard_log_dir");
+    auto r = BuildJobSpec(relative, dir_.string());
+    ASSERT_OK(r);
+    EXPECT_EQ(r->tensorboard_log_dir, AbsolutePath(dir_.string() + "/runs/tb"));
+    relative.Set("loom.application.tensorboard-log-dir", "hdfs:///logs/tb", "--sidecar_tensorboard_log_dir");
+    EXPECT_EQ(BuildJobSpec(relative, dir_.string())->tensorboard_log_dir, "hdfs:///logs/tb");
+  }
   const TaskTypeSpec* tb = spec->FindType("tensorboard");
   ASSERT_NE(tb, nullptr);
   EXPECT_EQ(tb->instances, 1);
