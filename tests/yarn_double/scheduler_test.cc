@@ -513,7 +513,8 @@ TEST_F(SchedulerTest, ApplicationsByStateAndTag) {
   ASSERT_OK(by_tag);
   ASSERT_EQ(by_tag->size(), 1u);
   EXPECT_EQ(yc::ApplicationIdString((*by_tag)[0].applicationid()), yc::ApplicationIdString(tagged));
-  auto live = rm_->GetApplications({ypb::ACCEPTED, ypb::RUNNING});
+  // Not yet ended: an application just submitted may still be SUBMITTED for a moment, as on YARN.
+  auto live = rm_->GetApplications({ypb::NEW, ypb::NEW_SAVING, ypb::SUBMITTED, ypb::ACCEPTED, ypb::RUNNING});
   ASSERT_OK(live);
   ASSERT_EQ(live->size(), 1u);
   EXPECT_EQ(yc::ApplicationIdString((*live)[0].applicationid()), yc::ApplicationIdString(tagged));
