@@ -18,6 +18,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # runtime: unzipping --python_venv archives, the PyTorch examples and tests
   unzip zip python3 python3-torch python3-sklearn procps
+  # frameworks: Open MPI with mpi4py (framework=mpi), the Python API (python/) and its tests
+  openmpi-bin libopenmpi-dev python3-mpi4py python3-cloudpickle python3-pytest python3-pip python3-venv
 )
 
 missing=()

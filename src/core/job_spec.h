@@ -67,6 +67,12 @@ struct TaskTypeSpec {
   // The Docker image its containers run in (YARN's Docker runtime); empty: none. Set only when
   // loom.docker.enabled=true: loom.docker.<type>.image, else loom.docker.containers.image.
   std::string docker_image;
+  // loom.<type>.processes: how many processes the executor of each task starts (torchrun's
+  // --nproc_per_node); each is one rank of the job's world, with LOCAL_RANK 0..processes-1.
+  int processes = 1;
+  // loom.<type>.process-gpus: true ("split", the default) gives each process its share of the
+  // task's GPUs (gpus / processes of them); false ("all") lets every process see them all.
+  bool split_gpus = true;
   // Whether a task of this type that ended with `exit_code` (shell convention) is restarted.
   bool Restartable(int exit_code) const;
 };
