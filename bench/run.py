@@ -142,6 +142,56 @@ def bench_e2e(reps):
     return {k: {"median_s": median(v), "runs_s": v, "ratio_vs_direct": median(v) / base} for k, v in results.items()}
 
 
+# 2b. Several processes per task ---------------------------------------------------------------
+def torchrun_two_nodes(script_args, epochs, monitor):
+    """torchrun as two "nodes" on this host (static rendezvous), 2 processes each: returns codes."""
+    port = free_port()
+    procs, dirs = [], []
+    for node in range(2):
+        d = tempfile.mkdtemp()
+        dirs.append(d)
+        shutil.copy(os.path.join(EXAMPLE, "train_ddp.py"), d)
+        # --redirects/--tee as in torchrun_cmd (PyTorch 1.13 on Python 3.11 cannot parse 0 or 3 for them).
+        cmd = [PYTHON, "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
+               str(node), "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(port)]
+        if monitor is not None:
+            cmd += ["--monitor_interval", str(monitor)]
+        cmd += script_args + ["--epochs", str(epochs)]
+        procs.append(subprocess.Popen(cmd, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    codes = [p.wait() for p in procs]
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    return codes
+
+
+def bench_processes(reps, epochs=30):
+    """The DDP example as 2 tasks x 2 processes (loom.worker.processes=2) against torchrun
+    --nnodes 2 --nproc_per_node 2 started as two nodes on this host: same script, same run."""
+    results = {"loom_2x2": [], "torchrun_2x2": [], "torchrun_monitor_0.1_2x2": []}
+    for rep in range(reps):
+        # Rotate which goes first, so none always runs on a warmer page cache.
+        order = list(results)[rep % 3:] + list(results)[:rep % 3]
+        for key in order:
+            if key == "loom_2x2":
+                with tempfile.TemporaryDirectory() as home:
+                    t = time.monotonic()
+                    r = run_loom(["--src_dir", EXAMPLE, "--executes", "train_ddp.py", "--python_binary_path", PYTHON,
+                                  "--conf_file", os.path.join(EXAMPLE, "tony.xml"), "--conf", "tony.worker.processes=2",
+                                  "--task_params", f"--epochs {epochs}"], home)
+                    results[key].append(time.monotonic() - t)
+                    assert r.returncode == 0, r.stderr
+            else:
+                t = time.monotonic()
+                codes = torchrun_two_nodes(["train_ddp.py"], epochs, 0.1 if "monitor" in key else None)
+                results[key].append(time.monotonic() - t)
+                assert codes == [0, 0], codes
+        print("processes rep:", {k: round(v[-1], 2) for k, v in results.items()}, file=sys.stderr)
+    out = {k: {"median_s": median(v), "runs_s": v} for k, v in results.items()}
+    out["ratio_loom_vs_torchrun"] = median(results["loom_2x2"]) / median(results["torchrun_2x2"])
+    out["ratio_loom_vs_torchrun_monitor_0.1"] = median(results["loom_2x2"]) / median(results["torchrun_monitor_0.1_2x2"])
+    return out
+
+
 # 3. Failure reaction ------------------------------------------------------------------------
 def bench_failure(reps):
     crash = os.path.join(ROOT, "bench/crash_after.py")
@@ -339,6 +389,17 @@ def write_report(res):
           "| launcher | median (s) | ratio vs direct |", "|---|---:|---:|"]
     for k in ("direct", "loom", "torchrun", "torchrun_monitor_0.1"):
         L.append(f"| {k} | {e[k]['median_s']:.2f} | {e[k]['ratio_vs_direct']:.3f} |")
+    if "processes" in res:
+        p = res["processes"]
+        L += ["", "## 2b. Several processes per task: the DDP example as 2 tasks x 2 processes (wall time)", "",
+              "Loom: `loom.worker.processes=2` on the local backend. torchrun: two `torchrun --nnodes 2 --node_rank i "
+              "--nproc_per_node 2 --master_addr 127.0.0.1` started together as two nodes on this host (static "
+              "rendezvous). Same script, same epochs, alternating order.", "",
+              "| launcher | median (s) |", "|---|---:|"]
+        for k in ("loom_2x2", "torchrun_2x2", "torchrun_monitor_0.1_2x2"):
+            L.append(f"| {k} | {p[k]['median_s']:.2f} |")
+        L.append(f"| ratio loom / torchrun | {p['ratio_loom_vs_torchrun']:.3f} |")
+        L.append(f"| ratio loom / torchrun --monitor_interval 0.1 | {p['ratio_loom_vs_torchrun_monitor_0.1']:.3f} |")
     fr = res["failure"]
     L += ["", "## 3. Failure reaction: worker crash to the job failing", "",
           "| measure | median (ms) |", "|---|---:|"]
@@ -360,7 +421,7 @@ def write_report(res):
     print("\n".join(L))
 
 
-SECTIONS = ("launch", "e2e", "failure", "am_scale", "yarn")
+SECTIONS = ("launch", "e2e", "processes", "failure", "am_scale", "yarn")
 
 
 def main():
@@ -385,6 +446,8 @@ def main():
         res["launch"], res["footprint"] = bench_launch([1, 2, 4, 8] if args.quick else [1, 2, 4, 8, 16, 32], reps)
     if "e2e" in only:
         res["e2e"] = bench_e2e(max(1, reps if not args.quick else 1))
+    if "processes" in only:
+        res["processes"] = bench_processes(max(3, reps if not args.quick else 3))
     if "failure" in only:
         res["failure"] = bench_failure(max(1, reps // 2 + 1))
     if "am_scale" in only:

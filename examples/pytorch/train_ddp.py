@@ -18,18 +18,26 @@ resumes from the next epoch. Each task runs in its own working directory, so
 point --checkpoint-dir (or LOOM_CHECKPOINT_DIR) at a shared location if the
 restarted rank 0 may land elsewhere.
 
-Every rank ends by printing "test accuracy: 0.9xxx" and, once all ranks hold
-identical weights, "parameters agree across N ranks"; it exits 0, or 1 if the
-weights differ. --fail-at-epoch/--fail-rank/--fail-code make one rank crash
+Every rank ends by printing "test accuracy: 0.9xxx", a digest of its final
+weights ("[rank R] parameter digest: <sha256 prefix>") and, once all ranks
+hold identical weights, "parameters agree across N ranks"; it exits 0, or 1
+if the weights differ. On start each rank prints the ranks it was given:
+"[rank R] ranks: RANK=.. LOCAL_RANK=.. GROUP_RANK=.. LOCAL_WORLD_SIZE=..
+WORLD_SIZE=..".
+
+Several processes per task (torchrun's --nproc_per_node): with
+--conf tony.worker.processes=2 the two tasks run two processes each, a world
+of 4 ranks (LOCAL_RANK 0/1 within a task, GROUP_RANK the task's rank). --fail-at-epoch/--fail-rank/--fail-code make one rank crash
 on purpose on the first attempt, to try out Loom's failure handling and
 restarts.
 
-To run it by hand without Loom, start one process per rank:
+To run it by hand without Loom, start one process per rank (or use torchrun):
 
     MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 RANK=0 python3 train_ddp.py &
     MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 RANK=1 python3 train_ddp.py
 """
 import argparse
+import hashlib
 import os
 import sys
 import traceback
@@ -115,6 +123,12 @@ def hard_exit(code):
     os._exit(code)
 
 
+def parameter_digest(model):
+    """The first 16 hex digits of the SHA-256 of every parameter's bytes."""
+    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+    return hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
+
+
 def parameters_agree(model, rank, world_size):
     flat = torch.cat([p.detach().flatten() for p in model.parameters()])
     high, low = flat.clone(), flat.clone()
@@ -136,6 +150,10 @@ def main():
     print(f"[rank {rank}] joined group of {world_size} "
           f"(MASTER={os.environ.get('MASTER_ADDR')}:"
           f"{os.environ.get('MASTER_PORT')})", flush=True)
+    given = " ".join(f"{name}={os.environ.get(name, '')}" for name in
+                     ("RANK", "LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE",
+                      "WORLD_SIZE"))
+    print(f"[rank {rank}] ranks: {given}", flush=True)
 
     train_set, test_set = load_data(args.seed)
     sampler = DistributedSampler(train_set, num_replicas=world_size,
@@ -187,6 +205,8 @@ def main():
 
     acc = accuracy(model.module, test_set)
     print(f"test accuracy: {acc:.4f}", flush=True)
+    print(f"[rank {rank}] parameter digest: {parameter_digest(model.module)}",
+          flush=True)
     agree = parameters_agree(model.module, rank, world_size)
     if agree:
         print(f"parameters agree across {world_size} ranks", flush=True)

@@ -25,6 +25,27 @@ using nlohmann::json;
 
 namespace {
 TaskId FromRef(const control::TaskRef& ref) { return {ref.type(), ref.index()}; }
+
+// Horovod's slot plan of the gang now complete, read from the very variables its processes are
+// given, so that the store's scope sizes and the processes cannot disagree.
+std::vector<GlooSlot> GlooPlan(const JobSpec& spec, const runtime::ClusterSpec& cluster, const JobTracker& tracker,
+                               const std::string& job_id) {
+  std::vector<GlooSlot> plan;
+  for (const TaskRecord& r : tracker.tasks()) {
+    if (!tracker.Started(r.id) || IsTerminal(r.state)) continue;  // another stage's
+    for (const auto& env : runtime::BuildProcessEnvs(spec, cluster, {r.id, job_id})) {
+      auto get = [&env](const char* k) {
+        auto it = env.find(k);
+        return it == env.end() ? std::string() : it->second;
+      };
+      if (get("HOROVOD_RANK").empty()) continue;  // a sidecar: outside the world
+      plan.push_back({get("HOROVOD_HOSTNAME"), std::atoi(get("HOROVOD_LOCAL_RANK").c_str()),
+                      std::atoi(get("HOROVOD_SIZE").c_str()), std::atoi(get("HOROVOD_LOCAL_SIZE").c_str()),
+                      std::atoi(get("HOROVOD_CROSS_SIZE").c_str())});
+    }
+  }
+  return plan;
+}
 }  // namespace
 
 ApplicationMaster::ApplicationMaster(AmOptions options, cluster::ContainerBroker& broker, history::EventLog& events)
@@ -49,11 +70,19 @@ Status ApplicationMaster::StartServer() {
 
 Result<JobState> ApplicationMaster::Run() {
   LOOM_RETURN_IF_ERROR(StartServer().WithContext("starting the AM"));
+  if (opts_.spec.framework == Framework::kHorovod) {
+    // horovodrun serves Horovod's gloo rendezvous store itself; here the AM does, on a port of
+    // the job's range: its processes reach it as they reach each other.
+    rendezvous_ = std::make_unique<RendezvousServer>();
+    auto port = rendezvous_->Start(opts_.bind_address, opts_.spec.port_low, opts_.spec.port_high);
+    if (!port.ok()) return port.status().WithContext("starting the Horovod rendezvous store");
+  }
   std::string address = opts_.advertise_host + ":" + std::to_string(port_);
   (void)WriteFileAtomic(opts_.job_dir.am_addr(), address + "\n");
   nlohmann::json started = {{"pid", ::getpid()}, {"address", address}, {"backend", broker_.Describe()}};
   for (const auto& [k, v] : opts_.location) started[k] = v;
   if (!opts_.status_url.empty()) started["status_url"] = opts_.status_url;
+  if (rendezvous_) started["rendezvous"] = opts_.advertise_host + ":" + std::to_string(rendezvous_->port());
   (void)events_.Append(history::events::kAmStarted, started);
   spdlog::info("AM for {} listening on {} ({})", opts_.job_id, address, broker_.Describe());
   LOOM_RETURN_IF_ERROR(broker_.Start(this));
@@ -72,6 +101,7 @@ Result<JobState> ApplicationMaster::Run() {
 
   // Stragglers (a task that ignored SIGTERM) are forced; this returns once nothing is left.
   broker_.Shutdown(std::chrono::milliseconds(opts_.spec.stop_grace_ms));
+  if (rendezvous_) rendezvous_->Stop();
   WaitForEventsFetched();
   // Calls that arrived while the job was ending get their answer ("job is ending"), before and
   // while the server shuts down: Shutdown waits for every open call, so the handlers they
@@ -373,6 +403,7 @@ void ApplicationMaster::RequestKill(const std::string& reason) {
 // starts again while restarts remain, anything else is the job's end.
 void ApplicationMaster::AfterTransition() {
   job_over_ = IsTerminal(tracker_->state());
+  FailExecCallsToEndedTasks();
   if (!IsTerminal(tracker_->state())) {
     MaybeStartTrainingStage();
     ArmDependencyTimeouts();
@@ -501,6 +532,7 @@ void ApplicationMaster::ArmDependencyTimeouts() {
 
 void ApplicationMaster::Finalize() {
   finalized_ = true;
+  exec_relay_.Shutdown(Status::Aborted("the job ended"));
   for (auto& [id, slot] : slots_) {
     for (auto& waiter : slot.spec_waiters) waiter(Status::Aborted("job ended"), {});
     slot.spec_waiters.clear();
@@ -636,6 +668,10 @@ void ApplicationMaster::PublishClusterSpec() {
     json gang = {{"tasks", tracker_->tasks().size()}, {"cluster_spec", json::parse(cluster_spec_.ToJson())}};
     if (HasTrainingStage(opts_.spec)) gang["stage"] = tracker_->stage() ? "training" : "prepare";
     (void)events_.Append(history::events::kGangComplete, gang);
+    // Before anyone of this gang learns where the store is: a new gang (a restart, the training
+    // stage) never reads the keys of processes before it, and each scope is cleared once all
+    // its ranks are done with it.
+    if (rendezvous_) rendezvous_->Reset(GlooPlan(opts_.spec, cluster_spec_, *tracker_, opts_.job_id));
   }
   AnswerSpecWaiters();
 }
@@ -647,9 +683,18 @@ control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const 
   auto it = slots_.find(id);
   runtime::TaskContext ctx{id, opts_.job_id, attempt_ + (it == slots_.end() ? 0 : it->second.restarts),
                           it == slots_.end() ? 0 : it->second.tb_port};
+  if (rendezvous_) ctx.rendezvous_address = opts_.advertise_host + ":" + std::to_string(rendezvous_->port());
   auto env = runtime::BuildFrameworkEnv(opts_.spec, cluster_spec_, ctx);
   for (const auto& [k, v] : opts_.spec.execution_env) env[k] = v;
   resp.mutable_env()->insert(env.begin(), env.end());
+  // loom.<type>.processes: each process's own ranks, and its share of the task's GPUs.
+  if (type && type->processes > 1) {
+    for (const auto& process_env : runtime::BuildProcessEnvs(opts_.spec, cluster_spec_, ctx)) {
+      resp.add_processes()->mutable_env()->insert(process_env.begin(), process_env.end());
+    }
+    if (type->split_gpus) resp.set_gpus_per_process(type->resources.gpus / type->processes);
+  }
+  AddMpiRole(id, &resp);
   return resp;
 }
 
@@ -686,7 +731,9 @@ void ApplicationMaster::HandleTaskStarted(const control::TaskStartedRequest& req
     const TaskRecord* r = tracker_->Find(*id);
     if (!IsTerminal(r->state)) {
       tracker_->OnRunning(*id);
-      RecordTask(*id, {{"pid", req.pid()}});
+      json started = {{"pid", req.pid()}};
+      if (req.pids_size() > 1) started["pids"] = std::vector<int>(req.pids().begin(), req.pids().end());
+      RecordTask(*id, started);
     }
     reply(Status::Ok(), {});
   });

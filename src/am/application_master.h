@@ -29,6 +29,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "am/control_service.h"
+#include "am/exec_relay.h"
+#include "am/rendezvous_server.h"
 #include "cluster/container_broker.h"
 #include "core/event_loop.h"
 #include "core/job_spec.h"
@@ -85,6 +87,13 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   // Records the job's TensorBoard (a TENSORBOARD event: status page, `loom status`, submit).
   void HandleRegisterTensorBoard(const control::TensorBoardRequest& req, Reply<control::Ack> reply) override;
   void HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) override;
+  // MPI without ssh (am/exec_relay.h; defined in application_master_mpi.cc): only the launcher
+  // may Exec, and only in a task that holds ranks and has not ended.
+  void HandleExec(const control::ExecRequest& req, uint64_t call, Reply<control::ExecResult> reply) override;
+  void HandleExecCancelled(uint64_t call) override;
+  void HandleGuestsOpened(const control::GuestsRequest& req, std::shared_ptr<GuestChannel> channel) override;
+  void HandleGuestsClosed(std::shared_ptr<GuestChannel> channel) override;
+  void HandleGuestExited(const control::GuestExit& req, Reply<control::Ack> reply) override;
   // Complete lines of events.jsonl from `offset` into resp (events, events_end). Any thread.
   void ReadEventsFrom(int64_t offset, control::JobStateResponse* resp) const;
   void WaitForEventsFetched();
@@ -154,6 +163,10 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void RecordTask(const TaskId& id, nlohmann::json extra = nlohmann::json::object());
   std::string DescribeExit(const TaskId& id, const cluster::ContainerExit& exit) const;
   void Finalize();
+  // Framework mpi (application_master_mpi.cc): the task's MpiRole in its cluster spec (the
+  // launcher's mpirun line and hostfile), and the Exec calls whose target has ended, failed.
+  void AddMpiRole(const TaskId& id, control::ClusterSpecResponse* resp) const;
+  void FailExecCallsToEndedTasks();
 
   AmOptions opts_;
   cluster::ContainerBroker& broker_;
@@ -166,12 +179,15 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   std::set<size_t> armed_dependencies_;  // indices into spec.dependency_timeouts, this attempt
   std::map<TaskId, TaskSlot> slots_;
   runtime::ClusterSpec cluster_spec_;
+  ExecRelay exec_relay_;  // framework mpi; loop thread only
   bool spec_ready_ = false;
   std::atomic<bool> job_over_{false};
   bool finalized_ = false;
   std::unique_ptr<ControlServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  // framework=horovod: the gloo rendezvous store horovodrun would serve, started in Run().
+  std::unique_ptr<RendezvousServer> rendezvous_;
   mutable std::atomic<int64_t> events_fetched_to_{-1};
   std::atomic<bool> loop_done_{false};  // by a mirroring client; -1: none ever
 };

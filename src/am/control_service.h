@@ -3,7 +3,10 @@
 // the gang holds no thread). It checks the job secret on every call, then hands the request to
 // a ControlHandler and finishes the call when the handler replies, whenever that is.
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "control/control.grpc.pb.h"
@@ -13,6 +16,16 @@ namespace loom::am {
 
 template <typename T>
 using Reply = std::function<void(const Status&, const T&)>;
+
+// The open Guests stream of one rank-holding task's executor (framework mpi, am/exec_relay.h):
+// what the AM sends down it. Thread-safe; after the stream has ended, calls do nothing.
+class GuestChannel {
+ public:
+  virtual ~GuestChannel() = default;
+  virtual void Send(const control::GuestCommand& command) = 0;
+  // Ends the stream with `status` (a refusal).
+  virtual void Close(const Status& status) = 0;
+};
 
 // What the AM does with control-plane calls. Replies may come from any thread, once each.
 class ControlHandler {
@@ -27,6 +40,22 @@ class ControlHandler {
   virtual void HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) = 0;
   virtual void HandleRegisterTensorBoard(const control::TensorBoardRequest& req, Reply<control::Ack> reply) = 0;
   virtual void HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) = 0;
+
+  // MPI without ssh (control.proto's MpiRole; the AM's side is am/exec_relay.h). Each Exec call
+  // has a number of its own; HandleExecCancelled(call) follows when its caller went away first.
+  // A Guests stream is handed over as its channel once open, and named again when it ended.
+  // The defaults refuse, for handlers without MPI.
+  virtual void HandleExec(const control::ExecRequest& req, uint64_t call, Reply<control::ExecResult> reply) {
+    reply(Status::Unimplemented("Exec: no MPI here"), {});
+  }
+  virtual void HandleExecCancelled(uint64_t call) {}
+  virtual void HandleGuestsOpened(const control::GuestsRequest& req, std::shared_ptr<GuestChannel> channel) {
+    channel->Close(Status::Unimplemented("Guests: no MPI here"));
+  }
+  virtual void HandleGuestsClosed(std::shared_ptr<GuestChannel> channel) {}
+  virtual void HandleGuestExited(const control::GuestExit& req, Reply<control::Ack> reply) {
+    reply(Status::Unimplemented("GuestExited: no MPI here"), {});
+  }
 };
 
 grpc::Status ToGrpcStatus(const Status& s);
@@ -51,6 +80,13 @@ class ControlServiceImpl final : public control::Control::CallbackService {
                                      control::JobStateResponse* resp) override;
   grpc::ServerUnaryReactor* RegisterTensorBoard(grpc::CallbackServerContext* ctx, const control::TensorBoardRequest* req,
                                                 control::Ack* resp) override;
+  // MPI without ssh: defined in am/exec_service.cc.
+  grpc::ServerUnaryReactor* Exec(grpc::CallbackServerContext* ctx, const control::ExecRequest* req,
+                                 control::ExecResult* resp) override;
+  grpc::ServerWriteReactor<control::GuestCommand>* Guests(grpc::CallbackServerContext* ctx,
+                                                          const control::GuestsRequest* req) override;
+  grpc::ServerUnaryReactor* GuestExited(grpc::CallbackServerContext* ctx, const control::GuestExit* req,
+                                        control::Ack* resp) override;
 
  private:
   bool Authenticated(grpc::CallbackServerContext* ctx, const char* method) const;
@@ -64,6 +100,7 @@ class ControlServiceImpl final : public control::Control::CallbackService {
 
   const std::string secret_;
   ControlHandler* handler_;
+  std::atomic<uint64_t> next_exec_call_{1};
 };
 
 }  // namespace loom::am

@@ -18,6 +18,9 @@ int KillCommand(std::vector<std::string> args);
 int ListCommand(std::vector<std::string> args);
 int AmCommand(std::vector<std::string> args);
 int ExecutorCommand(std::vector<std::string> args);
+// MPI without ssh (cli/mpi_commands.cc): Open MPI's rsh agent, and a rank-holding task's idle process.
+int MpiRshCommand(std::vector<std::string> args);
+int MpiIdleCommand(std::vector<std::string> args);
 
 // Prints "loom: <message>" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

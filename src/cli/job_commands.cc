@@ -15,6 +15,7 @@
 #include "cli/am_startup.h"
 #include "cli/commands.h"
 #include "cli/backends.h"
+#include "core/config/config.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -139,11 +140,14 @@ int StatusCommand(std::vector<std::string> args) {
 int LogsCommand(std::vector<std::string> args) {
   std::string job, task, file;
   bool stderr_only = false, follow = false;
+  int process = -1;
   CLI::App app("Print a task's output", "logs");
   app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
   app.add_option("--task", task, "TYPE:INDEX, or am for the ApplicationMaster (default: every task)");
   app.add_flag("--stderr", stderr_only, "Print stderr instead of stdout");
   app.add_option("--file", file, "Another log file of the task: executor.log (am.log for --task am)");
+  app.add_option("--process", process,
+                 "With --task: only process LOCAL_RANK of the task (loom.<type>.processes; default: every one)");
   app.add_flag("-f,--follow", follow, "Keep printing until the job ends");
   if (int rc = Parse(app, args); rc >= 0) return rc;
   auto open = Open(job);
@@ -154,9 +158,33 @@ int LogsCommand(std::vector<std::string> args) {
   if (!view.ok()) return UsageError(view.status().message());
   if (file.empty()) file = stderr_only ? "stderr" : "stdout";
   if (file.find('/') != std::string::npos) return UsageError("--file " + file + ": a file name, not a path");
+  if (process >= 0 && (task.empty() || task == "am")) {
+    return UsageError("--process " + std::to_string(process) + " needs --task TYPE:INDEX");
+  }
+  // loom.<type>.processes: process i of a task writes stdout.<i> / stderr.<i> (0: stdout, stderr).
+  config::Config conf;
+  (void)conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true);  // none (an imported job): 1 each
+  auto processes_of = [&](const std::string& type) {
+    // framework mpi: a task's processes are ranks, whose output is the launcher's (mpirun's).
+    if (ToLower(conf.Get("loom.application.framework").value_or("")) == "mpi") return 1;
+    std::optional<std::string> value = conf.Get("loom." + type + ".processes");
+    Result<int64_t> n = value ? ParseInt(*value) : Result<int64_t>(int64_t{1});
+    return n.ok() && *n > 1 ? static_cast<int>(*n) : 1;
+  };
+  const bool per_process = file == "stdout" || file == "stderr";
   std::vector<cluster::LogTarget> targets;
+  std::vector<std::string> labels;  // "worker:0", or "worker:0/1" for process 1 of several
+  auto add_task = [&](const TaskId& id) {
+    int n = per_process ? processes_of(id.type) : 1;
+    for (int i = 0; i < n; ++i) {
+      if (process >= 0 && i != process) continue;
+      targets.push_back({id, i == 0 ? file : file + "." + std::to_string(i)});
+      labels.push_back(n == 1 ? id.ToString() : id.ToString() + "/" + std::to_string(i));
+    }
+  };
   if (task == "am") {
     targets.push_back({std::nullopt, file == "stdout" || file == "stderr" ? "am.log" : file});
+    labels.push_back("am");
   } else if (!task.empty()) {
     auto id = ParseTaskId(task);
     if (!id.ok()) return UsageError("--task " + id.status().message());
@@ -167,16 +195,23 @@ int LogsCommand(std::vector<std::string> args) {
       for (const auto& t : view->tasks) names.push_back(t.id);
       return UsageError("job " + dir.job_id() + " has no task " + task + " (tasks: " + Join(names, ", ") + ", am)");
     }
-    targets.push_back({*id, file});
+    if (process >= 0 && (!per_process || process >= processes_of(id->type))) {
+      if (!per_process) return UsageError("--process: " + file + " is the task's, not a process's");
+      int n = processes_of(id->type);
+      return UsageError("--process " + std::to_string(process) + ": task " + task + " has " + std::to_string(n) +
+                        " process" + (n == 1 ? "" : "es") + " (" + config::Spelled(conf, "loom." + id->type + ".processes") +
+                        "=" + std::to_string(n) + "), LOCAL_RANK 0" + (n == 1 ? "" : ".." + std::to_string(n - 1)));
+    }
+    add_task(*id);
   } else {
     for (const auto& t : view->tasks) {
-      if (auto id = ParseTaskId(t.id); id.ok()) targets.push_back({*id, file});
+      if (auto id = ParseTaskId(t.id); id.ok()) add_task(*id);
     }
   }
   const bool several = targets.size() > 1;
   std::vector<int64_t> offsets(targets.size(), 0);
   std::vector<LinePrinter> printers;
-  for (const auto& t : targets) printers.emplace_back(follow && several ? "[" + t.Label() + "] " : "");
+  for (const auto& label : labels) printers.emplace_back(follow && several ? "[" + label + "] " : "");
   std::vector<std::string> missing(targets.size());
   // One pass over every stream; returns whether anything was printed.
   auto print_all = [&](bool last) {
@@ -190,7 +225,7 @@ int LogsCommand(std::vector<std::string> args) {
       missing[i].clear();
       if (bytes->empty() && !last) continue;
       if (several && !follow && !bytes->empty()) {
-        std::printf("==> %s %s <==\n", targets[i].Label().c_str(), targets[i].file.c_str());
+        std::printf("==> %s %s <==\n", labels[i].c_str(), targets[i].file.c_str());
       }
       offsets[i] += static_cast<int64_t>(bytes->size());
       printers[i].Add(*bytes, last || !follow);
@@ -213,7 +248,7 @@ int LogsCommand(std::vector<std::string> args) {
   for (int64_t o : offsets) printed_nothing &= o == 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (!missing[i].empty() && (printed_nothing || !several)) {
-      std::fprintf(stderr, "loom: %s %s: %s\n", targets[i].Label().c_str(), targets[i].file.c_str(), missing[i].c_str());
+      std::fprintf(stderr, "loom: %s %s: %s\n", labels[i].c_str(), targets[i].file.c_str(), missing[i].c_str());
     }
   }
   return kExitOk;

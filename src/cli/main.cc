@@ -28,6 +28,8 @@ JOB is a job id, a job directory, or (yarn) an application id.
 Roles started by Loom itself:
   am       the ApplicationMaster of one job
   executor the agent in each task's container
+  mpi-rsh  Open MPI's rsh agent in an MPI job's launcher (loom.application.framework=mpi)
+  mpi-idle what a task that holds MPI ranks runs as its own process
 
 Exit codes: 0 job succeeded, 1 job failed or killed, 2 bad usage or configuration.
 )";
@@ -65,6 +67,8 @@ int main(int argc, char** argv) {
   if (command == "list") return loom::cli::ListCommand(args);
   if (command == "am") return loom::cli::AmCommand(args);
   if (command == "executor") return loom::cli::ExecutorCommand(args);
+  if (command == "mpi-rsh") return loom::cli::MpiRshCommand(args);
+  if (command == "mpi-idle") return loom::cli::MpiIdleCommand(args);
   std::fprintf(stderr, "loom: unknown command '%s'\n\n%s", command.c_str(), Usage().c_str());
   return loom::cli::kExitUsage;
 }

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -14,6 +15,7 @@
 #include "core/files.h"
 #include "core/job_spec.h"
 #include "core/strings.h"
+#include "core/subprocess.h"
 #include "history/event_log.h"
 #include "history/job_dir.h"
 #include "history/job_view.h"
@@ -39,6 +41,40 @@ struct SubmitFlags {
   std::string hdfs_classpath, sidecar_tensorboard_log_dir;
   bool quiet = false;
 };
+
+// MLflow reads its tracking server, experiment and credentials from MLFLOW_* variables: every
+// one of the submitter's reaches every task's user process, on every backend (a YARN container
+// does not inherit the client's environment). A variable the job sets itself (--shell_env,
+// loom.execution.envs) wins. A value with a comma cannot travel in loom.execution.envs (a
+// comma-separated list), so it is left out, with a warning, rather than failing the submit.
+void ForwardMlflowEnv(config::Config& conf) {
+  std::vector<std::string> all = config::GetList(conf, "loom.execution.envs");
+  std::set<std::string> set_by_job;
+  for (const std::string& kv : all) {
+    if (auto pair = ParseKeyValue(kv); pair.ok()) set_by_job.insert(pair->first);
+  }
+  bool added = false;
+  for (const auto& [key, value] : CurrentEnvironment()) {
+    if (key.rfind("MLFLOW_", 0) != 0 || set_by_job.count(key)) continue;
+    if (value.find(',') != std::string::npos) {
+      std::fprintf(stderr, "loom: warning: %s not forwarded to the tasks: its value has a comma, which "
+                   "loom.execution.envs cannot carry\n", key.c_str());
+      continue;
+    }
+    all.push_back(key + "=" + value);
+    added = true;
+  }
+  if (!added) return;
+  // An entry the user made keeps its spelling and source, so messages still name it as written;
+  // a new one counts as a flag's, which leaves UserPrefix (tony. or loom.) as it was.
+  const config::ConfigEntry* prior = conf.Entry("loom.execution.envs");
+  if (prior) {
+    std::string key = prior->original_key, source = prior->source;  // copies: Set replaces *prior
+    conf.Set(key, Join(all, ","), source);
+  } else {
+    conf.Set("loom.execution.envs", Join(all, ","), "--shell_env (MLFLOW_* of the environment)");
+  }
+}
 
 Result<config::Config> BuildConfig(const SubmitFlags& f) {
   config::Config conf;
@@ -76,6 +112,7 @@ Result<config::Config> BuildConfig(const SubmitFlags& f) {
   };
   LOOM_RETURN_IF_ERROR(append_env(f.shell_env, "loom.execution.envs", "--shell_env"));
   LOOM_RETURN_IF_ERROR(append_env(f.container_env, "loom.containers.envs", "--container_env"));
+  ForwardMlflowEnv(conf);
   return conf;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/config/key_registry.h"
 #include "core/files.h"
+#include "core/mpi_command.h"
 #include "core/strings.h"
 
 namespace loom {
@@ -23,6 +24,7 @@ std::string FrameworkName(Framework f) {
     case Framework::kMXNet: return "mxnet";
     case Framework::kHorovod: return "horovod";
     case Framework::kStandalone: return "standalone";
+    case Framework::kMpi: return "mpi";
   }
   return "?";
 }
@@ -278,6 +280,60 @@ void CheckTypeSpelling(const Config& conf, const std::vector<std::string>& names
   }
 }
 
+// loom.application.framework=mpi (runtime/mpi.h): one tracked `launcher` task runs mpirun, and
+// every other type but the sidecars holds ranks: untracked, it runs no command of its own and
+// stays up until the launcher ends, so the job's result is the launcher's.
+void ApplyMpi(const Config& conf, JobSpec& spec, std::vector<std::string>& problems) {
+  auto key = [&](const std::string& k) { return config::Spelled(conf, k); };
+  const std::string mpi = key("loom.application.framework") + "=mpi";
+  TaskTypeSpec* launcher = nullptr;
+  int holders = 0, slots = 0;
+  for (TaskTypeSpec& t : spec.types) {
+    if (t.name == "launcher") {
+      launcher = &t;
+      continue;
+    }
+    if (t.role == TaskRole::kSidecar) continue;
+    t.role = TaskRole::kUntracked;
+    holders += t.instances;
+    slots += t.instances * std::max(1, t.processes);
+    if (t.restart_policy != RestartPolicy::kNever) {
+      problems.push_back(key("loom." + t.name + ".restart-policy") + "=" +
+                         ToLower(GetString(conf, "loom." + t.name + ".restart-policy")) + ": under " + mpi +
+                         " a task that holds ranks cannot be restarted alone (mpirun has lost its ranks by then); " +
+                         key("loom.am.retry-count") + " restarts the whole job");
+    }
+  }
+  if (!launcher) {
+    problems.push_back(mpi + " runs mpirun in a 'launcher' task, but " + key("loom.launcher.instances") +
+                       "=0: remove the key (Loom adds one launcher)");
+  } else {
+    if (launcher->instances != 1) {
+      problems.push_back(mpi + " runs exactly 1 launcher (it runs mpirun), but " + key("loom.launcher.instances") +
+                         "=" + std::to_string(launcher->instances));
+    }
+    if (launcher->role != TaskRole::kTracked) {
+      problems.push_back(mpi + ": the launcher's result is the job's, so it cannot be untracked or a sidecar: "
+                               "remove 'launcher' from " + key("loom.application.untracked.jobtypes") + " and " +
+                         key("loom.application.sidecar.jobtypes"));
+    }
+    // The job's command runs under mpirun, unless it already does, or the launcher has a
+    // command of its own (a script that calls mpirun itself, say).
+    if (Trim(GetString(conf, "loom.launcher.command")).empty()) {
+      launcher->command = MpiLauncherCommand(launcher->command, slots);
+    }
+    if (launcher->processes != 1) {
+      problems.push_back(key("loom.launcher.processes") + "=" + std::to_string(launcher->processes) +
+                         ": the launcher runs one mpirun; the ranks per task are the processes of the types "
+                         "that hold them (e.g. " + key("loom.worker.processes") + ")");
+    }
+  }
+  if (holders == 0) {
+    problems.push_back(mpi + " needs tasks to hold the ranks: add a type, e.g. " + key("loom.worker.instances") +
+                       "=2 (each with " + key("loom.worker.processes") + " ranks)");
+  }
+}
+
 }  // namespace
 
 Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bool check_files) {
@@ -298,6 +354,7 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
                    : fw == "mxnet"      ? Framework::kMXNet
                    : fw == "horovod"    ? Framework::kHorovod
                    : fw == "standalone" ? Framework::kStandalone
+                   : fw == "mpi"        ? Framework::kMpi
                                         : Framework::kTensorFlow;
   spec.gang = ToLower(GetString(conf, "loom.application.distributed-mode")) == "gang";
 
@@ -382,6 +439,9 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   if (spec.tensorboard_log_dir.find("://") == std::string::npos) spec.tensorboard_log_dir = resolve(spec.tensorboard_log_dir);
   bool tensorboard_added = !spec.tensorboard_log_dir.empty() && !Contains(names, "tensorboard");
   if (tensorboard_added) names.push_back("tensorboard");
+  // MPI's launcher, which runs mpirun: added with small defaults unless the user defined it.
+  bool launcher_added = spec.framework == Framework::kMpi && !Contains(names, "launcher");
+  if (launcher_added) names.push_back("launcher");
   if (names.empty()) {
     problems.push_back(config::Respell("no task types: set loom.<type>.instances (e.g. --conf loom.worker.instances=2)",
                                        config::UserPrefix(conf)));
@@ -431,6 +491,12 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
       if (!conf.IsExplicit(k + "vcores")) t.resources.vcores = 2;
       if (!conf.IsExplicit(k + "gpus")) t.resources.gpus = 0;
     }
+    if (launcher_added && name == "launcher") {
+      // One mpirun needs little; loom.launcher.* win.
+      t.instances = 1;
+      if (!conf.IsExplicit(k + "memory")) t.resources.memory_mib = 512;
+      if (!conf.IsExplicit(k + "gpus")) t.resources.gpus = 0;
+    }
     if (t.instances == 0) {
       if (tensorboard) {
         problems.push_back(key(k + "instances") + "=0 switches off the TensorBoard that " +
@@ -462,7 +528,8 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     } else {
       if (t.command.empty()) t.command = containers_command;
       if (t.command.empty() && entry.ok()) t.command = *entry;
-      if (t.command.empty() && entry.ok()) {
+      // An MPI task that holds ranks runs no command of its own: the launcher's mpirun starts them.
+      if (t.command.empty() && entry.ok() && (spec.framework != Framework::kMpi || name == "launcher")) {
         problems.push_back("nothing to run for type '" + name + "': give --executes or " + key(k + "command"));
       }
     }
@@ -476,6 +543,20 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
                        : restart == "exit-code" ? RestartPolicy::kExitCode
                                                 : RestartPolicy::kNever;
     t.max_restarts = static_cast<int>(GetInt(conf, k + "max-restarts"));
+    t.processes = static_cast<int>(GetInt(conf, k + "processes"));
+    t.split_gpus = ToLower(Trim(GetString(conf, k + "process-gpus"))) != "all";
+    if (t.processes > 1 && t.role == TaskRole::kSidecar) {
+      // A sidecar is outside the job's world (no ranks): several copies of it would only
+      // collide on its port (TB_PORT).
+      problems.push_back(key(k + "processes") + "=" + std::to_string(t.processes) + ": '" + name +
+                         "' is a sidecar type, which runs one process per task; remove the key");
+    } else if (t.processes > 1 && t.split_gpus && t.resources.gpus % t.processes != 0) {
+      std::string n = std::to_string(t.processes), g = std::to_string(t.resources.gpus);
+      problems.push_back(key(k + "gpus") + "=" + g + ", " + key(k + "processes") + "=" + n + ": " + g +
+                         " GPUs over " + n + " processes cannot be split evenly: set " + key(k + "process-gpus") +
+                         "=all (every process sees all " + g + "), or make " + key(k + "gpus") +
+                         " a multiple of " + n);
+    }
     if (spec.docker_enabled) {
       t.docker_image = Trim(GetString(conf, "loom.docker." + name + ".image"));
       if (t.docker_image.empty()) t.docker_image = default_image;
@@ -489,6 +570,7 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
   if (!names.empty() && spec.types.empty()) {
     problems.push_back("every task type has 0 instances: nothing to run");
   }
+  if (spec.framework == Framework::kMpi && !spec.types.empty()) ApplyMpi(conf, spec, problems);
   if (!spec.types.empty() && spec.TrackedTasks() == 0) {
     problems.push_back("no tracked task type: every type is untracked or a sidecar, so the job could never finish");
   }
@@ -579,6 +661,9 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     const TaskTypeSpec* sched = spec.FindType("scheduler");
     if (!sched || sched->instances != 1) {
       problems.push_back(framework_key + "=mxnet needs " + key("loom.scheduler.instances") + "=1 (DMLC_PS_ROOT_URI)");
+    } else if (sched->processes != 1) {
+      problems.push_back(framework_key + "=mxnet has one scheduler process: remove " +
+                         key("loom.scheduler.processes") + "=" + std::to_string(sched->processes));
     }
   }
   if (!problems.empty()) {

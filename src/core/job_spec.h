@@ -13,7 +13,7 @@
 
 namespace loom {
 
-enum class Framework { kTensorFlow, kPyTorch, kMXNet, kHorovod, kStandalone };
+enum class Framework { kTensorFlow, kPyTorch, kMXNet, kHorovod, kStandalone, kMpi };
 std::string FrameworkName(Framework f);
 
 // How a task type's outcome counts toward the job's.

@@ -544,5 +544,49 @@ TEST_F(JobSpecTest, KeyNameIsTheUsersSpellingEvenInAMixedConfig) {
   EXPECT_EQ(spec->KeyName("loom.container.allocation.timeout"), "loom.container.allocation.timeout");
 }
 
+TEST_F(JobSpecTest, ProcessesPerTask) {
+  conf_.Set("loom.worker.instances", "2", "--conf");
+  auto one = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(one);
+  EXPECT_EQ(one->FindType("worker")->processes, 1);  // the default: one process per task
+  EXPECT_TRUE(one->FindType("worker")->split_gpus);
+  conf_.Set("tony.worker.processes", "4", "--conf");
+  conf_.Set("tony.worker.gpus", "8", "--conf");
+  auto split = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(split);
+  EXPECT_EQ(split->FindType("worker")->processes, 4);
+  EXPECT_TRUE(split->FindType("worker")->split_gpus);
+  conf_.Set("loom.worker.process-gpus", "ALL", "--conf");
+  auto all = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(all);
+  EXPECT_FALSE(all->FindType("worker")->split_gpus);
+}
+
+TEST_F(JobSpecTest, BadProcessesNameTheKeyAsWritten) {
+  conf_.Set("tony.worker.instances", "2", "--conf");
+  for (const char* bad : {"0", "-1", "two"}) {
+    config::Config c = conf_;
+    c.Set("tony.worker.processes", bad, "--conf");
+    EXPECT_STATUS(BuildJobSpec(c, dir_.string()), kInvalidArgument,
+                  HasSubstr("tony.worker.processes='" + std::string(bad) + "': expected an integer >= 1"));
+  }
+  config::Config mode = conf_;
+  mode.Set("tony.worker.process-gpus", "half", "--conf");
+  EXPECT_STATUS(BuildJobSpec(mode, dir_.string()), kInvalidArgument,
+                HasSubstr("tony.worker.process-gpus='half': expected one of split, all"));
+  config::Config uneven = conf_;
+  uneven.Set("tony.worker.processes", "3", "--conf");
+  uneven.Set("tony.worker.gpus", "4", "--conf");
+  EXPECT_STATUS(BuildJobSpec(uneven, dir_.string()), kInvalidArgument,
+                HasSubstr("4 GPUs over 3 processes cannot be split evenly: set tony.worker.process-gpus=all"));
+  uneven.Set("tony.worker.process-gpus", "all", "--conf");
+  EXPECT_OK(BuildJobSpec(uneven, dir_.string()));  // each of the 3 sees all 4
+  config::Config sidecar = conf_;
+  sidecar.Set("tony.tensorboard.instances", "1", "--conf");
+  sidecar.Set("tony.tensorboard.processes", "2", "--conf");
+  EXPECT_STATUS(BuildJobSpec(sidecar, dir_.string()), kInvalidArgument,
+                HasSubstr("tony.tensorboard.processes=2: 'tensorboard' is a sidecar type"));
+}
+
 }  // namespace
 }  // namespace loom

@@ -215,6 +215,13 @@ std::vector<TaskId> JobTracker::OnTaskFinished(const TaskId& id, int exit_code, 
     return Finish(JobState::kFailed, what + "; the training stage (" + StageNames(spec_, 1) + ") was not started");
   }
 
+  // loom.application.framework=mpi: a task that holds ranks ends only when Loom stops it, after
+  // the launcher; one that ends before, even with exit code 0, took its share of the ranks along.
+  if (spec_.framework == Framework::kMpi && t->role == TaskRole::kUntracked && !stopped_by_loom) {
+    return Finish(JobState::kFailed, "MPI task " + id.ToString() + " ended before the launcher" +
+                                         (diagnostics.empty() ? "" : " (" + diagnostics + ")") +
+                                         ": the ranks it hosted are gone");
+  }
   if (failed && t->role != TaskRole::kSidecar) {
     const TaskTypeSpec* type = spec_.FindType(id.type);
     std::string what = "task " + id.ToString() + " failed";

@@ -261,5 +261,45 @@ TEST(Stages, AJobWithoutStagesIsOneGang) {
   EXPECT_TRUE(jt.OnRegistered({"dbloader", 0}, "h", 4));
 }
 
+JobSpec MpiSpec() {
+  JobSpec spec = MakeSpec({{"launcher", 1, TaskRole::kTracked, false}, {"worker", 2, TaskRole::kUntracked, false}});
+  spec.framework = Framework::kMpi;
+  return spec;
+}
+
+TEST(Mpi, TheJobsResultIsTheLaunchers) {
+  JobSpec spec = MpiSpec();
+  JobTracker ok(spec);
+  auto stop = ok.OnTaskFinished({"launcher", 0}, 0, false, "");
+  EXPECT_EQ(ok.state(), JobState::kSucceeded);
+  EXPECT_EQ(stop.size(), 2u);  // the tasks that held the ranks, stopped by Loom
+  ok.OnTaskFinished({"worker", 0}, 143, true, "stopped by the AM: tracked tasks finished");
+  EXPECT_EQ(ok.state(), JobState::kSucceeded);
+
+  JobTracker failed(spec);
+  failed.OnTaskFinished({"launcher", 0}, 7, false, "exit code 7");
+  EXPECT_EQ(failed.state(), JobState::kFailed);
+  EXPECT_THAT(failed.diagnostics(), HasSubstr("task launcher:0 failed: exit code 7"));
+}
+
+TEST(Mpi, ATaskThatHoldsRanksEndingFirstFailsTheJobEvenWithExitCodeZero) {
+  JobSpec spec = MpiSpec();
+  JobTracker jt(spec);
+  auto stop = jt.OnTaskFinished({"worker", 1}, 0, false, "");
+  EXPECT_EQ(jt.state(), JobState::kFailed);
+  EXPECT_EQ(jt.diagnostics(), "MPI task worker:1 ended before the launcher: the ranks it hosted are gone");
+  EXPECT_EQ(stop.size(), 2u);  // launcher:0 and worker:0
+
+  JobTracker lost(spec);
+  lost.OnTaskFinished({"worker", 0}, 1, false, "lost: no heartbeat for 25000 ms");
+  EXPECT_THAT(lost.diagnostics(),
+              HasSubstr("MPI task worker:0 ended before the launcher (lost: no heartbeat for 25000 ms)"));
+  // Outside MPI an untracked task that exits 0 is no failure.
+  spec.framework = Framework::kTensorFlow;
+  JobTracker tf(spec);
+  tf.OnTaskFinished({"worker", 1}, 0, false, "");
+  EXPECT_EQ(tf.state(), JobState::kRunning);
+}
+
 }  // namespace
 }  // namespace loom

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -11,7 +12,10 @@
 
 namespace loom::executor {
 
-int64_t ProcessGroupRssBytes(pid_t pgid) {
+int64_t ProcessGroupRssBytes(pid_t pgid) { return ProcessGroupsRssBytes({pgid}); }
+
+int64_t ProcessGroupsRssBytes(const std::vector<pid_t>& pgids) {
+  if (pgids.empty()) return 0;
   static const long kPage = ::sysconf(_SC_PAGESIZE);
   int64_t total = 0;
   for (pid_t pid : ListPids()) {
@@ -34,7 +38,8 @@ int64_t ProcessGroupRssBytes(pid_t pgid) {
                     &state, &ppid, &pg, &rss_pages) != 4) {
       continue;
     }
-    if (pg == pgid && state != 'Z') total += static_cast<int64_t>(rss_pages) * kPage;
+    bool member = std::find(pgids.begin(), pgids.end(), pg) != pgids.end();
+    if (member && state != 'Z') total += static_cast<int64_t>(rss_pages) * kPage;
   }
   return total;
 }

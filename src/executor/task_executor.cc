@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +34,7 @@
 #include "core/test_hooks.h"
 #include "executor/entry_point.h"
 #include "executor/gpu_metrics.h"
+#include "executor/mpi_task.h"
 #include "executor/port_reserver.h"
 #include "executor/process_tree.h"
 
@@ -56,15 +59,24 @@ class TaskExecutor {
   // Runs the blocking RPC `call` (on `ctx`) on a thread of its own while this thread watches
   // the signals; a terminating signal cancels the call and is returned (0: none).
   int CallWatchingSignals(grpc::ClientContext& ctx, const std::function<void()>& call);
-  // One metrics sample (loom.task.metrics-interval-ms): the RSS of the task's process group
+  // One metrics sample (loom.task.metrics-interval-ms): the RSS of the task's process groups
   // and, with gpu-metrics, its GPUs; the heartbeat thread sends it at once.
-  void SampleMetrics(pid_t pgid);
+  void SampleMetrics();
   // Tells the AM the task's TensorBoard URL once something answers on its TB_PORT.
   void MaybeAnnounceTensorBoard();
   // Waits for the gang; returns nullopt when SIGTERM or a lost AM ended the wait.
   Result<std::optional<control::ClusterSpecResponse>> AwaitClusterSpec();
-  Status StartUserProcess(const control::ClusterSpecResponse& spec);
+  // Starts the task's processes (loom.<type>.processes), each a member; on failure none is left.
+  Status StartUserProcesses(const control::ClusterSpecResponse& spec);
+  // Starts one member process (`o` complete but for the session and death signal, which every
+  // member gets). `label` names it in messages ("process 1 of 2 (LOCAL_RANK 1)"). Returns its
+  // index in members_. A member started while Supervise runs is supervised like the others:
+  // one ending unsuccessfully stops them all.
+  Result<size_t> StartMember(SpawnOptions o, std::string label);
+  // Waits until every member has ended; returns the task's exit code (shell convention).
   int Supervise();
+  // The process groups of the members still running (or with something left in their group).
+  std::vector<pid_t> LiveGroups() const;
   void StartHeartbeats();
   void StopHeartbeats();
   void HeartbeatLoop();
@@ -92,8 +104,20 @@ class TaskExecutor {
 
   int signal_fd_ = -1;
   int wake_fd_ = -1;
-  std::optional<Subprocess> user_;
-  std::optional<ExitInfo> user_exit_;
+  // The task's processes. Member 0 is the user's process 0 (LOCAL_RANK 0, logs `stdout` and
+  // `stderr`); member i of loom.<type>.processes N is LOCAL_RANK i (`stdout.<i>`, `stderr.<i>`).
+  // Each leads its own session and process group. A member that ends unsuccessfully stops the
+  // others; the task ends when every member has.
+  struct Member {
+    std::string label;             // for messages: "process 1 of 2 (LOCAL_RANK 1)"
+    std::string stderr_path;       // its stderr tail goes into the exit report if it decides the exit
+    Subprocess process;
+    std::optional<ExitInfo> exit;  // set when reaped
+  };
+  std::vector<Member> members_;
+  std::optional<size_t> first_failed_;  // the member that ended unsuccessfully first
+  std::optional<ExitInfo> task_exit_;   // the task's: the first failed member's, else member 0's
+  std::string report_stderr_path_;      // whose stderr tail the exit report carries
   int64_t peak_rss_ = 0;
   int gpu_failures_ = 0;        // consecutive; GPU sampling stops after kMaxGpuFailures, as TonY's
   int gpu_samples_ = 0;
@@ -112,6 +136,9 @@ class TaskExecutor {
   std::atomic<int64_t> rss_for_heartbeat_{0};
   std::atomic<int32_t> gpu_utilization_for_heartbeat_{0};
   std::atomic<int64_t> gpu_memory_for_heartbeat_{0};
+  // Framework mpi (executor/mpi_task.h): the launcher's agent socket, or a rank-holding task's
+  // guests. Last, so that it is destroyed first: it uses stub_.
+  std::unique_ptr<MpiTask> mpi_;
 };
 
 constexpr int kMaxGpuFailures = 10;
@@ -121,6 +148,31 @@ TaskExecutor::~TaskExecutor() {
   if (signal_fd_ >= 0) ::close(signal_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
+
+namespace {
+
+// SIGTERM to every group at once, then SIGKILL to what is left of them after `grace`: N
+// processes stop within one grace period, not N.
+void TerminateProcessGroups(const std::vector<pid_t>& pgids, milliseconds grace) {
+  std::vector<pid_t> live;
+  for (pid_t pgid : pgids) {
+    if (pgid > 1 && ::kill(-pgid, SIGTERM) == 0) live.push_back(pgid);
+  }
+  auto deadline = Clock::now() + grace;
+  while (!live.empty() && Clock::now() < deadline) {
+    std::erase_if(live, [](pid_t pgid) { return !ProcessGroupAlive(pgid); });
+    if (!live.empty()) std::this_thread::sleep_for(milliseconds(10));
+  }
+  for (pid_t pgid : live) ::kill(-pgid, SIGKILL);
+}
+
+// "exited with code 3", "was killed by signal 9 (SIGKILL)".
+std::string HowItEnded(const ExitInfo& e) {
+  return e.signal ? "was killed by signal " + std::to_string(e.signal) + " (" + SignalName(e.signal) + ")"
+                  : "exited with code " + std::to_string(e.exit_code);
+}
+
+}  // namespace
 
 control::TaskRef TaskExecutor::Ref() const {
   control::TaskRef ref;
@@ -359,9 +411,13 @@ void TaskExecutor::ReapChildren() {
   int wstatus;
   pid_t pid;
   while ((pid = ::waitpid(-1, &wstatus, WNOHANG)) > 0) {
-    if (user_ && pid == user_->pid()) {
-      user_->MarkReaped();
-      user_exit_ = ExitInfo::FromWaitStatus(wstatus);
+    if (mpi_ && mpi_->OnReaped(pid, wstatus)) continue;  // an MPI daemon this task hosted
+    for (size_t i = 0; i < members_.size(); ++i) {
+      Member& m = members_[i];
+      if (m.exit || pid != m.process.pid()) continue;
+      m.process.MarkReaped();
+      m.exit = ExitInfo::FromWaitStatus(wstatus);
+      if (!m.exit->success() && !first_failed_) first_failed_ = i;
     }
   }
 }
@@ -399,7 +455,16 @@ Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSp
   return std::optional<control::ClusterSpecResponse>(resp);
 }
 
-Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) {
+Result<size_t> TaskExecutor::StartMember(SpawnOptions o, std::string label) {
+  o.new_session = true;             // its own process group: stopped as a whole
+  o.parent_death_signal = SIGKILL;  // the executor gone: so is the task
+  std::string stderr_path = o.stderr_path;
+  LOOM_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(o));
+  members_.push_back({std::move(label), std::move(stderr_path), std::move(child), std::nullopt});
+  return members_.size() - 1;
+}
+
+Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec) {
   SpawnOptions o;
   // A plain command line ("python3 train.py --epochs 3") is exec'd directly: one process less
   // between the executor and the framework, and signals reach the user process itself. Anything
@@ -419,17 +484,65 @@ Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) 
   o.env.erase("MALLOC_ARENA_MAX");  // TonY#346
   o.env["PYTHONUNBUFFERED"] = "1";  // logs reach the files as they are printed
   for (const auto& [k, v] : spec.env()) o.env[k] = v;
-  o.stdout_path = log_dir_ + "/stdout";
-  o.stderr_path = log_dir_ + "/stderr";
-  o.new_session = true;                // its own process group: stopped as a whole
-  o.parent_death_signal = SIGKILL;     // the executor gone: so is the task
-  LOOM_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(o));
-  spdlog::info("started {} (pid {}): {}", task_.ToString(), child.pid(), spec.command());
-  user_ = std::move(child);
+
+  // loom.<type>.processes: an AM that sends no per-process envs means one process.
+  const int n = std::max(1, spec.processes_size());
+  if (n > 1 && !o.env.count("OMP_NUM_THREADS")) {
+    // torchrun's default with several processes per node: N processes each with a thread
+    // per core would overload the container.
+    o.env["OMP_NUM_THREADS"] = "1";
+    spdlog::info("OMP_NUM_THREADS=1 for each of the {} processes (torchrun's default; set it to override)", n);
+  }
+  // loom.<type>.process-gpus=split: process i sees the i-th slice of the task's devices.
+  std::vector<std::string> devices;
+  const int per_process = spec.gpus_per_process();
+  if (n > 1 && per_process > 0) {
+    auto visible = env_.find("CUDA_VISIBLE_DEVICES");
+    if (visible == env_.end()) {
+      spdlog::info("CUDA_VISIBLE_DEVICES is not set: left unset, each of the {} processes sees the container's GPUs", n);
+    } else {
+      for (const std::string& d : Split(visible->second, ',')) {
+        if (!Trim(d).empty()) devices.push_back(Trim(d));
+      }
+      if (static_cast<int>(devices.size()) < per_process * n) {
+        spdlog::warn("CUDA_VISIBLE_DEVICES={} lists fewer than {} processes x {} GPUs: every process sees all of them",
+                     visible->second, n, per_process);
+        devices.clear();
+      }
+    }
+  }
+
+  for (int i = 0; i < n; ++i) {
+    SpawnOptions p = o;
+    if (i < spec.processes_size()) {
+      for (const auto& [k, v] : spec.processes(i).env()) p.env[k] = v;
+    }
+    std::string suffix = i == 0 ? "" : "." + std::to_string(i);
+    p.stdout_path = log_dir_ + "/stdout" + suffix;
+    p.stderr_path = log_dir_ + "/stderr" + suffix;
+    if (!devices.empty()) {
+      std::vector<std::string> slice(devices.begin() + i * per_process, devices.begin() + (i + 1) * per_process);
+      p.env["CUDA_VISIBLE_DEVICES"] = Join(slice, ",");
+      spdlog::info("process {} gets GPUs {} (CUDA_VISIBLE_DEVICES)", i, p.env["CUDA_VISIBLE_DEVICES"]);
+    }
+    std::string label = n == 1 ? task_.ToString()
+                               : "process " + std::to_string(i) + " of " + std::to_string(n) + " (LOCAL_RANK " +
+                                     std::to_string(i) + ")";
+    Result<size_t> started = StartMember(std::move(p), std::move(label));
+    if (!started.ok()) {
+      members_.clear();  // each Subprocess kills and reaps its group
+      return started.status().WithContext(n == 1 ? "starting " + task_.ToString()
+                                                 : "starting process " + std::to_string(i) + " of " +
+                                                       std::to_string(n) + " of " + task_.ToString());
+    }
+    spdlog::info("started {}{} (pid {}): {}", task_.ToString(), n == 1 ? "" : " process " + std::to_string(i),
+                 members_.back().process.pid(), spec.command());
+  }
 
   control::TaskStartedRequest req;
   *req.mutable_task() = Ref();
-  req.set_pid(user_->pid());
+  req.set_pid(members_[0].process.pid());
+  for (const Member& m : members_) req.add_pids(m.process.pid());
   control::Ack ack;
   grpc::ClientContext ctx;
   AttachSecret(ctx);
@@ -439,8 +552,16 @@ Status TaskExecutor::StartUserProcess(const control::ClusterSpecResponse& spec) 
   return Status::Ok();
 }
 
+std::vector<pid_t> TaskExecutor::LiveGroups() const {
+  std::vector<pid_t> groups;
+  for (const Member& m : members_) {
+    // An ended leader may have left processes in its group.
+    if (!m.exit || ProcessGroupAlive(m.process.pgid())) groups.push_back(m.process.pgid());
+  }
+  return groups;
+}
+
 int TaskExecutor::Supervise() {
-  const pid_t pgid = user_->pgid();
   const milliseconds grace(params_.stop_grace_ms());
   const bool watchdog = wiring_.memory_enforced_by == "watchdog" && params_.memory_limit_bytes() > 0;
   std::optional<Clock::time_point> exec_deadline;
@@ -451,7 +572,10 @@ int TaskExecutor::Supervise() {
     terminating = true;
     stop_reason_ = reason;
     spdlog::warn("stopping {}: {}", task_.ToString(), reason);
-    TerminateProcessGroup(pgid, grace);
+    TerminateProcessGroups(LiveGroups(), grace);
+  };
+  auto all_ended = [this] {
+    return std::all_of(members_.begin(), members_.end(), [](const Member& m) { return m.exit.has_value(); });
   };
 
   // Metrics every loom.task.metrics-interval-ms (the first at once); the memory watchdog reads
@@ -460,7 +584,7 @@ int TaskExecutor::Supervise() {
   const milliseconds metrics_every(std::max(10, wiring_.metrics_interval_ms));
   constexpr milliseconds kWatchdogEvery(500), kTensorBoardProbeEvery(250);
   auto next_sample = Clock::now(), next_watch = Clock::now(), next_tb_probe = Clock::now();
-  while (!user_exit_) {
+  while (!all_ended()) {
     // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the
     // sampling, the watchdog, the TensorBoard probe and the execution deadline.
     auto wake_at = next_sample;
@@ -469,7 +593,7 @@ int TaskExecutor::Supervise() {
     if (!terminating && exec_deadline) wake_at = std::min(wake_at, *exec_deadline);
     auto timeout = std::chrono::duration_cast<milliseconds>(wake_at - Clock::now()).count();
     int sig = WaitForEvent(static_cast<int>(std::clamp<int64_t>(timeout, 0, 60000)));
-    if (user_exit_) break;
+    if (all_ended()) break;
     if (sig) terminate("stopped by " + SignalName(sig));
     if (am_wants_stop_) terminate("stopped by the AM");
     if (am_lost_) terminate("AM unreachable for " + std::to_string(int64_t{params_.heartbeat_interval_ms()} * params_.max_missed_heartbeats()) + " ms");
@@ -478,9 +602,16 @@ int TaskExecutor::Supervise() {
                 config::Respell("loom.task.executor.execution-timeout-ms", wiring_.key_prefix) + "=" +
                 std::to_string(params_.execution_timeout_ms()));
     }
+    // One process of several failed: the task has failed (as torchrun's agent sees it), and the
+    // others, likely blocked in a collective with it, are stopped.
+    if (first_failed_) {
+      const Member& failed = members_[*first_failed_];
+      terminate(failed.label + " " + HowItEnded(*failed.exit));
+    }
+    if (all_ended()) break;
     auto now = Clock::now();
     if (now >= next_sample) {
-      SampleMetrics(pgid);
+      SampleMetrics();
       next_sample = Clock::now() + metrics_every;
     }
     if (!terminating && tb_port_.port() && !tb_announced_ && now >= next_tb_probe) {
@@ -489,30 +620,38 @@ int TaskExecutor::Supervise() {
     }
     if (!watchdog || now < next_watch) continue;
     next_watch = now + kWatchdogEvery;
-    int64_t rss = ProcessGroupRssBytes(pgid);
+    std::vector<pid_t> groups = LiveGroups();
+    int64_t rss = ProcessGroupsRssBytes(groups) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
     peak_rss_ = std::max(peak_rss_, rss);
     if (rss > params_.memory_limit_bytes() && !killed_for_memory) {
       // Memory is urgent: no grace, even if a gentler stop is already under way.
       killed_for_memory = terminating = true;
       stop_reason_ = "memory limit exceeded: RSS " + std::to_string(rss >> 20) + " MiB > " +
                      std::to_string(params_.memory_limit_bytes() >> 20) + " MiB";
+      if (members_.size() > 1) stop_reason_ += " (the " + std::to_string(members_.size()) + " processes together)";
       spdlog::warn("{}", stop_reason_);
-      ::kill(-pgid, SIGKILL);
+      for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
     }
   }
-  // The main process is gone; whatever it left in its group goes too.
-  if (ProcessGroupAlive(pgid)) TerminateProcessGroup(pgid, milliseconds(std::min<int64_t>(grace.count(), 2000)));
+  // The processes are gone; whatever they left in their groups goes too.
+  if (std::vector<pid_t> left = LiveGroups(); !left.empty()) {
+    TerminateProcessGroups(left, milliseconds(std::min<int64_t>(grace.count(), 2000)));
+  }
   ReapChildren();
   rusage ru{};
   ::getrusage(RUSAGE_CHILDREN, &ru);
   peak_rss_ = std::max<int64_t>(peak_rss_, int64_t{ru.ru_maxrss} * 1024);
-  spdlog::info("{} ended: {}{}", task_.ToString(), user_exit_->Describe(),
+  // The task's exit is the first failed process's (its stderr tail explains it), else process 0's.
+  const Member& decisive = members_[first_failed_.value_or(0)];
+  task_exit_ = decisive.exit;
+  report_stderr_path_ = decisive.stderr_path;
+  spdlog::info("{} ended: {}{}", task_.ToString(), task_exit_->Describe(),
                stop_reason_.empty() ? "" : " (" + stop_reason_ + ")");
-  return user_exit_->ShellCode();
+  return task_exit_->ShellCode();
 }
 
-void TaskExecutor::SampleMetrics(pid_t pgid) {
-  int64_t rss = ProcessGroupRssBytes(pgid);
+void TaskExecutor::SampleMetrics() {
+  int64_t rss = ProcessGroupsRssBytes(LiveGroups()) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
   rss_for_heartbeat_ = rss;
   peak_rss_ = std::max(peak_rss_, rss);
   if (wiring_.gpu_metrics && gpu_failures_ < kMaxGpuFailures) {
@@ -573,7 +712,8 @@ void TaskExecutor::Report(const ExitInfo& info) {
   ::getrusage(RUSAGE_SELF, &self);
   req.set_executor_peak_rss_bytes(int64_t{self.ru_maxrss} * 1024);
   if (!info.success()) {
-    for (const auto& line : TailLines(log_dir_ + "/stderr", static_cast<size_t>(params_.stderr_tail_lines()))) {
+    std::string stderr_path = report_stderr_path_.empty() ? log_dir_ + "/stderr" : report_stderr_path_;
+    for (const auto& line : TailLines(stderr_path, static_cast<size_t>(params_.stderr_tail_lines()))) {
       *req.add_stderr_tail() = line;
     }
   }
@@ -617,8 +757,12 @@ int TaskExecutor::Run() {
     spdlog::error("no cluster spec: {}", spec.ok() ? stop_reason_ : spec.status().ToString());
     return spec.ok() ? 128 + SIGTERM : kExitAmUnreachable;
   }
-  s = StartUserProcess(**spec);
+  mpi_ = std::make_unique<MpiTask>(MpiTask::Options{stub_.get(), secret_, task_, env_, AbsolutePath("."),
+                                                     AbsolutePath(log_dir_)});
+  s = mpi_->Prepare(&**spec);
+  if (s.ok()) s = StartUserProcesses(**spec);
   if (!s.ok()) {
+    mpi_->Stop(milliseconds(0));
     // Could not even start: report it like a failed process so the diagnostics say why.
     spdlog::error("{}", s.ToString());
     stop_reason_ = s.message();
@@ -633,8 +777,9 @@ int TaskExecutor::Run() {
     }).detach();
   }
   int code = Supervise();
+  mpi_->Stop(milliseconds(params_.stop_grace_ms()));  // its guests end with the task
   StopHeartbeats();
-  Report(*user_exit_);
+  Report(*task_exit_);
   port_.Release();
   tb_port_.Release();
   return code;

@@ -33,7 +33,19 @@ struct TaskContext {
   std::string job_id;
   int restart_count = 0;
   int tb_port = 0;  // the TensorBoard port its executor holds (ReservesTbPort), else 0
+  // framework=horovod: "host:port" of the AM's rendezvous store (am/rendezvous_server.h),
+  // given as HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT; "" if none.
+  std::string rendezvous_address;
 };
+
+// horovod: HOROVOD_HOSTNAME of `task`, "<type>-<index>.<host>". Each task is one of horovodrun's
+// hosts (its processes are the host's slots, LOCAL_RANK 0..processes-1, sharing the task's
+// GPUs), so the name must differ between two tasks on one machine: gloo's local communicator
+// is the store scope "local_<HOROVOD_HOSTNAME>", and tasks sharing it would take each other's
+// keys. Horovod on Spark does the same: a YARN container "must be considered a `host`"
+// (horovod/spark/common/util.py, host_hash; horovod#1497). Type names hold no '.', so the name
+// is unambiguous; it matches horovodrun's host syntax [\w.-]+.
+std::string HorovodHostname(const ClusterSpec& cluster, const TaskId& task);
 
 // The sidecar TensorBoard's type, added by loom.application.tensorboard-log-dir (TonY's name).
 inline constexpr char kTensorBoardType[] = "tensorboard";
@@ -42,17 +54,34 @@ inline constexpr char kTensorBoardType[] = "tensorboard";
 // needReserveTBPort: the sidecar `tensorboard` task when the job has one, else the chief.
 bool ReservesTbPort(const JobSpec& spec, const TaskId& task);
 
-// Ranks for frameworks with a flat world (pytorch, horovod): every non-sidecar task, in the
-// job's type order (chief, master, worker, then the rest by name). Returns -1 for tasks outside
-// the world (sidecars).
+// Ranks of tasks in frameworks with a flat world (pytorch, horovod): every non-sidecar task, in
+// the job's type order (chief, master, worker, then the rest by name). Returns -1 for tasks
+// outside the world (sidecars). This is torchrun's GROUP_RANK (a task is a torchrun "node").
 int GlobalRank(const JobSpec& spec, const TaskId& task);
+// Tasks in the flat world (GROUP_WORLD_SIZE).
 int WorldSize(const JobSpec& spec);
+// The flat world counts processes (loom.<type>.processes each task): the rank of `task`'s
+// process 0 is the number of processes of the world's tasks before it, in GlobalRank's order;
+// -1 outside the world. Its process i has rank FirstProcessRank + i.
+int FirstProcessRank(const JobSpec& spec, const TaskId& task);
+// Processes in the flat world (WORLD_SIZE).
+int WorldProcesses(const JobSpec& spec);
 
-// The variables given to the user process of `ctx.task`, on top of the container's environment.
+// The variables given to the user processes of `ctx.task`, on top of the container's
+// environment: what every process of the task shares, with process 0's values for the
+// per-process variables (so a task of one process needs nothing else).
 // In a two-stage job each stage is its own cluster: ranks, world sizes, TASK_NUM, the chief and
 // TF_CONFIG's cluster cover the task's own stage; CLUSTER_SPEC lists every task with a known
 // address (as TonY's), so a training task finds a service started in the prepare stage.
 std::map<std::string, std::string> BuildFrameworkEnv(const JobSpec& spec, const ClusterSpec& cluster,
                                                      const TaskContext& ctx);
+
+// What process i of the task sets on top of BuildFrameworkEnv: element i (one per process of
+// the type's loom.<type>.processes, at least one) holds every variable that differs between
+// the task's processes (LOOM_PROCESS_INDEX, LOCAL_RANK, RANK, ROLE_RANK, HOROVOD_*RANK, ...),
+// so applying it over BuildFrameworkEnv's map gives process i its complete contract. Element 0
+// agrees with BuildFrameworkEnv.
+std::vector<std::map<std::string, std::string>> BuildProcessEnvs(const JobSpec& spec, const ClusterSpec& cluster,
+                                                                 const TaskContext& ctx);
 
 }  // namespace loom::runtime

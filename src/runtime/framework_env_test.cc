@@ -169,5 +169,165 @@ TEST(Stages, EachStageIsItsOwnCluster) {
   EXPECT_EQ(tf.at("IS_CHIEF"), "true");
 }
 
+// Process `i`'s complete contract: the task's env with its own additions on top.
+std::map<std::string, std::string> ProcessEnv(const JobSpec& spec, const ClusterSpec& c, const TaskContext& ctx,
+                                              size_t i) {
+  auto env = BuildFrameworkEnv(spec, c, ctx);
+  auto procs = BuildProcessEnvs(spec, c, ctx);
+  EXPECT_LT(i, procs.size());
+  if (i < procs.size()) {
+    for (const auto& [k, v] : procs[i]) env[k] = v;
+  }
+  return env;
+}
+
+void SetProcesses(JobSpec& spec, const std::string& type, int processes) {
+  for (auto& t : spec.types) {
+    if (t.name == type) t.processes = processes;
+  }
+}
+
+TEST(Processes, TwoTasksOfTwoProcessesMakeAWorldOfFourRanks) {
+  JobSpec spec = Spec(Framework::kPyTorch, {{"worker", 2}});
+  SetProcesses(spec, "worker", 2);
+  ClusterSpec c = Cluster(spec);
+  std::set<int> ranks;
+  for (int task = 0; task < 2; ++task) {
+    TaskContext ctx{{"worker", task}, "j", 0};
+    auto base = BuildFrameworkEnv(spec, c, ctx);
+    auto procs = BuildProcessEnvs(spec, c, ctx);
+    ASSERT_EQ(procs.size(), 2u);
+    for (const auto& [k, v] : procs[0]) EXPECT_EQ(base.at(k), v) << k;  // process 0 is the task's env
+    for (int p = 0; p < 2; ++p) {
+      auto env = ProcessEnv(spec, c, ctx, p);
+      int rank = std::stoi(env.at("RANK"));
+      ranks.insert(rank);
+      EXPECT_EQ(rank, task * 2 + p);
+      EXPECT_EQ(env.at("LOCAL_RANK"), std::to_string(p));
+      EXPECT_EQ(env.at("LOOM_PROCESS_INDEX"), std::to_string(p));
+      EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+      EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+      EXPECT_EQ(env.at("WORLD"), "4");
+      EXPECT_EQ(env.at("GROUP_RANK"), std::to_string(task));
+      EXPECT_EQ(env.at("GROUP_WORLD_SIZE"), "2");
+      EXPECT_EQ(env.at("ROLE_RANK"), std::to_string(task * 2 + p));
+      EXPECT_EQ(env.at("ROLE_WORLD_SIZE"), "4");
+      EXPECT_EQ(env.at("MASTER_ADDR"), "hworker");  // one rendezvous for every process
+      EXPECT_EQ(env.at("MASTER_PORT"), "20000");
+    }
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(WorldProcesses(spec), 4);
+  EXPECT_EQ(WorldSize(spec), 2);
+}
+
+TEST(Processes, AChiefOfOneProcessAndWorkersOfTwo) {
+  JobSpec spec = Spec(Framework::kHorovod, {{"chief", 1}, {"worker", 2}, {"tensorboard", 1}});
+  SetProcesses(spec, "worker", 2);
+  ClusterSpec c = Cluster(spec);
+  EXPECT_EQ(FirstProcessRank(spec, {"chief", 0}), 0);
+  EXPECT_EQ(FirstProcessRank(spec, {"worker", 0}), 1);
+  EXPECT_EQ(FirstProcessRank(spec, {"worker", 1}), 3);
+  EXPECT_EQ(FirstProcessRank(spec, {"tensorboard", 0}), -1);
+  EXPECT_EQ(WorldProcesses(spec), 5);
+
+  auto chief = BuildProcessEnvs(spec, c, {{"chief", 0}, "j", 0});
+  ASSERT_EQ(chief.size(), 1u);
+  auto chief_env = ProcessEnv(spec, c, {{"chief", 0}, "j", 0}, 0);
+  EXPECT_EQ(chief_env.at("RANK"), "0");
+  EXPECT_EQ(chief_env.at("LOCAL_WORLD_SIZE"), "1");
+  EXPECT_EQ(chief_env.at("ROLE_WORLD_SIZE"), "1");
+  EXPECT_EQ(chief_env.at("HOROVOD_CROSS_RANK"), "0");
+  EXPECT_EQ(chief_env.at("HOROVOD_CROSS_SIZE"), "3");  // local rank 0 is on all three tasks
+
+  auto w1p1 = ProcessEnv(spec, c, {{"worker", 1}, "j", 0}, 1);
+  EXPECT_EQ(w1p1.at("RANK"), "4");
+  EXPECT_EQ(w1p1.at("WORLD_SIZE"), "5");
+  EXPECT_EQ(w1p1.at("GROUP_RANK"), "2");
+  EXPECT_EQ(w1p1.at("GROUP_WORLD_SIZE"), "3");  // the sidecar is no node of the world
+  EXPECT_EQ(w1p1.at("ROLE_RANK"), "3");
+  EXPECT_EQ(w1p1.at("ROLE_WORLD_SIZE"), "4");
+  EXPECT_EQ(w1p1.at("HOROVOD_RANK"), "4");
+  EXPECT_EQ(w1p1.at("HOROVOD_SIZE"), "5");
+  EXPECT_EQ(w1p1.at("HOROVOD_LOCAL_RANK"), "1");
+  EXPECT_EQ(w1p1.at("HOROVOD_LOCAL_SIZE"), "2");
+  EXPECT_EQ(w1p1.at("HOROVOD_CROSS_RANK"), "1");  // local rank 1 lives on the two workers only
+  EXPECT_EQ(w1p1.at("HOROVOD_CROSS_SIZE"), "2");
+  auto w0p0 = ProcessEnv(spec, c, {{"worker", 0}, "j", 0}, 0);
+  EXPECT_EQ(w0p0.at("HOROVOD_CROSS_RANK"), "1");
+  EXPECT_EQ(w0p0.at("HOROVOD_CROSS_SIZE"), "3");
+
+  auto tb = BuildProcessEnvs(spec, c, {{"tensorboard", 0}, "j", 0});
+  ASSERT_EQ(tb.size(), 1u);
+  auto tb_env = ProcessEnv(spec, c, {{"tensorboard", 0}, "j", 0}, 0);
+  EXPECT_EQ(tb_env.count("RANK"), 0u);
+  EXPECT_EQ(tb_env.count("HOROVOD_RANK"), 0u);
+  EXPECT_EQ(tb_env.at("LOCAL_RANK"), "0");
+}
+
+TEST(Processes, EachStageCountsItsOwnProcesses) {
+  JobSpec spec = Spec(Framework::kPyTorch, {{"worker", 2}, {"dbloader", 1}});
+  SetProcesses(spec, "worker", 2);
+  spec.prepare_stage = {"dbloader"};
+  spec.training_stage = {"worker"};
+  ClusterSpec c = Cluster(spec);
+  auto loader = ProcessEnv(spec, c, {{"dbloader", 0}, "j", 0}, 0);
+  EXPECT_EQ(loader.at("RANK"), "0");
+  EXPECT_EQ(loader.at("WORLD_SIZE"), "1");
+  std::set<std::string> ranks;
+  for (int task = 0; task < 2; ++task) {
+    for (int p = 0; p < 2; ++p) {
+      auto env = ProcessEnv(spec, c, {{"worker", task}, "j", 0}, p);
+      EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+      EXPECT_EQ(env.at("GROUP_WORLD_SIZE"), "2");
+      ranks.insert(env.at("RANK"));
+    }
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2", "3"}));
+}
+
+TEST(Processes, TensorFlowKeepsOneClusterPerTask) {
+  JobSpec spec = Spec(Framework::kTensorFlow, {{"chief", 1}, {"worker", 2}});
+  SetProcesses(spec, "worker", 2);
+  ClusterSpec c = Cluster(spec);
+  TaskContext ctx{{"worker", 1}, "j", 0};
+  auto p0 = ProcessEnv(spec, c, ctx, 0), p1 = ProcessEnv(spec, c, ctx, 1);
+  EXPECT_EQ(p0.at("TF_CONFIG"), p1.at("TF_CONFIG"));
+  EXPECT_EQ(p0.at("CLUSTER_SPEC"), p1.at("CLUSTER_SPEC"));
+  EXPECT_EQ(json::parse(p1.at("TF_CONFIG"))["cluster"]["worker"].size(), 2u);  // tasks, not processes
+  EXPECT_EQ(p0.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(p1.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(p1.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(p1.at("LOOM_PROCESS_INDEX"), "1");
+  EXPECT_EQ(p1.count("RANK"), 0u);
+}
+
+TEST(Processes, MxnetCountsWorkerProcesses) {
+  JobSpec spec = Spec(Framework::kMXNet, {{"scheduler", 1}, {"server", 1}, {"worker", 2}});
+  SetProcesses(spec, "worker", 3);
+  ClusterSpec c = Cluster(spec);
+  auto env = BuildFrameworkEnv(spec, c, {{"worker", 0}, "j", 0});
+  EXPECT_EQ(env.at("DMLC_NUM_WORKER"), "6");
+  EXPECT_EQ(env.at("DMLC_NUM_SERVER"), "1");
+}
+
+TEST(Horovod, TasksSharingAMachineAreDistinctHostsAndFindTheAmsStore) {
+  JobSpec spec = Spec(Framework::kHorovod, {{"worker", 2}});
+  SetProcesses(spec, "worker", 2);
+  ClusterSpec c;
+  c.Add("worker", {"10.0.0.5:20001", "10.0.0.5:20002"});  // one machine, two containers
+  TaskContext ctx{{"worker", 1}, "j", 0};
+  ctx.rendezvous_address = "10.0.0.9:21000";
+  auto p1 = ProcessEnv(spec, c, ctx, 1);
+  EXPECT_EQ(p1.at("HOROVOD_HOSTNAME"), "worker-1.10.0.0.5");
+  EXPECT_EQ(ProcessEnv(spec, c, {{"worker", 0}, "j", 0}, 0).at("HOROVOD_HOSTNAME"), "worker-0.10.0.0.5");
+  EXPECT_EQ(p1.at("HOROVOD_GLOO_RENDEZVOUS_ADDR"), "10.0.0.9");
+  EXPECT_EQ(p1.at("HOROVOD_GLOO_RENDEZVOUS_PORT"), "21000");
+  EXPECT_EQ(p1.at("HOROVOD_CONTROLLER"), "gloo");
+  EXPECT_EQ(p1.at("HOROVOD_CPU_OPERATIONS"), "gloo");
+  // No store, no address: Horovod would take its single-process path rather than a wrong one.
+  EXPECT_EQ(ProcessEnv(spec, c, {{"worker", 0}, "j", 0}, 0).count("HOROVOD_GLOO_RENDEZVOUS_ADDR"), 0u);
+}
+
 }  // namespace
 }  // namespace loom::runtime

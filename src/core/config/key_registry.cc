@@ -94,9 +94,10 @@ bool KeyInfo::Harmless(const std::string& value) const {
 }
 
 const std::vector<std::string>& WellKnownTaskTypes() {
-  // TensorFlow's roles, TonY's sidecar TensorBoard, MXNet's scheduler and server, Horovod's driver.
-  static const std::vector<std::string> kTypes = {"chief",       "master",    "worker", "ps",    "evaluator",
-                                                  "tensorboard", "scheduler", "server", "driver"};
+  // TensorFlow's roles, TonY's sidecar TensorBoard, MXNet's scheduler and server, Horovod's driver,
+  // MPI's launcher.
+  static const std::vector<std::string> kTypes = {"chief",       "master",    "worker", "ps",     "evaluator",
+                                                  "tensorboard", "scheduler", "server", "driver", "launcher"};
   return kTypes;
 }
 
@@ -117,6 +118,11 @@ const std::vector<KeyInfo>& TaskTypeAttributes() {
        "Restart a failed task of this type alone: never, on-failure, or exit-code (1-127 permanent, 128-255 retried).",
        {"never", "on-failure", "exit-code"}},
       {"max-restarts", VT::kNonNegative, "3", "Restarts per task of this type under its restart-policy."},
+      {"processes", VT::kPositive, "1",
+       "Processes each task starts (torchrun's --nproc_per_node): one rank each, LOCAL_RANK 0..N-1."},
+      {"process-gpus", VT::kEnum, "split",
+       "How a task's processes share its GPUs: split (gpus/processes each) or all (each sees every one).",
+       {"split", "all"}},
   };
   return kAttrs;
 }
@@ -132,7 +138,7 @@ const std::vector<KeyInfo>& GlobalKeys() {
               kPreprocessRefusal),
       {"loom.application.timeout", VT::kTimeoutMs, "0", "Maximum job run time in ms (0: none)."},
       {"loom.application.framework", VT::kEnum, "tensorflow", "Framework contract given to tasks.",
-       {"tensorflow", "pytorch", "mxnet", "horovod", "standalone"}},
+       {"tensorflow", "pytorch", "mxnet", "horovod", "standalone", "mpi"}},
       {"loom.application.num-client-rm-connect-retries", VT::kNonNegative, "3", "Client RM connect retries."},
       {"loom.application.distributed-mode", VT::kEnum, "GANG", "GANG: cluster spec once all tasks registered; FCFS: at once.",
        {"GANG", "FCFS"}},

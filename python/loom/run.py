@@ -1,0 +1,193 @@
+"""`loom.run()`: runs a Python function on every task of a Loom job and returns the chief's
+return value (tf-yarn's `run_on_yarn`, through the `loom` binary).
+
+What travels: a temporary src dir with the function and its arguments pickled by cloudpickle,
+a copy of this package (so a task imports it without installing anything) and an entry script
+that calls `loom._task.main`. The job is an ordinary `loom submit` of that dir.
+"""
+
+import base64
+import os
+import pickle
+import re
+import secrets
+import shutil
+import sys
+import sysconfig
+import tempfile
+
+from . import _task
+from .errors import JobFailedError, LoomError
+from .job import TaskSpec, submit
+
+_STDERR_TAIL_LINES = 20
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _chief(status):
+    """The task whose return value `run()` returns, as Loom picks it (JobSpec::Chief)."""
+    ids = {t.get("task") for t in status.tasks}
+    for candidate in ("chief:0", "worker:0"):
+        if candidate in ids:
+            return candidate
+    return None
+
+
+def _is_user_module(module):
+    """Whether the tasks may lack `module` (a test file, a script's helper): its functions are
+    then pickled by value rather than imported by name."""
+    path = getattr(module, "__file__", None)
+    if not path or module.__name__ == "__main__" or module.__name__.split(".")[0] == "loom":
+        return False
+    path = os.path.realpath(path)
+    parts = path.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return False
+    for key in ("stdlib", "platstdlib"):
+        lib = sysconfig.get_paths().get(key)
+        if lib and path.startswith(os.path.realpath(lib) + os.sep):
+            return False
+    return True
+
+
+def _dump_payload(path, marker, fn, args, kwargs, pickle_by_value):
+    import cloudpickle
+
+    modules = list(pickle_by_value or [])
+    if pickle_by_value is None:
+        mod = sys.modules.get(getattr(fn, "__module__", None) or "")
+        if mod is not None and _is_user_module(mod):
+            modules.append(mod)
+    registered = []
+    try:
+        for mod in modules:
+            cloudpickle.register_pickle_by_value(mod)
+            registered.append(mod)
+        with open(path, "wb") as f:
+            cloudpickle.dump((marker, fn, tuple(args), dict(kwargs)), f)
+    finally:
+        for mod in registered:
+            cloudpickle.unregister_pickle_by_value(mod)
+
+
+def _stage(fn, args, kwargs, src_dir, pickle_by_value, marker):
+    staging = tempfile.mkdtemp(prefix="loom-run-")
+    try:
+        ours = ("loom", _task.PAYLOAD, _task.ENTRY)
+        if src_dir is not None:
+            for name in ours:
+                if os.path.lexists(os.path.join(src_dir, name)):
+                    raise ValueError("src_dir %s has %s, which loom.run() ships itself; rename it"
+                                     % (src_dir, name))
+            shutil.copytree(src_dir, staging, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(_PACKAGE_DIR, os.path.join(staging, "loom"),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        _dump_payload(os.path.join(staging, _task.PAYLOAD), marker, fn, args, kwargs, pickle_by_value)
+        with open(os.path.join(staging, _task.ENTRY), "w") as f:
+            f.write("# Written by loom.run(): calls the shipped function in this task.\n"
+                    "import sys\n"
+                    "from loom import _task\n"
+                    "sys.exit(_task.main(__file__))\n")
+        return staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _failure(job, status):
+    """The JobFailedError for a job that ended FAILED or KILLED."""
+    m = re.search(r"task (\S+) failed", status.diagnostics)
+    task = m.group(1) if m else next((t.get("task") for t in status.tasks if t.get("state") == "FAILED"), None)
+    tail = []
+    if task is not None:
+        try:
+            tail = job.logs(task=task, stderr=True).rstrip("\n").splitlines()[-_STDERR_TAIL_LINES:]
+        except LoomError:
+            pass
+        if not tail:  # the logs are gone: the AM kept the last lines
+            info = status.task(task) or {}
+            tail = [line.strip() for line in info.get("diagnostics", "").splitlines()[1:]]
+    headline = status.diagnostics.splitlines()[0] if status.diagnostics else "no diagnostics"
+    headline = re.sub(r";\s*last stderr lines:?\s*$", "", headline)
+    if tail:
+        message = "job %s %s: %s\n%s stderr (last %d lines):\n%s" % (
+            job.id, status.state, headline, task, len(tail), "\n".join("    " + line for line in tail))
+    else:
+        message = "job %s %s: %s" % (job.id, status.state, status.diagnostics or "no diagnostics")
+    return JobFailedError(message, job=job, status=status, task=task, stderr_tail=tail)
+
+
+def run(fn, args=(), kwargs=None, *, task_specs=None, framework=None, cluster="local", env=None,
+        python_venv=None, python_binary_path=None, src_dir=None, conf=None, conf_file=None, name=None,
+        queue=None, container_env=None, timeout=None, client_env=None, pickle_by_value=None):
+    """Runs `fn(*args, **kwargs)` in every task of a new job and returns the chief's return value
+    (chief:0, else worker:0, as Loom picks it; None when the job has neither).
+
+    task_specs: {type: TaskSpec}, default {"worker": TaskSpec(instances=1)}. framework: the
+    environment each task gets (loom.application.framework: "tensorflow" (Loom's default),
+    "pytorch", "mxnet", "horovod", ...). cluster: "local" or "yarn". env: {KEY: VALUE} for every
+    task (--shell_env); MLFLOW_* variables of the submitting environment reach every task anyway.
+    python_venv: an archive for --python_venv (see pack_venv()); python_binary_path defaults to
+    this interpreter (sys.executable) without one, to bin/python inside a .zip/.tar.gz one.
+    src_dir: a directory whose files every task also gets (importable: it is the script's dir).
+    conf, conf_file, name, queue, container_env, client_env: as for submit().
+    timeout: seconds; the job is killed and TimeoutError raised when it runs longer.
+    pickle_by_value: modules whose functions and classes are pickled by value; default: fn's own
+    module when it is not installed (a script or test file the tasks may not have).
+
+    Raises JobFailedError when the job fails (the failing task and its last stderr lines in the
+    message), LoomError when the binary refuses the job. Interrupted (Ctrl-C) or timed out, the
+    job is killed before the exception propagates.
+    """
+    if not callable(fn):
+        raise TypeError("run(): fn must be callable, got %r" % (fn,))
+    if task_specs is None:
+        task_specs = {"worker": TaskSpec(instances=1)}
+    if python_binary_path is None:
+        if python_venv is None:
+            python_binary_path = sys.executable
+        elif not os.fspath(python_venv).lower().endswith(".pex"):
+            python_binary_path = "bin/python"
+    marker = "LOOM_RUN_RESULT_%s:" % secrets.token_hex(8)
+    staging = _stage(fn, args, kwargs or {}, src_dir, pickle_by_value, marker)
+    job = None
+    ended = False
+    try:
+        job = submit(_task.ENTRY, src_dir=staging, python_venv=python_venv, python_binary_path=python_binary_path,
+                     task_specs=task_specs, framework=framework, cluster=cluster, shell_env=env,
+                     container_env=container_env, conf=conf, conf_file=conf_file, name=name, queue=queue,
+                     client_env=client_env)
+        try:
+            status = job.wait(timeout=timeout)
+        except BaseException as e:
+            # Ctrl-C, a timeout: the job must not outlive the call that owns it.
+            try:
+                job.kill()
+            except Exception:
+                pass
+            if isinstance(e, TimeoutError):
+                raise TimeoutError("job %s ran longer than timeout=%ss: killed" % (job.id, timeout)) from None
+            raise
+        ended = True
+        if status.state != "SUCCEEDED":
+            raise _failure(job, status)
+        chief = _chief(status)
+        if chief is None:
+            return None
+        out = job.logs(task=chief)
+        lines = [line for line in out.splitlines() if line.startswith(marker)]
+        if not lines:
+            raise LoomError("job %s SUCCEEDED but %s printed no return value: did %s exit (sys.exit, os._exit) "
+                            "instead of returning?" % (job.id, chief, getattr(fn, "__name__", "fn")))
+        return pickle.loads(base64.b64decode(lines[-1][len(marker):]))
+    finally:
+        # A job still running (the kill failed) may yet copy the src dir into a task.
+        if job is None or ended or _ended(job):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _ended(job):
+    try:
+        return job.status().final
+    except Exception:
+        return False

@@ -1,0 +1,174 @@
+#include "am/exec_relay.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "core/testing.h"
+
+namespace loom::am {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Test double of a Guests stream: records what the AM sends.
+class FakeGuestChannel : public GuestChannel {
+ public:
+  void Send(const control::GuestCommand& command) override { sent.push_back(command); }
+  void Close(const Status& status) override { closed = status; }
+  std::vector<control::GuestCommand> sent;
+  std::optional<Status> closed;
+};
+
+// One Exec call's answer, once it came.
+struct Answer {
+  int count = 0;
+  Status status;
+  control::ExecResult result;
+  ExecRelay::Done Done() {
+    return [this](const Status& s, const control::ExecResult& r) {
+      ++count;
+      status = s;
+      result = r;
+    };
+  }
+};
+
+control::GuestExit ExitOf(int64_t id, int code, int signal = 0) {
+  control::GuestExit e;
+  e.set_id(id);
+  e.set_exit_code(code);
+  e.set_signal(signal);
+  return e;
+}
+
+const TaskId kWorker0{"worker", 0};
+const TaskId kWorker1{"worker", 1};
+
+TEST(ExecRelay, RunsTheCommandInItsTargetAndAnswersWithItsExit) {
+  ExecRelay relay;
+  auto w0 = std::make_shared<FakeGuestChannel>();
+  auto w1 = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, w0);
+  relay.Attach(kWorker1, w1);
+  Answer a0, a1;
+  relay.Exec(7, kWorker0, "orted -mca ess env", a0.Done());
+  relay.Exec(8, kWorker1, "orted -mca x", a1.Done());
+  ASSERT_EQ(w0->sent.size(), 1u);
+  ASSERT_EQ(w1->sent.size(), 1u);
+  EXPECT_EQ(w0->sent[0].command(), "orted -mca ess env");
+  EXPECT_NE(w0->sent[0].id(), w1->sent[0].id());
+  EXPECT_EQ(a0.count, 0);  // open until the guest ends
+
+  ASSERT_OK(relay.Exited(kWorker1, ExitOf(w1->sent[0].id(), 3)));
+  EXPECT_EQ(a1.count, 1);
+  EXPECT_OK(a1.status);
+  EXPECT_EQ(a1.result.exit_code(), 3);
+  ASSERT_OK(relay.Exited(kWorker0, ExitOf(w0->sent[0].id(), 0, 9)));
+  EXPECT_EQ(a0.result.signal(), 9);
+  EXPECT_EQ(relay.open_calls(), 0u);
+}
+
+TEST(ExecRelay, QueuesUntilTheTargetsStreamOpens) {
+  ExecRelay relay;
+  Answer a;
+  relay.Exec(1, kWorker0, "orted", a.Done());
+  auto other = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker1, other);
+  EXPECT_TRUE(other->sent.empty());
+  auto w0 = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, w0);
+  ASSERT_EQ(w0->sent.size(), 1u);
+  EXPECT_EQ(w0->sent[0].command(), "orted");
+  // A stream that ends leaves the call open: the guest still runs and reports on its own.
+  relay.Detach(w0);
+  EXPECT_EQ(a.count, 0);
+  ASSERT_OK(relay.Exited(kWorker0, ExitOf(w0->sent[0].id(), 0)));
+  EXPECT_EQ(a.count, 1);
+}
+
+TEST(ExecRelay, AnExitFromTheWrongTaskOrTwiceIsRefused) {
+  ExecRelay relay;
+  auto w0 = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, w0);
+  Answer a;
+  relay.Exec(1, kWorker0, "orted", a.Done());
+  int64_t id = w0->sent[0].id();
+  EXPECT_STATUS(relay.Exited(kWorker1, ExitOf(id, 0)), kInvalidArgument, HasSubstr("worker:1 has no guest"));
+  EXPECT_STATUS(relay.Exited(kWorker0, ExitOf(id + 100, 0)), kInvalidArgument, HasSubstr("no guest"));
+  EXPECT_EQ(a.count, 0);
+  ASSERT_OK(relay.Exited(kWorker0, ExitOf(id, 0)));
+  EXPECT_STATUS(relay.Exited(kWorker0, ExitOf(id, 0)), kInvalidArgument, HasSubstr("no guest"));
+  EXPECT_EQ(a.count, 1);
+}
+
+TEST(ExecRelay, AGuestThatCouldNotStartFailsItsCall) {
+  ExecRelay relay;
+  auto w0 = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, w0);
+  Answer a;
+  relay.Exec(1, kWorker0, "orted", a.Done());
+  control::GuestExit e = ExitOf(w0->sent[0].id(), 0);
+  e.set_error("no such file");
+  ASSERT_OK(relay.Exited(kWorker0, e));
+  EXPECT_STATUS(a.status, kFailedPrecondition, HasSubstr("worker:0 could not start the command: no such file"));
+}
+
+TEST(ExecRelay, ATargetThatEndsFailsItsCallsOnly) {
+  ExecRelay relay;
+  Answer sent, queued, other;
+  auto w0 = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, w0);
+  relay.Exec(1, kWorker0, "orted", sent.Done());
+  relay.Exec(2, kWorker1, "orted", other.Done());
+  relay.Detach(w0);
+  relay.Exec(3, kWorker0, "orted again", queued.Done());
+  EXPECT_EQ(relay.Targets().size(), 2u);
+  relay.FailCallsTo(kWorker0, Status::FailedPrecondition("worker:0 ended (FAILED)"));
+  EXPECT_STATUS(sent.status, kFailedPrecondition, HasSubstr("worker:0 ended"));
+  EXPECT_STATUS(queued.status, kFailedPrecondition, HasSubstr("worker:0 ended"));
+  EXPECT_EQ(other.count, 0);
+  EXPECT_EQ(relay.Targets(), std::vector<TaskId>{kWorker1});
+}
+
+TEST(ExecRelay, ACancelledCallDropsItsQueuedCommandOrStopsItsGuest) {
+  ExecRelay relay;
+  Answer queued;
+  relay.Exec(1, kWorker0, "orted", queued.Done());
+  relay.Cancel(1);
+  EXPECT_STATUS(queued.status, kCancelled, HasSubstr("caller went away"));
+  auto w0 = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, w0);
+  EXPECT_TRUE(w0->sent.empty());  // never sent
+
+  Answer running;
+  relay.Exec(2, kWorker0, "orted", running.Done());
+  relay.Cancel(2);
+  ASSERT_EQ(w0->sent.size(), 2u);
+  EXPECT_TRUE(w0->sent[1].stop());
+  EXPECT_EQ(w0->sent[1].id(), w0->sent[0].id());
+  EXPECT_EQ(running.count, 0);  // its exit answers it
+  ASSERT_OK(relay.Exited(kWorker0, ExitOf(w0->sent[0].id(), 0, 15)));
+  EXPECT_EQ(running.result.signal(), 15);
+  relay.Cancel(2);  // already answered: ignored
+  relay.Cancel(99);
+}
+
+TEST(ExecRelay, ShutdownFailsEveryCallAndEndsEveryStream) {
+  ExecRelay relay;
+  auto w0 = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, w0);
+  Answer a, b;
+  relay.Exec(1, kWorker0, "orted", a.Done());
+  relay.Exec(2, kWorker1, "orted", b.Done());
+  relay.Shutdown(Status::Aborted("the job ended"));
+  EXPECT_STATUS(a.status, kAborted, HasSubstr("the job ended"));
+  EXPECT_STATUS(b.status, kAborted, HasSubstr("the job ended"));
+  ASSERT_TRUE(w0->closed.has_value());
+  EXPECT_OK(*w0->closed);
+  EXPECT_EQ(relay.open_calls(), 0u);
+}
+
+}  // namespace
+}  // namespace loom::am

@@ -1,0 +1,202 @@
+#include "am/rendezvous_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "core/testing.h"
+
+namespace loom::am {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Reply {
+  int code = 0;
+  std::string head;
+  std::string body;
+};
+
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// One request as Horovod's HTTP client (HTTPRequest.hpp) writes it: HTTP/1.1, Host and
+// Content-Length always, then the body; the answer is read until the server closes.
+Reply Request(int port, const std::string& method, const std::string& path, const std::string& body = "") {
+  Reply r;
+  int fd = Connect(port);
+  if (fd < 0) return r;
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string all;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) all.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  size_t end = all.find("\r\n\r\n");
+  if (end == std::string::npos || all.size() < 12) return r;
+  r.code = std::stoi(all.substr(9, 3));
+  r.head = all.substr(0, end);
+  r.body = all.substr(end + 4);
+  return r;
+}
+
+class RendezvousServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto port = server_.Start("127.0.0.1");
+    ASSERT_OK(port);
+    port_ = *port;
+  }
+  RendezvousServer server_;
+  int port_ = 0;
+};
+
+TEST_F(RendezvousServerTest, PutThenGetReturnsTheValueWithItsLength) {
+  // A rank's record is binary (sizes in host byte order, a sockaddr): NULs and CRLFs included.
+  std::string value("host\0\x01\r\n\r\nend", 14);
+  Reply put = Request(port_, "PUT", "/global/0", value);
+  EXPECT_EQ(put.code, 200);
+  EXPECT_THAT(put.head, HasSubstr("\r\nContent-Length: 0"));
+  Reply get = Request(port_, "GET", "/global/0");
+  EXPECT_EQ(get.code, 200);
+  EXPECT_EQ(get.body, value);
+  // Horovod's client matches this header's spelling exactly, and reads until it has that much.
+  EXPECT_THAT(get.head, HasSubstr("\r\nContent-Length: 14\r\n"));
+  // A second PUT replaces the value.
+  EXPECT_EQ(Request(port_, "PUT", "/global/0", "again").code, 200);
+  EXPECT_EQ(Request(port_, "GET", "/global/0").body, "again");
+}
+
+TEST_F(RendezvousServerTest, MissingKeyIs404SoThatTheClientPollsAgain) {
+  Reply get = Request(port_, "GET", "/global/3");
+  EXPECT_EQ(get.code, 404);
+  EXPECT_THAT(get.head, HasSubstr("Content-Length: 0"));
+  EXPECT_EQ(Request(port_, "PUT", "/local_h/3", "x").code, 200);
+  EXPECT_EQ(Request(port_, "GET", "/global/3").code, 404) << "scopes are separate";
+  EXPECT_EQ(Request(port_, "GET", "/local_h/3").code, 200);
+}
+
+TEST_F(RendezvousServerTest, RejectsWhatIsNotScopeAndKey) {
+  EXPECT_EQ(Request(port_, "GET", "/global").code, 400);
+  EXPECT_EQ(Request(port_, "PUT", "/a/b/c", "x").code, 400);
+  EXPECT_EQ(Request(port_, "GET", "global/0").code, 400);
+  EXPECT_EQ(Request(port_, "POST", "/global/0", "x").code, 405);
+  EXPECT_EQ(server_.KeyCount(), 0u);
+}
+
+TEST_F(RendezvousServerTest, PlanScopeIsClearedOnceEveryRankFinalized) {
+  // 2 hosts x 2 slots, as horovod's get_host_assignments gives them.
+  std::vector<GlooSlot> plan = {{"h0", 0, 4, 2, 2}, {"h0", 1, 4, 2, 2}, {"h1", 0, 4, 2, 2}, {"h1", 1, 4, 2, 2}};
+  server_.Reset(plan);
+  for (int r = 0; r < 4; ++r) ASSERT_EQ(Request(port_, "PUT", "/global/" + std::to_string(r), "a").code, 200);
+  ASSERT_EQ(Request(port_, "PUT", "/local_h0/0", "l").code, 200);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(Request(port_, "DELETE", "/global/" + std::to_string(r)).code, 200);
+  // A retried DELETE counts once.
+  EXPECT_EQ(Request(port_, "DELETE", "/global/2").code, 200);
+  // Not everyone is done: a late reader still finds every key, rank 0's included.
+  EXPECT_EQ(Request(port_, "GET", "/global/0").code, 200);
+  EXPECT_EQ(Request(port_, "GET", "/global/3").code, 200);
+  EXPECT_EQ(Request(port_, "DELETE", "/global/3").code, 200);
+  EXPECT_EQ(Request(port_, "GET", "/global/0").code, 404);
+  EXPECT_EQ(Request(port_, "GET", "/global/3").code, 404);
+  EXPECT_EQ(Request(port_, "GET", "/local_h0/0").code, 200) << "other scopes keep theirs";
+}
+
+TEST_F(RendezvousServerTest, AdHocScopeDeleteRemovesThatKey) {
+  ASSERT_EQ(Request(port_, "PUT", "/global_process_set_hash_ab/0", "a").code, 200);
+  ASSERT_EQ(Request(port_, "PUT", "/global_process_set_hash_ab/1", "b").code, 200);
+  EXPECT_EQ(Request(port_, "DELETE", "/global_process_set_hash_ab/0").code, 200);
+  EXPECT_EQ(Request(port_, "GET", "/global_process_set_hash_ab/0").code, 404);
+  EXPECT_EQ(Request(port_, "GET", "/global_process_set_hash_ab/1").code, 200);
+  EXPECT_EQ(Request(port_, "DELETE", "/nothing/here").code, 200);
+}
+
+TEST_F(RendezvousServerTest, ResetDropsThePreviousAttemptsKeys) {
+  ASSERT_EQ(Request(port_, "PUT", "/global/1", "old address").code, 200);
+  server_.Reset({{"h0", 0, 2, 1, 2}, {"h1", 0, 2, 1, 2}});
+  EXPECT_EQ(Request(port_, "GET", "/global/1").code, 404);
+  EXPECT_EQ(server_.KeyCount(), 0u);
+}
+
+TEST(RendezvousScopes, SizesFollowHorovodsSlotPlan) {
+  // Hosts with 2 and 1 slots: cross_0 spans both hosts, cross_1 only the first.
+  std::vector<GlooSlot> plan = {{"a", 0, 3, 2, 2}, {"a", 1, 3, 2, 1}, {"b", 0, 3, 1, 2}};
+  std::map<std::string, int> want = {{"global", 3}, {"local_a", 2}, {"local_b", 1}, {"cross_0", 2}, {"cross_1", 1}};
+  EXPECT_EQ(RendezvousServer::ScopeSizes(plan), want);
+}
+
+TEST_F(RendezvousServerTest, ConcurrentRanksEachFindEveryPeer) {
+  // What gloo does in one scope: PUT your key, then poll GET for every peer's until it is there.
+  constexpr int kRanks = 16;
+  std::vector<std::thread> ranks;
+  std::atomic<int> found{0};
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([this, r, &found] {
+      ASSERT_EQ(Request(port_, "PUT", "/global/" + std::to_string(r), "addr-" + std::to_string(r)).code, 200);
+      for (int peer = 0; peer < kRanks; ++peer) {
+        Reply got;
+        while ((got = Request(port_, "GET", "/global/" + std::to_string(peer))).code == 404) std::this_thread::yield();
+        if (got.code == 200 && got.body == "addr-" + std::to_string(peer)) ++found;
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(found.load(), kRanks * kRanks);
+  EXPECT_GE(server_.requests(), kRanks * (kRanks + 1));
+}
+
+TEST_F(RendezvousServerTest, AClientThatSendsNothingDoesNotHoldUpTheOthers) {
+  int idle = Connect(port_);
+  ASSERT_GE(idle, 0);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Request(port_, "PUT", "/global/0", "x").code, 200);
+  EXPECT_EQ(Request(port_, "GET", "/global/0").code, 200);
+  // Served at once, not after the idle client's 3 s are up.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ::close(idle);
+}
+
+TEST(RendezvousServerPorts, TakesAPortOfTheRangeThatNobodyHolds) {
+  // A port held the way an executor holds its task's port: bound, SO_REUSEADDR, not listening.
+  int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int one = 1;
+  ::setsockopt(holder, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int held = ntohs(addr.sin_port);
+
+  RendezvousServer server;
+  EXPECT_STATUS(server.Start("0.0.0.0", held, held), kResourceExhausted, HasSubstr("loom.task.port-range"));
+  ::close(holder);
+  auto port = server.Start("0.0.0.0", held, held);
+  ASSERT_OK(port);
+  EXPECT_EQ(*port, held);
+  server.Stop();
+  EXPECT_EQ(Connect(held), -1) << "stopped: nothing listens any more";
+}
+
+TEST(RendezvousServerPorts, BadBindAddressIsRefused) {
+  RendezvousServer server;
+  EXPECT_STATUS(server.Start("not-an-address"), kInvalidArgument, HasSubstr("not-an-address"));
+}
+
+}  // namespace
+}  // namespace loom::am
