@@ -109,8 +109,10 @@ def test_missing_binary_is_a_clear_error(monkeypatch):
 
 def test_mlflow_variables_reach_tasks_of_a_plain_loom_submit(loom_home, loom_bin, tmp_path):
     """The binary itself forwards MLFLOW_*: also without the Python API."""
-    src = write_src(tmp_path, "m.py", "import os\nprint(os.environ.get('MLFLOW_TRACKING_URI'))\n")
-    env = dict(os.environ, MLFLOW_TRACKING_URI="http://tracking:5000", MLFLOW_TAGS="a=1,b=2")
+    src = write_src(tmp_path, "m.py", "import os\nprint(os.environ.get('MLFLOW_TRACKING_URI'))\n"
+                                      "print(os.environ.get('MLFLOW_TRACKING_TOKEN'))\n")
+    env = dict(os.environ, MLFLOW_TRACKING_URI="http://tracking:5000", MLFLOW_TAGS="a=1,b=2",
+               MLFLOW_TRACKING_TOKEN="tok-local-5678")
     done = subprocess.run([loom_bin, "submit", "--quiet", "--src_dir", src, "--executes", "m.py",
                            "--python_binary_path", "/usr/bin/python3", "--conf", "loom.worker.instances=1"],
                           env=env, capture_output=True, text=True)
@@ -118,6 +120,8 @@ def test_mlflow_variables_reach_tasks_of_a_plain_loom_submit(loom_home, loom_bin
     # A comma cannot travel in loom.execution.envs: left out, saying so, and the job runs.
     assert "warning: MLFLOW_TAGS not forwarded to the tasks: its value has a comma" in done.stderr
     (job_id,) = os.listdir(os.path.join(loom_home, "jobs"))
-    assert loom.Job(job_id).logs(task="worker:0") == "http://tracking:5000\n"
+    assert loom.Job(job_id).logs(task="worker:0") == "http://tracking:5000\ntok-local-5678\n"
     config = open(os.path.join(loom_home, "jobs", job_id, "config.xml")).read()
     assert "MLFLOW_TRACKING_URI=http://tracking:5000" in config
+    # A credential is not kept in the job's record: the task inherited it from the submitter.
+    assert "tok-local-5678" not in config

@@ -17,7 +17,7 @@ def env_of_task(extra):
     import os
 
     keys = ("LOOM_TASK_ID", "RANK", "WORLD_SIZE", "MY_SETTING", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID",
-            "MLFLOW_EXPERIMENT_NAME")
+            "MLFLOW_EXPERIMENT_NAME", "MLFLOW_TRACKING_TOKEN")
     return {"env": {k: os.environ.get(k) for k in keys}, "extra": extra}
 
 
@@ -28,15 +28,21 @@ def test_run_on_yarn_returns_the_chief_value_with_env_and_mlflow(loom_home, yarn
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.example:5000")
     monkeypatch.setenv("MLFLOW_RUN_ID", "run-42")
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from-the-submitter")  # the job's own value wins
+    # A credential rides in the containers' credentials, never in config.xml (nor HDFS).
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok-on-yarn-1234")
     result = loom.run(env_of_task, args=({"nested": [1, 2]},), cluster="yarn", framework="pytorch",
                       task_specs=SMALL, env={"MY_SETTING": "on-yarn", "MLFLOW_EXPERIMENT_NAME": "explicit"},
                       conf={"loom.am.memory": "256m"},
                       timeout=120)
     assert result == {"env": {"LOOM_TASK_ID": "worker:0", "RANK": "0", "WORLD_SIZE": "2",
                               "MY_SETTING": "on-yarn", "MLFLOW_TRACKING_URI": "http://mlflow.example:5000",
-                              "MLFLOW_RUN_ID": "run-42", "MLFLOW_EXPERIMENT_NAME": "explicit"},
+                              "MLFLOW_RUN_ID": "run-42", "MLFLOW_EXPERIMENT_NAME": "explicit",
+                              "MLFLOW_TRACKING_TOKEN": "tok-on-yarn-1234"},
                       "extra": {"nested": [1, 2]}}
     assert ran_on_yarn(loom_home)
+    (job_id,) = os.listdir(os.path.join(loom_home, "jobs"))
+    config = open(os.path.join(loom_home, "jobs", job_id, "config.xml")).read()
+    assert "MLFLOW_RUN_ID=run-42" in config and "tok-on-yarn-1234" not in config
 
 
 def ran_on_yarn(home):

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "core/files.h"
+#include "core/forwarded_env.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "core/test_hooks.h"
@@ -177,6 +179,11 @@ int ExecutorCommand(std::vector<std::string> args) {
     if (!creds.ok()) return UsageError("executor: " + creds.status().message());
     std::optional<std::string> secret = creds->FindSecret(wiring->secret_credential);
     if (!secret) return UsageError("executor: " + token_file->second + " holds no " + wiring->secret_credential);
+    // The submitter's forwarded credentials (MLFLOW_TRACKING_TOKEN, ...) for the user process;
+    // a value the job set itself (loom.execution.envs, in the container's env) wins.
+    for (const auto& [alias, value] : creds->secrets) {
+      if (StartsWith(alias, kSecretEnvAliasPrefix)) env.emplace(alias.substr(std::strlen(kSecretEnvAliasPrefix)), value);
+    }
     wiring->secret_file = AbsolutePath(".loom.secret");
     if (Status s = WriteFileAtomic(wiring->secret_file, *secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
     wiring->AddTo(env);

@@ -15,6 +15,7 @@
 #include "core/files.h"
 #include "core/job_spec.h"
 #include "core/strings.h"
+#include "core/forwarded_env.h"
 #include "core/subprocess.h"
 #include "history/event_log.h"
 #include "history/job_dir.h"
@@ -47,6 +48,8 @@ struct SubmitFlags {
 // does not inherit the client's environment). A variable the job sets itself (--shell_env,
 // loom.execution.envs) wins. A value with a comma cannot travel in loom.execution.envs (a
 // comma-separated list), so it is left out, with a warning, rather than failing the submit.
+// One that holds a credential (core/forwarded_env.h) is not written into the job's config: it
+// travels in the containers' credentials on YARN, in the inherited environment locally.
 void ForwardMlflowEnv(config::Config& conf) {
   std::vector<std::string> all = config::GetList(conf, "loom.execution.envs");
   std::set<std::string> set_by_job;
@@ -55,7 +58,7 @@ void ForwardMlflowEnv(config::Config& conf) {
   }
   bool added = false;
   for (const auto& [key, value] : CurrentEnvironment()) {
-    if (key.rfind("MLFLOW_", 0) != 0 || set_by_job.count(key)) continue;
+    if (!IsForwardedToTasks(key) || HoldsCredential(key) || set_by_job.count(key)) continue;
     if (value.find(',') != std::string::npos) {
       std::fprintf(stderr, "loom: warning: %s not forwarded to the tasks: its value has a comma, which "
                    "loom.execution.envs cannot carry\n", key.c_str());

@@ -8,6 +8,7 @@
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "core/files.h"
+#include "core/forwarded_env.h"
 #include "core/strings.h"
 
 namespace loom::cluster::yarn {
@@ -400,6 +401,7 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
   {
     Credentials creds;
     creds.secrets.push_back({kSecretCredentialAlias, opts_.job_secret});
+    for (const auto& secret : opts_.forwarded_secrets) creds.secrets.push_back(secret);
     clc.set_tokens(SerializeCredentials(creds));
   }
   if (opts_.manifest.files.count(kSrcResource)) wiring.link_into_workdir = kSrcResource;
@@ -521,6 +523,9 @@ Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::str
   std::optional<std::string> secret = creds.FindSecret(kSecretCredentialAlias);
   if (!secret) return Status::FailedPrecondition(token_file->second + " holds no " + kSecretCredentialAlias);
   o.job_secret = *secret;
+  for (const auto& [alias, value] : creds.secrets) {
+    if (StartsWith(alias, kSecretEnvAliasPrefix)) o.forwarded_secrets.emplace_back(alias, value);
+  }
   auto nm_host = env.find("NM_HOST");
   o.nm_host = nm_host != env.end() ? nm_host->second : "localhost";
   return o;

@@ -47,6 +47,9 @@ struct YarnBrokerOptions {
   StagingManifest manifest;
   Token amrm_token;
   std::string job_secret;  // the control plane's secret, from the AM's credentials
+  // The submitter's forwarded credentials (core/forwarded_env.h), alias -> value, from the AM's
+  // credentials: passed on in every container's.
+  std::vector<std::pair<std::string, std::string>> forwarded_secrets;
   std::string nm_host;  // this AM's node ($NM_HOST): registered as the AM host
   // The AM's control-plane port, known once its server is up (registered as rpc_port).
   std::function<int()> am_port;

@@ -22,6 +22,7 @@
 #include "control/control.grpc.pb.h"
 #include "core/config/key_registry.h"
 #include "core/files.h"
+#include "core/forwarded_env.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "history/event_log.h"
@@ -424,6 +425,10 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   // NodeManager keeps them only as long as the container.
   Credentials creds;
   creds.secrets.push_back({kSecretCredentialAlias, secret});
+  // So do the forwarded credentials (MLFLOW_TRACKING_TOKEN, ...): never in config.xml or HDFS.
+  for (const auto& [name, value] : ForwardedCredentials(CurrentEnvironment())) {
+    creds.secrets.push_back({kSecretEnvAliasPrefix + name, value});
+  }
   clc->set_tokens(SerializeCredentials(creds));
   auto add_env = [&](const std::string& k, const std::string& v) {
     auto* e = clc->add_environment();
