@@ -11,6 +11,7 @@ requires-python, dependencies); nothing else in it is read.
 """
 
 import base64
+import gzip
 import hashlib
 import io
 import os
@@ -154,7 +155,10 @@ def build_sdist(sdist_directory, config_settings=None):
         for fn in sorted(os.listdir(tests)):
             if fn.endswith(".py"):
                 members.append((os.path.join(tests, fn), "tests/" + fn))
-    with tarfile.open(os.path.join(sdist_directory, filename), "w:gz", format=tarfile.PAX_FORMAT) as tar:
+    # gzip's header holds a time too: 0, so that a rebuild gives the same bytes.
+    with open(os.path.join(sdist_directory, filename), "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         def add(arcname, data):
             info = tarfile.TarInfo(base + "/" + arcname)
             info.size, info.mtime, info.mode = len(data), _TAR_TIME, 0o644

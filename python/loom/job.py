@@ -274,9 +274,22 @@ def _await_submitted(follower, out_r):
         delay = min(delay * 2, 0.05)
 
 
+def _interrupt_at_parent_death(parent):
+    """For run(), whose job must not outlive it even when it is SIGKILLed: the follower gets
+    SIGINT when this process dies, and kills the job as `loom submit` does on Ctrl-C."""
+    def arm():
+        import ctypes
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGINT)
+        if os.getppid() != parent:  # died before the line above: nobody would tell us
+            os.kill(os.getpid(), signal.SIGINT)
+    return arm
+
+
 def submit(executes=None, *, src_dir=None, task_params=None, python_venv=None, python_binary_path=None,
            task_specs=None, framework=None, cluster="local", shell_env=None, container_env=None, conf=None,
-           conf_file=None, name=None, queue=None, sidecar_tensorboard_log_dir=None, client_env=None):
+           conf_file=None, name=None, queue=None, sidecar_tensorboard_log_dir=None, client_env=None,
+           _ends_with_caller=False):
     """Submits a job, as `loom submit` does with the same options; returns its Job once the
     backend has it (the job then runs on, followed by a `loom submit` process of its own).
 
@@ -304,7 +317,8 @@ def submit(executes=None, *, src_dir=None, task_params=None, python_venv=None, p
             tempfile.NamedTemporaryFile(prefix="loom-submit-", suffix=".err") as err_w, \
             open(out_w.name, "r") as out_r, open(err_w.name, "r") as err_r:
         follower = subprocess.Popen(argv, env=_environment(client_env), stdin=subprocess.DEVNULL, stdout=out_w,
-                                    stderr=err_w, start_new_session=True)
+                                    stderr=err_w, start_new_session=True,
+                                    preexec_fn=_interrupt_at_parent_death(os.getpid()) if _ends_with_caller else None)
         try:
             out = _await_submitted(follower, out_r)
         except BaseException:

@@ -7,14 +7,17 @@ that calls `loom._task.main`. The job is an ordinary `loom submit` of that dir.
 """
 
 import base64
+import contextlib
 import os
 import pickle
 import re
 import secrets
 import shutil
+import signal
 import sys
 import sysconfig
 import tempfile
+import threading
 
 from . import _task
 from .errors import JobFailedError, LoomError
@@ -156,9 +159,10 @@ def run(fn, args=(), kwargs=None, *, task_specs=None, framework=None, cluster="l
         job = submit(_task.ENTRY, src_dir=staging, python_venv=python_venv, python_binary_path=python_binary_path,
                      task_specs=task_specs, framework=framework, cluster=cluster, shell_env=env,
                      container_env=container_env, conf=conf, conf_file=conf_file, name=name, queue=queue,
-                     client_env=client_env)
+                     client_env=client_env, _ends_with_caller=True)
         try:
-            status = job.wait(timeout=timeout)
+            with _sigterm_raises():
+                status = job.wait(timeout=timeout)
         except BaseException as e:
             # Ctrl-C, a timeout: the job must not outlive the call that owns it.
             try:
@@ -184,6 +188,24 @@ def run(fn, args=(), kwargs=None, *, task_specs=None, framework=None, cluster="l
         # A job still running (the kill failed) may yet copy the src dir into a task.
         if job is None or ended or _ended(job):
             shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """SIGTERM (a scheduler's timeout, a notebook kernel's restart) ends the process as it
+    would, exit 143, but through the code that kills the job first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; the follower's death signal still holds
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _ended(job):

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 import textwrap
 import zipfile
 
@@ -64,6 +65,9 @@ def test_backend_builds_wheel_and_sdist(tmp_path):
     again.mkdir()
     loom_build.build_wheel(str(again))
     assert (again / wheel).read_bytes() == (tmp_path / wheel).read_bytes()
+    time.sleep(1.1)  # gzip headers record the time in seconds: a later second must not show
+    loom_build.build_sdist(str(again))
+    assert (again / sdist).read_bytes() == (tmp_path / sdist).read_bytes()
 
 
 def test_pack_venv_round_trip(venv, loom_home, tmp_path):

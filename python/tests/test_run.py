@@ -117,7 +117,10 @@ def test_returns_what_the_chief_returns_even_after_unterminated_output(loom_home
     assert loom.run(no_newline, timeout=60) == [1, "two", {"three": 3.0}]
 
 
-def test_ctrl_c_kills_the_job(loom_home, tmp_path):
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_a_driver_stopped_by_a_signal_kills_its_job(loom_home, tmp_path, how):
+    """run() owns its job: Ctrl-C, SIGTERM (a scheduler's timeout) or even SIGKILL of the
+    calling process ends the job too."""
     driver = tmp_path / "driver.py"
     driver.write_text("import sys, time\nsys.path.insert(0, %r)\nimport loom\n"
                       "def forever():\n    import time\n    while True:\n        time.sleep(1)\n"
@@ -132,9 +135,16 @@ def test_ctrl_c_kills_the_job(loom_home, tmp_path):
                 break
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(how)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert "KeyboardInterrupt" in err
-    assert loom.Job(ids[0]).status().state == "KILLED"
+    if how == signal.SIGINT:
+        assert "KeyboardInterrupt" in err
+    elif how == signal.SIGTERM:
+        assert proc.returncode == 128 + signal.SIGTERM, err
+    job = loom.Job(ids[0])
+    deadline = time.monotonic() + 60  # after SIGKILL the job's own follower ends it
+    while not job.status().final and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert job.status().state == "KILLED"
