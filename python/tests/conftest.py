@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -49,17 +50,31 @@ def processes_with_env(entry):
     return found
 
 
-def _kill_leftovers(home):
+def _leftovers(home):
     jobs = os.path.join(home, "jobs")
     entries = ["LOOM_HOME=" + home]
     if os.path.isdir(jobs):
         entries += ["LOOM_JOB_ID=" + job for job in os.listdir(jobs)]
-    for entry in entries:
-        for pid in processes_with_env(entry):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    return sorted({pid for entry in entries for pid in processes_with_env(entry)})
+
+
+def _kill_leftovers(home):
+    """Every test ends its jobs: a process of this home still there a few seconds after the
+    test is a leak. It is killed, and the test fails naming it."""
+    deadline = time.monotonic() + 10
+    left = _leftovers(home)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _leftovers(home)
+    names = []
+    for pid in left:
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                names.append("%d %s" % (pid, f.read().replace(b"\0", b" ").decode(errors="replace")[:120]))
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, FileNotFoundError):
+            pass
+    return names
 
 
 @pytest.fixture
@@ -75,8 +90,9 @@ def loom_home(loom_bin, monkeypatch):
     if not os.environ.get("USER"):
         monkeypatch.setenv("USER", pwd.getpwuid(os.getuid()).pw_name)
     yield home
-    _kill_leftovers(home)
+    leaked = _kill_leftovers(home)
     shutil.rmtree(home, ignore_errors=True)
+    assert not leaked, "processes of this test's jobs were left running: %s" % "; ".join(leaked)
 
 
 @pytest.fixture(scope="module")
