@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   # the yarn backend: WebHDFS staging (libcurl) and DIGEST-MD5 (OpenSSL libcrypto)
   libcurl4-openssl-dev libssl-dev
+  # Kerberos (SASL GSSAPI, libgssapi_krb5 loaded on demand) and the tests' private MIT KDC
+  libkrb5-dev krb5-kdc krb5-admin-server krb5-user
   # HTTP servers and clients that are not WebHDFS (the test double's NodeManager web services)
   libcpp-httplib-dev binutils
   # fuzzing (scripts/fuzz.sh, label slow): clang with libFuzzer, ASan and UBSan runtimes

@@ -74,7 +74,13 @@ Result<JobState> ApplicationMaster::Run() {
     // horovodrun serves Horovod's gloo rendezvous store itself; here the AM does, on a port of
     // the job's range: its processes reach it as they reach each other.
     rendezvous_ = std::make_unique<RendezvousServer>();
-    auto port = rendezvous_->Start(opts_.bind_address, opts_.spec.port_low, opts_.spec.port_high);
+    // The store is unauthenticated: it listens on the address the processes are told, when that
+    // is an address of this host, not on every interface; else on the AM's bind address.
+    auto start = [this](const std::string& address) {
+      return rendezvous_->Start(address, opts_.spec.port_low, opts_.spec.port_high);
+    };
+    auto port = start(opts_.advertise_host);
+    if (!port.ok() && opts_.advertise_host != opts_.bind_address) port = start(opts_.bind_address);
     if (!port.ok()) return port.status().WithContext("starting the Horovod rendezvous store");
   }
   std::string address = opts_.advertise_host + ":" + std::to_string(port_);
@@ -612,11 +618,19 @@ void ApplicationMaster::RecordMetrics() {
 
 // ---- Control plane ------------------------------------------------------------------------
 
-std::optional<TaskId> ApplicationMaster::CheckTask(const control::TaskRef& ref, Status* error) {
+std::optional<TaskId> ApplicationMaster::CheckTask(const control::TaskRef& ref, Status* error,
+                                                   const std::string& container_id) {
   TaskId id = FromRef(ref);
   if (!tracker_->Find(id)) {
     *error = Status::InvalidArgument("unknown task " + id.ToString());
     return std::nullopt;
+  }
+  if (!container_id.empty()) {
+    const TaskSlot* slot = Slot(id);
+    if (!slot || !slot->container || slot->container->id != container_id) {
+      *error = Status::FailedPrecondition(id.ToString() + " has no container " + container_id + " (stale executor?)");
+      return std::nullopt;
+    }
   }
   return id;
 }

@@ -131,7 +131,9 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void MaybeStartTrainingStage();
   // Loop-thread helpers.
   TaskSlot* Slot(const TaskId& id);
-  std::optional<TaskId> CheckTask(const control::TaskRef& ref, Status* error);
+  // The task `ref` names; with a `container_id`, also checks that it is the task's current
+  // container (FailedPrecondition otherwise: a stale executor), as Register does.
+  std::optional<TaskId> CheckTask(const control::TaskRef& ref, Status* error, const std::string& container_id = "");
   // Stops `ids`; each ends KILLED, exit 143, "stopped by the AM: <reason>" (empty: the reason
   // follows from the job's state, e.g. "tracked tasks finished").
   void StopTasks(const std::vector<TaskId>& ids, const std::string& reason = "");

@@ -49,8 +49,10 @@ void ApplicationMaster::FailExecCallsToEndedTasks() {
 
 void ApplicationMaster::HandleExec(const control::ExecRequest& req, uint64_t call, Reply<control::ExecResult> reply) {
   loop_.Post([this, req, call, reply] {
+    // First: once the job ends its containers go, and a caller's would no longer match.
+    if (IsTerminal(tracker_->state())) return reply(Status::Aborted("the job is ending"), {});
     Status error;
-    auto caller = CheckTask(req.task(), &error);
+    auto caller = CheckTask(req.task(), &error, req.container_id());
     if (!caller) return reply(error, {});
     if (!runtime::IsMpiLauncher(opts_.spec, *caller)) {
       spdlog::warn("refused Exec from {}: only the launcher of an MPI job may start commands in other tasks",
@@ -65,7 +67,6 @@ void ApplicationMaster::HandleExec(const control::ExecRequest& req, uint64_t cal
     if (!r || !runtime::HoldsMpiRanks(opts_.spec, target.type)) {
       return reply(Status::NotFound("no task " + target.ToString() + " holds ranks in this job"), {});
     }
-    if (IsTerminal(tracker_->state())) return reply(Status::Aborted("the job is ending"), {});
     if (IsTerminal(r->state)) {
       return reply(Status::FailedPrecondition(target.ToString() + " is not running: it ended (" +
                                               TaskStateName(r->state) + ")"),
@@ -83,7 +84,8 @@ void ApplicationMaster::HandleExecCancelled(uint64_t call) {
 void ApplicationMaster::HandleGuestsOpened(const control::GuestsRequest& req, std::shared_ptr<GuestChannel> channel) {
   loop_.Post([this, req, channel] {
     Status error;
-    auto id = CheckTask(req.task(), &error);
+    // A stale executor of the task (its container replaced) must not take the live one's stream.
+    auto id = CheckTask(req.task(), &error, req.container_id());
     if (!id) return channel->Close(error);
     if (!runtime::HoldsMpiRanks(opts_.spec, id->type)) {
       return channel->Close(Status::FailedPrecondition(id->ToString() + " holds no MPI ranks"));
@@ -101,7 +103,7 @@ void ApplicationMaster::HandleGuestsClosed(std::shared_ptr<GuestChannel> channel
 void ApplicationMaster::HandleGuestExited(const control::GuestExit& req, Reply<control::Ack> reply) {
   loop_.Post([this, req, reply] {
     Status error;
-    auto id = CheckTask(req.task(), &error);
+    auto id = CheckTask(req.task(), &error, req.container_id());
     if (!id) return reply(error, {});
     if (!req.error().empty()) {
       spdlog::warn("guest {} of {} did not start: {}", req.id(), id->ToString(), req.error());

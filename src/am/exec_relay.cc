@@ -24,9 +24,15 @@ void ExecRelay::Exec(uint64_t call, const TaskId& target, const std::string& com
 void ExecRelay::Send(int64_t guest, Call& c) {
   control::GuestCommand cmd;
   cmd.set_id(guest);
-  cmd.set_command(c.command);
+  // A call cancelled while its target had no stream: its guest may run there (sent on the stream
+  // before), so it is stopped, never started again.
+  if (c.cancelled) {
+    cmd.set_stop(true);
+  } else {
+    cmd.set_command(c.command);
+  }
   channels_.at(c.target)->Send(cmd);
-  c.sent = true;
+  c.sent = c.ever_sent = true;
 }
 
 void ExecRelay::Cancel(uint64_t call) {
@@ -34,23 +40,27 @@ void ExecRelay::Cancel(uint64_t call) {
   if (it == by_call_.end()) return;
   int64_t guest = it->second;
   Call& c = calls_.at(guest);
-  if (!c.sent) {
+  if (!c.ever_sent) {
     Done done = std::move(c.done);
     by_call_.erase(it);
     calls_.erase(guest);
     done(Status::Cancelled("the caller went away"), {});
     return;
   }
-  auto ch = channels_.find(c.target);
-  if (ch == channels_.end()) return;  // the guest goes with its task
   spdlog::info("stopping guest {} in {}: its caller went away", guest, c.target.ToString());
-  control::GuestCommand stop;
-  stop.set_id(guest);
-  stop.set_stop(true);
-  ch->second->Send(stop);
+  c.cancelled = true;
+  // Without a stream now, the stop goes down the next one (Attach); its exit still answers.
+  if (channels_.count(c.target)) Send(guest, c);
 }
 
 void ExecRelay::Attach(const TaskId& task, std::shared_ptr<GuestChannel> channel) {
+  auto old = channels_.find(task);
+  if (old != channels_.end() && old->second != channel) {
+    // The executor opened a new stream before the AM saw its last one end: that one is ended
+    // now, and what was sent down it may be lost with it.
+    old->second->Close(Status::Aborted("replaced by a newer Guests stream of " + task.ToString()));
+    Unsend(task);
+  }
   channels_[task] = std::move(channel);
   for (auto& [guest, c] : calls_) {
     if (c.target == task && !c.sent) Send(guest, c);
@@ -60,15 +70,27 @@ void ExecRelay::Attach(const TaskId& task, std::shared_ptr<GuestChannel> channel
 void ExecRelay::Detach(const std::shared_ptr<GuestChannel>& channel) {
   for (auto it = channels_.begin(); it != channels_.end(); ++it) {
     if (it->second == channel) {
+      TaskId task = it->first;
       channels_.erase(it);
+      Unsend(task);
       return;
     }
   }
 }
 
+void ExecRelay::Unsend(const TaskId& task) {
+  // A stream that broke drops the commands it had not written yet (and a write is not a
+  // delivery): every open call of its task goes down the next stream again. The executor starts
+  // each guest id once, and ignores it when it comes again.
+  for (auto& [guest, c] : calls_) {
+    if (c.target == task) c.sent = false;
+  }
+}
+
 Status ExecRelay::Exited(const TaskId& task, const control::GuestExit& exit) {
   auto it = calls_.find(exit.id());
-  if (it == calls_.end() || !(it->second.target == task) || !it->second.sent) {
+  // Sent or not right now: a guest sent down a stream that broke since still runs, and ends.
+  if (it == calls_.end() || !(it->second.target == task) || !it->second.ever_sent) {
     return Status::InvalidArgument(task.ToString() + " has no guest " + std::to_string(exit.id()));
   }
   Call c = std::move(it->second);

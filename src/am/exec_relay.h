@@ -29,14 +29,17 @@ class ExecRelay {
   // error (FailedPrecondition: the command could not be started there, or the target ended;
   // Aborted: the job ended; Cancelled: the caller went away before it was sent).
   void Exec(uint64_t call, const TaskId& target, const std::string& command, Done done);
-  // The caller of `call` went away: a guest not yet sent is dropped, a running one stopped
-  // (its exit still answers the call). Unknown calls are ignored.
+  // The caller of `call` went away: a guest never sent is dropped, one sent is stopped, now or
+  // down the task's next stream (its exit still answers the call). Unknown calls are ignored.
   void Cancel(uint64_t call);
 
   // `task`'s executor opened its Guests stream: every command queued for it is sent now. A
-  // second stream of the same task replaces the first.
+  // second stream of the same task replaces the first, which is closed (Aborted), and every
+  // open call of the task is sent again down the new one.
   void Attach(const TaskId& task, std::shared_ptr<GuestChannel> channel);
   // A stream ended. Its calls stay open: their guests still run, and report on their own call.
+  // Sent or not (a broken stream drops what it has not written), each is sent again down the
+  // task's next stream: the executor ignores a guest id it has already taken.
   void Detach(const std::shared_ptr<GuestChannel>& channel);
 
   // `task` reports the end of its guest `exit.id()`: answers its call. InvalidArgument when
@@ -58,9 +61,14 @@ class ExecRelay {
     TaskId target;
     std::string command;
     Done done;
-    bool sent = false;
+    bool sent = false;       // down the task's current stream
+    bool ever_sent = false;  // down some stream: its guest may run
+    bool cancelled = false;  // its caller went away: stop the guest, never start it
   };
+  // Sends `c`'s command, or its stop if cancelled, down its target's stream, which is open.
   void Send(int64_t guest, Call& c);
+  // `task`'s stream is gone: its calls are to be sent again down the next one.
+  void Unsend(const TaskId& task);
 
   std::map<int64_t, Call> calls_;         // by guest id
   std::map<uint64_t, int64_t> by_call_;   // Exec call -> guest id

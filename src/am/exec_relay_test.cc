@@ -172,3 +172,70 @@ TEST(ExecRelay, ShutdownFailsEveryCallAndEndsEveryStream) {
 
 }  // namespace
 }  // namespace loom::am
+
+namespace loom::am {
+namespace {
+
+TEST(ExecRelay, CallsAreSentAgainDownTheNextStreamAfterOneBroke) {
+  ExecRelay relay;
+  auto first = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, first);
+  Answer a;
+  relay.Exec(1, kWorker0, "orted", a.Done());
+  ASSERT_EQ(first->sent.size(), 1u);
+  int64_t id = first->sent[0].id();
+  // The stream broke before the command was written: nothing tells the relay whether it arrived.
+  relay.Detach(first);
+  auto second = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, second);
+  ASSERT_EQ(second->sent.size(), 1u) << "the call was never sent again: mpirun would wait for ever";
+  EXPECT_EQ(second->sent[0].id(), id);
+  EXPECT_EQ(second->sent[0].command(), "orted");
+  ASSERT_OK(relay.Exited(kWorker0, ExitOf(id, 0)));
+  EXPECT_EQ(a.count, 1);
+}
+
+TEST(ExecRelay, ANewerStreamReplacesTheOldOneAndGetsItsCalls) {
+  ExecRelay relay;
+  auto first = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, first);
+  Answer a;
+  relay.Exec(1, kWorker0, "orted", a.Done());
+  // The executor's new stream is opened before the AM saw the old one end.
+  auto second = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, second);
+  ASSERT_TRUE(first->closed.has_value());
+  EXPECT_STATUS(*first->closed, kAborted, HasSubstr("replaced"));
+  ASSERT_EQ(second->sent.size(), 1u);
+  EXPECT_EQ(second->sent[0].id(), first->sent[0].id());
+  relay.Detach(first);  // its end, seen late, changes nothing
+  relay.Exec(2, kWorker0, "orted 2", a.Done());
+  EXPECT_EQ(second->sent.size(), 2u);
+}
+
+TEST(ExecRelay, AGuestSentBeforeItsStreamBrokeCanEndAndBeCancelledMeanwhile) {
+  ExecRelay relay;
+  auto first = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, first);
+  Answer ends, cancelled;
+  relay.Exec(1, kWorker0, "orted", ends.Done());
+  relay.Exec(2, kWorker0, "orted", cancelled.Done());
+  int64_t ends_id = first->sent[0].id(), cancelled_id = first->sent[1].id();
+  relay.Detach(first);
+  // Its guest ran: its end is taken while no stream is open.
+  ASSERT_OK(relay.Exited(kWorker0, ExitOf(ends_id, 0)));
+  EXPECT_EQ(ends.count, 1);
+  // Its guest may run: it is stopped down the next stream, never started again.
+  relay.Cancel(2);
+  EXPECT_EQ(cancelled.count, 0);
+  auto second = std::make_shared<FakeGuestChannel>();
+  relay.Attach(kWorker0, second);
+  ASSERT_EQ(second->sent.size(), 1u);
+  EXPECT_EQ(second->sent[0].id(), cancelled_id);
+  EXPECT_TRUE(second->sent[0].stop());
+  ASSERT_OK(relay.Exited(kWorker0, ExitOf(cancelled_id, 0, 15)));
+  EXPECT_EQ(cancelled.count, 1);
+}
+
+}  // namespace
+}  // namespace loom::am

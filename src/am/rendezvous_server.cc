@@ -6,13 +6,17 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <random>
+
+#include <spdlog/spdlog.h>
 
 #include "core/strings.h"
 
@@ -21,11 +25,9 @@ namespace loom::am {
 namespace {
 
 constexpr int kWorkers = 4;
-// Horovod's server gives one request 3 s (SINGLE_REQUEST_TIMEOUT in http_server.py).
-constexpr auto kRequestTimeout = std::chrono::seconds(3);
 constexpr size_t kMaxHeaderBytes = 16 * 1024;
-// A rank's record is its host name, a sockaddr and 8 bytes per peer: 64 MiB is millions of ranks.
-constexpr size_t kMaxBodyBytes = size_t{64} << 20;
+// accept4 failing for want of descriptors or memory: wait this long before trying again.
+constexpr int kAcceptBackoffMs = 100;
 
 const char* Reason(int code) {
   switch (code) {
@@ -37,6 +39,7 @@ const char* Reason(int code) {
     case 411: return "Length Required";
     case 413: return "Payload Too Large";
     case 431: return "Request Header Fields Too Large";
+    case 507: return "Insufficient Storage";
     default: return "Error";
   }
 }
@@ -66,13 +69,16 @@ bool ReadMore(int fd, std::string& buf, std::chrono::steady_clock::time_point de
   return true;
 }
 
-void SendAll(int fd, const std::string& data) {
+// Sends `data` until `deadline` (each send also gives up after the socket's SO_SNDTIMEO): a
+// client that does not read must not hold a worker, and Stop() with it, for ever.
+void SendAll(int fd, const std::string& data, std::chrono::steady_clock::time_point deadline) {
   size_t sent = 0;
   while (sent < data.size()) {
     ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the client went away: nothing to tell it
+    if (n <= 0) return;  // the client went away or did not read in time: nothing to tell it
     sent += static_cast<size_t>(n);
+    if (sent < data.size() && std::chrono::steady_clock::now() >= deadline) return;
   }
 }
 
@@ -147,15 +153,18 @@ void RendezvousServer::Stop() {
     (void)!::write(wake_fd_, &one, sizeof(one));
   }
   if (acceptor_.joinable()) acceptor_.join();
+  std::deque<int> unserved;
   {
     // Under the lock, so that no worker is between its check of `stopping_` and its wait.
     std::lock_guard<std::mutex> lock(queue_mu_);
+    unserved.swap(queue_);
   }
   queue_cv_.notify_all();
+  // Connections no worker has taken are closed unanswered now, not after the requests in
+  // progress (Horovod's client takes that as a failed try, and tries again).
+  for (int fd : unserved) ::close(fd);
   for (auto& w : workers_) w.join();
   workers_.clear();
-  for (int fd : queue_) ::close(fd);  // accepted but never served: the clients retry
-  queue_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   listen_fd_ = wake_fd_ = -1;
@@ -171,10 +180,30 @@ void RendezvousServer::AcceptLoop() {
     if (fds[1].revents) return;
     if (!(fds[0].revents & POLLIN)) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The connection stays in the backlog, so the listening socket stays readable: without
+        // a pause this loop would spin. Stop() still wakes it at once.
+        pollfd wake{wake_fd_, POLLIN, 0};
+        ::poll(&wake, 1, kAcceptBackoffMs);
+      }
+      continue;
+    }
+    // No request may take a worker longer than its time (SendAll, ReadMore).
+    auto ms = limits_.request_timeout.count();
+    timeval limit{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
+      if (queue_.size() >= limits_.max_pending) {
+        // Horovod's client takes a connection closed unanswered as a failed try, and tries
+        // again 500 ms later (HTTPStore::PerformHTTP).
+        ::close(fd);
+        continue;
+      }
       queue_.push_back(fd);
+      ++queued_;
     }
     queue_cv_.notify_one();
   }
@@ -186,7 +215,7 @@ void RendezvousServer::WorkerLoop() {
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left to answer
+      if (stopping_) return;  // what is queued, Stop() closes
       fd = queue_.front();
       queue_.pop_front();
     }
@@ -196,10 +225,12 @@ void RendezvousServer::WorkerLoop() {
 }
 
 void RendezvousServer::Serve(int fd) {
-  auto deadline = std::chrono::steady_clock::now() + kRequestTimeout;
-  auto answer = [fd](int code, const std::string& body = "") {
-    SendAll(fd, "HTTP/1.0 " + std::to_string(code) + " " + Reason(code) +
-                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  auto deadline = std::chrono::steady_clock::now() + limits_.request_timeout;
+  auto answer = [this, fd](int code, const std::string& body = "") {
+    SendAll(fd,
+            "HTTP/1.0 " + std::to_string(code) + " " + Reason(code) + "\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
+            std::chrono::steady_clock::now() + limits_.request_timeout);
   };
   std::string buf;
   size_t header_end;
@@ -224,12 +255,16 @@ void RendezvousServer::Serve(int fd) {
     if (colon == std::string::npos) return answer(400);
     if (ToLower(Trim(lines[i].substr(0, colon))) != "content-length") continue;
     std::string value = Trim(lines[i].substr(colon + 1));
-    if (value.empty() || value.size() > 12 || !std::all_of(value.begin(), value.end(), ::isdigit)) return answer(400);
+    // One length, digits only: two could each be read by a different party (request smuggling).
+    if (content_length || value.empty() || value.size() > 12 ||
+        !std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      return answer(400);
+    }
     content_length = std::stoull(value);
   }
   if (method == "PUT") {
     if (!content_length) return answer(411);
-    if (*content_length > kMaxBodyBytes) return answer(413);
+    if (*content_length > limits_.max_value_bytes) return answer(413);
     while (body.size() < *content_length) {
       if (!ReadMore(fd, body, deadline)) return answer(408);  // as horovod: the request is dropped
     }
@@ -257,6 +292,20 @@ RendezvousServer::Response RendezvousServer::Handle(const std::string& method, c
     return {200, k->second};
   }
   if (method == "PUT") {
+    // Keys count too: many small values under long keys are as costly.
+    size_t old = 0;
+    if (auto s = data_.find(scope); s != data_.end()) {
+      if (auto k = s->second.find(key); k != s->second.end()) old = key.size() + k->second.size();
+    }
+    size_t after = stored_bytes_ - old + key.size() + body.size();
+    if (after > limits_.max_stored_bytes) {
+      // Not 413, which blames the value: the store is full. Horovod's client retries a few
+      // times, then fails that rank.
+      spdlog::warn("Horovod rendezvous store full ({} MiB held): PUT /{}/{} refused", stored_bytes_ >> 20, scope,
+                   key.substr(0, 64));
+      return {507, ""};
+    }
+    stored_bytes_ = after;
     data_[scope][key] = std::move(body);
     return {200, ""};
   }
@@ -268,11 +317,17 @@ RendezvousServer::Response RendezvousServer::Handle(const std::string& method, c
     std::set<std::string>& done = finished_[scope];
     done.insert(key);
     if (static_cast<int>(done.size()) >= size->second) {
-      data_.erase(scope);
+      if (auto s = data_.find(scope); s != data_.end()) {
+        for (const auto& [k, v] : s->second) stored_bytes_ -= k.size() + v.size();
+        data_.erase(s);
+      }
       finished_.erase(scope);
     }
   } else if (auto s = data_.find(scope); s != data_.end()) {
-    s->second.erase(key);
+    if (auto k = s->second.find(key); k != s->second.end()) {
+      stored_bytes_ -= k->first.size() + k->second.size();
+      s->second.erase(k);
+    }
     if (s->second.empty()) data_.erase(s);
   }
   return {200, ""};
@@ -292,6 +347,7 @@ void RendezvousServer::Reset(const std::vector<GlooSlot>& plan) {
   std::map<std::string, int> sizes = ScopeSizes(plan);
   std::lock_guard<std::mutex> lock(mu_);
   data_.clear();
+  stored_bytes_ = 0;
   finished_.clear();
   scope_sizes_ = std::move(sizes);
 }

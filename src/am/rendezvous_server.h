@@ -7,8 +7,12 @@
 //   PUT    /<scope>/<key>  body = value       -> 200 (stored; a second PUT replaces it)
 //   GET    /<scope>/<key>                     -> 200 + value, or 404 while nobody has put it
 //   DELETE /<scope>/<key>                     -> 200; a process finalizing that scope, see below
-//   anything else: 400 (a path that is not /<scope>/<key>), 405 (another method), 408 (a body
-//   not received within 3 s, horovod's SINGLE_REQUEST_TIMEOUT), 413 (a body over 64 MiB).
+//   anything else: 400 (a path that is not /<scope>/<key>, or a Content-Length that is not one
+//   decimal number), 405 (another method), 408 (a body not received within 3 s, horovod's
+//   SINGLE_REQUEST_TIMEOUT), 413 (a body over 16 MiB), 507 (the store holds 128 MiB already;
+//   see Limits).
+//   Horovod's client (HTTPStore::PerformHTTP) tries again on anything but 200 and 404, and on a
+//   connection closed unanswered, then fails the rank.
 //
 // Every process of the job opens one gloo context per communicator, each in its own scope:
 // "global", "local_<HOROVOD_HOSTNAME>" and "cross_<HOROVOD_LOCAL_RANK>" (horovod/common/gloo/
@@ -26,9 +30,12 @@
 // It holds nothing but the processes' addresses.
 //
 // Threading: Start/Stop from one thread; Reset and the accessors from any thread. Requests are
-// served by a few threads of its own, so a slow client holds up only one of them.
+// served by a few threads of its own, so a slow client holds up only one of them, for at most
+// the request time (3 s to send its request, as much to take the answer). At most 64 accepted
+// connections wait for a thread; more are closed at once.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -56,7 +63,17 @@ struct GlooSlot {
 
 class RendezvousServer {
  public:
+  // What one client may cost the AM. The defaults are the served ones; tests make them small.
+  struct Limits {
+    // To receive one request, and again to send its answer (horovod's SINGLE_REQUEST_TIMEOUT).
+    std::chrono::milliseconds request_timeout{3000};
+    size_t max_value_bytes = size_t{16} << 20;  // a rank's record: 8 bytes per peer, and a little
+    // Keys and values together: 8 bytes x ranks^2 in the global scope, about 4000 ranks.
+    size_t max_stored_bytes = size_t{128} << 20;
+    size_t max_pending = 64;  // accepted connections waiting for a thread
+  };
   RendezvousServer() = default;
+  explicit RendezvousServer(Limits limits) : limits_(limits) {}
   ~RendezvousServer();
   RendezvousServer(const RendezvousServer&) = delete;
   RendezvousServer& operator=(const RendezvousServer&) = delete;
@@ -68,7 +85,8 @@ class RendezvousServer {
   // Returns the port. InvalidArgument: a bad address; ResourceExhausted: no free port in the
   // range; Unavailable: the socket calls failed.
   Result<int> Start(const std::string& bind_address, int port_low = 0, int port_high = 0);
-  // Stops serving; requests in progress are answered first. Idempotent.
+  // Stops serving: requests in progress are answered first (each within its time), connections
+  // still waiting for a thread are closed unanswered. Idempotent.
   void Stop();
   int port() const { return port_; }
 
@@ -87,6 +105,12 @@ class RendezvousServer {
   size_t KeyCount() const;
   // Requests answered so far.
   int64_t requests() const { return requests_.load(); }
+  // Connections queued for a thread so far, and those waiting now.
+  int64_t queued() const { return queued_.load(); }
+  size_t pending() const {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    return queue_.size();
+  }
 
   struct Response {
     int code = 200;
@@ -100,20 +124,23 @@ class RendezvousServer {
   void WorkerLoop();
   void Serve(int fd);
 
+  const Limits limits_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: wakes the accept loop on Stop
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> queued_{0};
   std::thread acceptor_;
   std::vector<std::thread> workers_;
 
-  std::mutex queue_mu_;
+  mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::deque<int> queue_;  // accepted connections; guarded by queue_mu_
 
   mutable std::mutex mu_;
   std::map<std::string, std::map<std::string, std::string>> data_;  // scope -> key -> value; mu_
+  size_t stored_bytes_ = 0;  // the keys' and values' sizes in data_; mu_
   std::map<std::string, int> scope_sizes_;                          // mu_
   std::map<std::string, std::set<std::string>> finished_;           // scope -> keys deleted; mu_
 };

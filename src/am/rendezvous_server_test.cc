@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <future>
 #include <thread>
 
 #include "core/testing.h"
@@ -53,6 +54,29 @@ Reply Request(int port, const std::string& method, const std::string& path, cons
   r.head = all.substr(0, end);
   r.body = all.substr(end + 4);
   return r;
+}
+
+// Sends `raw` as it is and returns the answer's status code (0: closed without one).
+int RawRequest(int port, const std::string& raw) {
+  int fd = Connect(port);
+  if (fd < 0) return 0;
+  (void)!::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  std::string all;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) all.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return all.size() >= 12 ? std::stoi(all.substr(9, 3)) : 0;
+}
+
+template <typename Pred>
+bool WaitFor(Pred p, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (!p()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 class RendezvousServerTest : public ::testing::Test {
@@ -196,6 +220,115 @@ TEST(RendezvousServerPorts, TakesAPortOfTheRangeThatNobodyHolds) {
 TEST(RendezvousServerPorts, BadBindAddressIsRefused) {
   RendezvousServer server;
   EXPECT_STATUS(server.Start("not-an-address"), kInvalidArgument, HasSubstr("not-an-address"));
+}
+
+}  // namespace
+}  // namespace loom::am
+
+namespace loom::am {
+namespace {
+
+TEST(RendezvousServerLimits, AClientThatNeverReadsItsAnswerDoesNotHoldUpStop) {
+  RendezvousServer::Limits limits;
+  limits.request_timeout = std::chrono::milliseconds(200);
+  RendezvousServer server(limits);
+  auto port = server.Start("127.0.0.1");
+  ASSERT_OK(port);
+  // More than the kernel buffers on both ends hold, so that the answer's send blocks.
+  std::string big(12 << 20, 'v');
+  ASSERT_EQ(Request(*port, "PUT", "/global/0", big).code, 200);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(*port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string get = "GET /global/0 HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+  ASSERT_EQ(::send(fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
+  ASSERT_TRUE(WaitFor([&] { return server.requests() == 2; }));  // the GET is being answered
+
+  std::promise<void> stopped;
+  std::thread stopper([&] {
+    server.Stop();
+    stopped.set_value();
+  });
+  bool in_time = stopped.get_future().wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  ::close(fd);  // lets a server without the limit go, so that the test ends either way
+  stopper.join();
+  EXPECT_TRUE(in_time) << "Stop() waited for a client that does not read";
+}
+
+TEST(RendezvousServerLimits, AValueOverItsLimitOrAFullStoreIsRefused) {
+  RendezvousServer::Limits limits;
+  limits.max_value_bytes = 100;
+  limits.max_stored_bytes = 150;  // keys and values
+  RendezvousServer server(limits);
+  auto port = server.Start("127.0.0.1");
+  ASSERT_OK(port);
+  // Refused from its header alone, before its body is read.
+  EXPECT_EQ(RawRequest(*port, "PUT /global/0 HTTP/1.1\r\nContent-Length: 101\r\n\r\n"), 413);
+  EXPECT_EQ(Request(*port, "PUT", "/global/0", std::string(100, 'a')).code, 200);
+  // 101 + 1 + 50 > 150: the store is full, not the value too big.
+  EXPECT_EQ(Request(*port, "PUT", "/global/1", std::string(50, 'b')).code, 507);
+  EXPECT_EQ(Request(*port, "GET", "/global/1").code, 404);
+  // A value replaced counts once.
+  EXPECT_EQ(Request(*port, "PUT", "/global/0", std::string(60, 'a')).code, 200);
+  EXPECT_EQ(Request(*port, "PUT", "/global/1", std::string(50, 'b')).code, 200);
+  // What a DELETE or a Reset frees can be used again.
+  EXPECT_EQ(Request(*port, "DELETE", "/global/0").code, 200);
+  EXPECT_EQ(Request(*port, "PUT", "/global/2", std::string(60, 'c')).code, 200);
+  server.Reset({});
+  EXPECT_EQ(Request(*port, "PUT", "/global/3", std::string(100, 'd')).code, 200);
+}
+
+TEST_F(RendezvousServerTest, AContentLengthThatIsNotOneNumberIsRefused) {
+  auto put = [this](const std::string& headers) {
+    return RawRequest(port_, "PUT /global/0 HTTP/1.1\r\n" + headers + "\r\nx");
+  };
+  EXPECT_EQ(put("Content-Length: 1\r\n"), 200);  // the case that works
+  // Two lengths: a proxy in front could have read the other one.
+  EXPECT_EQ(put("Content-Length: 1\r\nContent-Length: 1\r\n"), 400);
+  EXPECT_EQ(put("Content-Length: 1\r\ncontent-length: 0\r\n"), 400);
+  EXPECT_EQ(put("Content-Length: -1\r\n"), 400);
+  EXPECT_EQ(put("Content-Length: +1\r\n"), 400);
+  EXPECT_EQ(put("Content-Length: 0x1\r\n"), 400);
+  EXPECT_EQ(put("Content-Length: \xb9\r\n"), 400);  // a byte over 127 (superscript one in Latin-1)
+  EXPECT_EQ(put(""), 411);
+}
+
+TEST(RendezvousServerLimits, ConnectionsBeyondThoseThatMayWaitAreClosedAtOnce) {
+  RendezvousServer::Limits limits;
+  limits.max_pending = 1;
+  limits.request_timeout = std::chrono::seconds(30);  // the idle clients hold their threads
+  RendezvousServer server(limits);
+  auto port = server.Start("127.0.0.1");
+  ASSERT_OK(port);
+  // Idle clients take every serving thread, then one waits in the queue.
+  std::vector<int> idle;
+  for (int i = 0; i < 5; ++i) {
+    idle.push_back(Connect(*port));
+    ASSERT_GE(idle.back(), 0);
+    // Taken by a thread (the first four), or waiting (the fifth).
+    size_t waiting = i < 4 ? 0 : 1;
+    ASSERT_TRUE(WaitFor([&] { return server.queued() == i + 1 && server.pending() == waiting; }));
+  }
+  // One more is closed unanswered, at once: Horovod's client tries again.
+  int extra = Connect(*port);
+  ASSERT_GE(extra, 0);
+  timeval limit{5, 0};
+  ::setsockopt(extra, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  char c;
+  EXPECT_EQ(::recv(extra, &c, 1, 0), 0) << "not closed within 5 s";
+  ::close(extra);
+  EXPECT_EQ(server.pending(), 1u);
+  // Stop closes the waiting one at once, unanswered, while the served ones still run.
+  std::thread stopper([&] { server.Stop(); });
+  ::setsockopt(idle[4], SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  EXPECT_EQ(::recv(idle[4], &c, 1, 0), 0) << "not closed within 5 s";
+  for (int fd : idle) ::close(fd);  // the served ones end as their clients go
+  stopper.join();
 }
 
 }  // namespace

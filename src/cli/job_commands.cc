@@ -140,16 +140,19 @@ int StatusCommand(std::vector<std::string> args) {
 int LogsCommand(std::vector<std::string> args) {
   std::string job, task, file;
   bool stderr_only = false, follow = false;
-  int process = -1;
+  int process = -1;  // -1: every process (not the user's to give: --process takes LOCAL_RANKs)
   CLI::App app("Print a task's output", "logs");
   app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
   app.add_option("--task", task, "TYPE:INDEX, or am for the ApplicationMaster (default: every task)");
   app.add_flag("--stderr", stderr_only, "Print stderr instead of stdout");
   app.add_option("--file", file, "Another log file of the task: executor.log (am.log for --task am)");
-  app.add_option("--process", process,
-                 "With --task: only process LOCAL_RANK of the task (loom.<type>.processes; default: every one)");
+  CLI::Option* process_opt = app.add_option(
+      "--process", process, "With --task: only process LOCAL_RANK of the task (loom.<type>.processes; default: every one)");
   app.add_flag("-f,--follow", follow, "Keep printing until the job ends");
   if (int rc = Parse(app, args); rc >= 0) return rc;
+  if (process_opt->count() > 0 && process < 0) {
+    return UsageError("--process " + std::to_string(process) + ": a LOCAL_RANK, 0 or more");
+  }
   auto open = Open(job);
   if (!open.ok()) return UsageError(open.status().message());
   const history::JobDir& dir = open->dir;

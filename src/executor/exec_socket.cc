@@ -114,6 +114,7 @@ control::AgentReply ExecSocket::Handle(int fd, const control::AgentRequest& req)
   exec.mutable_target()->set_type(target->type);
   exec.mutable_target()->set_index(target->index);
   exec.set_command(req.command());
+  exec.set_container_id(options_.container_id);
   spdlog::info("mpi-rsh: starting in {}: {}", target->ToString(), req.command().substr(0, 120));
 
   grpc::ClientContext ctx;
@@ -131,13 +132,23 @@ control::AgentReply ExecSocket::Handle(int fd, const control::AgentRequest& req)
     (void)!::write(done_fd, &one, sizeof(one));
   });
   // Until the command has ended: an agent that goes away (Open MPI gave up on it), or the
-  // launcher's end, cancels the call, and the AM stops the command.
+  // launcher's end, cancels the call, and the AM stops the command. Whatever happens, this
+  // returns only after the callback ran: it writes to `status` and `done_fd`.
   bool cancelled = false;
   while (true) {
+    if (cancelled) {
+      // Only the callback is left to wait for, which a cancelled call gets soon. The agent's
+      // hang-up and the cancel eventfd stay readable: polled again, they would spin.
+      pollfd done{done_fd, POLLIN, 0};
+      if (::poll(&done, 1, -1) > 0 && (done.revents & POLLIN)) break;
+      continue;
+    }
     pollfd fds[3] = {{done_fd, POLLIN, 0}, {fd, POLLRDHUP, 0}, {cancel_fd_, POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
-    if (fds[0].revents & POLLIN) break;
-    if (!cancelled && (fds[1].revents || fds[2].revents)) {
+    int ready = ::poll(fds, 3, -1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0 && (fds[0].revents & POLLIN)) break;
+    // The agent went away, the launcher ends, or the agent can no longer be watched (poll failed).
+    if (ready < 0 || fds[1].revents || fds[2].revents) {
       cancelled = true;
       ctx.TryCancel();
     }

@@ -32,6 +32,7 @@ class ExecSocket {
     control::Control::Stub* stub = nullptr;   // to the AM; must outlive the ExecSocket
     std::string secret;
     control::TaskRef task;                    // the launcher
+    std::string container_id;                 // the launcher's, told to the AM with each call
   };
   // Listens at `options.path` and serves until Stop().
   static Result<std::unique_ptr<ExecSocket>> Start(Options options);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -103,6 +104,7 @@ Status MpiTask::PrepareLauncher(control::ClusterSpecResponse* spec) {
   o.stub = options_.stub;
   o.secret = options_.secret;
   o.task = Ref();
+  o.container_id = options_.container_id;
   LOOM_ASSIGN_OR_RETURN(socket_, ExecSocket::Start(o));
 
   auto& env = *spec->mutable_env();
@@ -160,6 +162,9 @@ Status MpiTask::PrepareRankHost(control::ClusterSpecResponse* spec) {
 void MpiTask::GuestLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   std::chrono::milliseconds backoff(100);
+  // Every guest id ever taken: after a stream broke the AM sends its open calls again (it cannot
+  // know which arrived), and a guest runs once, even one that has ended since.
+  std::set<int64_t> taken;
   while (!stopping_) {
     grpc::ClientContext ctx;
     ctx.AddMetadata(control::kSecretMetadataKey, options_.secret);
@@ -167,12 +172,17 @@ void MpiTask::GuestLoop() {
     lock.unlock();
     control::GuestsRequest req;
     *req.mutable_task() = Ref();
+    req.set_container_id(options_.container_id);
     auto reader = options_.stub->Guests(&ctx, req);
     control::GuestCommand cmd;
     while (reader->Read(&cmd)) {
       backoff = std::chrono::milliseconds(100);
       if (cmd.stop()) {
         if (guests_->Stop(cmd.id())) spdlog::info("stopping guest {}: its caller went away", cmd.id());
+        continue;
+      }
+      if (!taken.insert(cmd.id()).second) {
+        spdlog::debug("guest {} sent again after a broken stream: already taken", cmd.id());
         continue;
       }
       // This thread starts every guest and lives until they are stopped: a guest's
@@ -205,6 +215,7 @@ void MpiTask::QueueReport(const control::GuestExit& exit) {
     std::lock_guard<std::mutex> l(mu_);
     reports_.push_back(exit);
     *reports_.back().mutable_task() = Ref();
+    reports_.back().set_container_id(options_.container_id);
   }
   cv_.notify_all();
 }

@@ -42,6 +42,7 @@ class MpiTask {
     std::map<std::string, std::string> env;  // the executor's environment
     std::string work_dir;                    // the container's working dir (absolute)
     std::string log_dir;                     // where mpi-daemon.log goes
+    std::string container_id;               // this executor's (LOOM_CONTAINER_ID), told to the AM
   };
   explicit MpiTask(Options options);
   ~MpiTask();

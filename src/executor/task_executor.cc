@@ -631,6 +631,9 @@ int TaskExecutor::Supervise() {
       if (members_.size() > 1) stop_reason_ += " (the " + std::to_string(members_.size()) + " processes together)";
       spdlog::warn("{}", stop_reason_);
       for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
+      // The MPI daemons this task hosts, and their ranks, count in the RSS: they go at once too,
+      // not after the stop grace (Stop is idempotent: the one after Supervise does nothing).
+      if (mpi_) mpi_->Stop(milliseconds(0));
     }
   }
   // The processes are gone; whatever they left in their groups goes too.
@@ -758,7 +761,7 @@ int TaskExecutor::Run() {
     return spec.ok() ? 128 + SIGTERM : kExitAmUnreachable;
   }
   mpi_ = std::make_unique<MpiTask>(MpiTask::Options{stub_.get(), secret_, task_, env_, AbsolutePath("."),
-                                                     AbsolutePath(log_dir_)});
+                                                     AbsolutePath(log_dir_), wiring_.container_id});
   s = mpi_->Prepare(&**spec);
   if (s.ok()) s = StartUserProcesses(**spec);
   if (!s.ok()) {

@@ -111,6 +111,13 @@ TEST(Processes, DdpRunsAsTwoTasksOfTwoProcessesLocally) {
   RunResult beyond = loom.Run({"logs", id, "--task", "worker:0", "--process", "2"});
   EXPECT_EQ(beyond.exit_code, 2);
   EXPECT_THAT(beyond.err, HasSubstr("--process 2: task worker:0 has 2 processes (tony.worker.processes=2)"));
+  // Below 0 is no process either (not "every process").
+  for (const char* negative : {"-1", "-5"}) {
+    RunResult below = loom.Run({"logs", id, "--task", "worker:0", "--process", negative});
+    EXPECT_EQ(below.exit_code, 2) << below.out;
+    EXPECT_THAT(below.err, HasSubstr("--process " + std::string(negative) + ": a LOCAL_RANK, 0 or more"));
+    EXPECT_EQ(below.out, "");
+  }
 }
 
 TEST(Processes, DdpRunsAsTwoTasksOfTwoProcessesOnYarn) {

@@ -415,15 +415,24 @@ Status FakeHdfs::Start() {
   return Status::Ok();
 }
 
+Status FakeHdfs::StartStandbyNameNode() {
+  if (nn_fd_ < 0) return Status::FailedPrecondition("fake HDFS not started");
+  if (sb_fd_ >= 0) return Status::Ok();
+  LOOM_ASSIGN_OR_RETURN(sb_fd_, ListenLoopback(&sb_port_, /*listen=*/true));
+  sb_thread_ = std::thread([this] { AcceptLoop(sb_fd_, /*datanode=*/false, /*standby=*/true); });
+  return Status::Ok();
+}
+
 void FakeHdfs::Stop() {
   {
     std::lock_guard<std::mutex> lock(conn_mu_);
     stopping_ = true;
   }
   // shutdown() wakes a thread blocked in accept() or recv() on that socket.
-  for (int fd : {nn_fd_, dn_fd_}) {
+  for (int fd : {nn_fd_, dn_fd_, sb_fd_}) {
     if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   }
+  if (sb_thread_.joinable()) sb_thread_.join();
   if (nn_thread_.joinable()) nn_thread_.join();
   if (dn_thread_.joinable()) dn_thread_.join();
   std::list<std::unique_ptr<Conn>> conns;
@@ -436,13 +445,13 @@ void FakeHdfs::Stop() {
     c->thread.join();
     ::close(c->fd);
   }
-  for (int* fd : {&nn_fd_, &dn_fd_, &rpc_fd_}) {
+  for (int* fd : {&nn_fd_, &dn_fd_, &rpc_fd_, &sb_fd_}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
 }
 
-void FakeHdfs::AcceptLoop(int listen_fd, bool datanode) {
+void FakeHdfs::AcceptLoop(int listen_fd, bool datanode, bool standby) {
   while (true) {
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
@@ -465,8 +474,8 @@ void FakeHdfs::AcceptLoop(int listen_fd, bool datanode) {
     auto conn = std::make_unique<Conn>();
     Conn* raw = conn.get();
     raw->fd = fd;
-    raw->thread = std::thread([this, raw, datanode] {
-      Serve(raw->fd, datanode);
+    raw->thread = std::thread([this, raw, datanode, standby] {
+      Serve(raw->fd, datanode, standby);
       raw->done = true;
     });
     conns_.push_back(std::move(conn));
@@ -485,7 +494,7 @@ void FakeHdfs::ReapFinished() {
   }
 }
 
-void FakeHdfs::Serve(int fd, bool datanode) {
+void FakeHdfs::Serve(int fd, bool datanode, bool standby) {
   Connection conn(fd);
   std::string head;
   while (!stopping_ && conn.ReadHead(&head)) {
@@ -494,14 +503,14 @@ void FakeHdfs::Serve(int fd, bool datanode) {
       ServeDataNode(conn, req);
       break;  // Netty closes after every answer
     }
-    if (!ServeNameNode(conn, req)) break;
+    if (!ServeNameNode(conn, req, standby)) break;
   }
   ::shutdown(fd, SHUT_RDWR);
 }
 
 // ---- NameNode ------------------------------------------------------------------------------
 
-bool FakeHdfs::ServeNameNode(Connection& conn, const Request& req) {
+bool FakeHdfs::ServeNameNode(Connection& conn, const Request& req, bool standby) {
   if (!conn.ReadBody(req, [](std::string_view) {})) return false;
   Reply reply;
   const std::string op = req.op();
@@ -509,6 +518,11 @@ bool FakeHdfs::ServeNameNode(Connection& conn, const Request& req) {
                        : req.method == "POST" ? "PostOpParam" : "DeleteOpParam";
   if (req.method.empty()) {
     reply = IllegalArgument("malformed HTTP request");
+  } else if (standby && req.webhdfs) {
+    // NamenodeWebHdfsMethods' ExceptionHandler maps the IOException to 403 FORBIDDEN.
+    reply = RemoteException(403, "StandbyException", "org.apache.hadoop.ipc.StandbyException",
+                            "Operation category READ is not supported in state standby. "
+                            "Visit https://s.apache.org/sbnn-error");
   } else if (!req.webhdfs) {
     reply = {404, "", ""};
   } else if (auto error = CheckCommon(req)) {

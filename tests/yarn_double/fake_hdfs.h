@@ -55,6 +55,11 @@ class FakeHdfs {
   void Stop();
 
   int namenode_http_port() const { return nn_port_; }
+  // NameNode HA: a second NameNode HTTP server, in standby, that answers every WebHDFS request
+  // as Hadoop's standby NameNode does: 403 with RemoteException StandbyException ("Operation
+  // category READ is not supported in state standby"). Call after Start(); its port, or 0.
+  Status StartStandbyNameNode();
+  int standby_namenode_http_port() const { return sb_port_; }
   int datanode_http_port() const { return dn_port_; }
   // "hdfs://127.0.0.1:<reserved port>", the namenoderpcaddress of redirects; never served.
   std::string default_fs() const;
@@ -96,10 +101,10 @@ class FakeHdfs {
     std::atomic<bool> done{false};
   };
 
-  void AcceptLoop(int listen_fd, bool datanode);
+  void AcceptLoop(int listen_fd, bool datanode, bool standby = false);
   void ReapFinished();  // with conn_mu_ held
-  void Serve(int fd, bool datanode);
-  bool ServeNameNode(Connection& conn, const Request& req);
+  void Serve(int fd, bool datanode, bool standby = false);
+  bool ServeNameNode(Connection& conn, const Request& req, bool standby = false);
   void ServeDataNode(Connection& conn, const Request& req);
 
   Reply Mkdirs(const Request& req);
@@ -123,6 +128,8 @@ class FakeHdfs {
   int nn_fd_ = -1, dn_fd_ = -1, rpc_fd_ = -1;
   int nn_port_ = 0, dn_port_ = 0, rpc_port_ = 0;
   std::thread nn_thread_, dn_thread_;
+  int sb_fd_ = -1, sb_port_ = 0;  // the standby NameNode (StartStandbyNameNode)
+  std::thread sb_thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> requests_served_{0};
   std::atomic<int64_t> upload_counter_{0};

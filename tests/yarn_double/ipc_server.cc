@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <google/protobuf/io/coded_stream.h>
 
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "cluster/yarn/wire/sasl_digest.h"
+#include "cluster/yarn/wire/sasl_layer.h"
 
 namespace loom::yarn_double {
 
@@ -55,13 +57,16 @@ std::string BigEndian32(uint32_t v) {
 class Session {
  public:
   Session(int fd, const IpcServerOptions& options, std::atomic<bool>* stopping)
-      : fd_(fd), options_(options), stopping_(stopping) {}
+      : fd_(fd), options_(options), stopping_(stopping) {
+    Result<std::vector<std::string>> qops = wire::QopsFromRpcProtection(options.rpc_protection);
+    qops_ = qops.ok() ? *qops : std::vector<std::string>{"auth"};  // Start() has refused a bad value
+  }
 
   void Run() {
     info_.peer_ip = PeerIp();
     if (!Handshake()) return CloseGracefully();
     while (!stopping_->load()) {
-      std::optional<std::string> frame = ReadFrame();
+      std::optional<std::string> frame = ReadPlainFrame();
       if (!frame) break;
       if (!HandleFrame(*frame)) break;
     }
@@ -119,6 +124,51 @@ class Session {
     return body;
   }
 
+  // The next ordinary frame after SASL: as read, or reassembled from the client's WRAP tokens
+  // once a security layer is negotiated (a frame may span tokens, as Hadoop's server allows).
+  // nullopt: the connection is over (a frame in clear, or a token that fails its check).
+  std::optional<std::string> ReadPlainFrame() {
+    if (!layer_) return ReadFrame();
+    for (;;) {
+      if (plain_.size() >= 4) {
+        uint32_t len = 0;
+        for (int i = 0; i < 4; ++i) len = (len << 8) | static_cast<uint8_t>(plain_[static_cast<size_t>(i)]);
+        if (len > wire::kMaxFrameBytes) return std::nullopt;
+        if (plain_.size() >= 4 + static_cast<size_t>(len)) {
+          std::string body = plain_.substr(4, len);
+          plain_.erase(0, 4 + static_cast<size_t>(len));
+          return body;
+        }
+      }
+      std::optional<std::string> frame = ReadFrame();
+      if (!frame) return std::nullopt;
+      RpcRequestHeaderProto header;
+      RpcSaslProto msg;
+      Result<std::vector<std::string_view>> parts = wire::SplitDelimited(*frame);
+      bool wrapped = parts.ok() && parts->size() == 2 &&
+                     header.ParseFromArray((*parts)[0].data(), static_cast<int>((*parts)[0].size())) &&
+                     header.callid() == wire::kSaslCallId &&
+                     msg.ParseFromArray((*parts)[1].data(), static_cast<int>((*parts)[1].size())) &&
+                     msg.state() == RpcSaslProto::WRAP;
+      if (!wrapped) {
+        // Hadoop's server would try to unwrap it and fail: the connection ends.
+        return Drop("a frame in clear after SASL negotiated " + std::string(layer_->Qop()));
+      }
+      Result<std::string> plain = layer_->Unwrap(msg.token());
+      if (!plain.ok()) {
+        return Drop(plain.status().message());
+      }
+      plain_ += *plain;
+    }
+  }
+
+  // Ends a wrapped stream, saying why on stderr (the test's log): Hadoop closes silently.
+  std::nullopt_t Drop(const std::string& why) {
+    std::fprintf(stderr, "yarn double %s: closing a connection from %s: %s\n", options_.name.c_str(),
+                 info_.peer_ip.c_str(), why.c_str());
+    return std::nullopt;
+  }
+
   void SendAll(const std::string& bytes) {
     size_t sent = 0;
     while (sent < bytes.size()) {
@@ -133,7 +183,24 @@ class Session {
   void SendResponse(const RpcResponseHeaderProto& header, const std::string* body) {
     std::string payload = VarintPrefixed(header.SerializeAsString());
     if (body) payload += VarintPrefixed(*body);
-    SendAll(BigEndian32(static_cast<uint32_t>(payload.size())) + payload);
+    std::string frame = BigEndian32(static_cast<uint32_t>(payload.size())) + payload;
+    if (!layer_) return SendAll(frame);
+    // Wrapped as recorded (rpc/08): header {callId -33, status SUCCESS} only, then
+    // RpcSaslProto{WRAP, token}; one token per response unless it is too large for one.
+    std::string out;
+    for (size_t at = 0; at < frame.size(); at += wire::kSaslMaxWrapPlainBytes) {
+      Result<std::string> token = layer_->Wrap(std::string_view(frame).substr(at, wire::kSaslMaxWrapPlainBytes));
+      if (!token.ok()) return;
+      RpcResponseHeaderProto h;
+      h.set_callid(static_cast<uint32_t>(wire::kSaslCallId));
+      h.set_status(RpcResponseHeaderProto::SUCCESS);
+      RpcSaslProto wrap;
+      wrap.set_state(RpcSaslProto::WRAP);
+      wrap.set_token(*token);
+      std::string p = VarintPrefixed(h.SerializeAsString()) + VarintPrefixed(wrap.SerializeAsString());
+      out += BigEndian32(static_cast<uint32_t>(p.size())) + p;
+    }
+    SendAll(out);
   }
 
   static RpcResponseHeaderProto Header(int32_t call_id, RpcResponseHeaderProto::RpcStatusProto status,
@@ -293,7 +360,7 @@ class Session {
       return false;
     }
     Result<wire::DigestVerified> verified =
-        wire::DigestVerifyWithPassword(client_token, nonce, *identifier, std::get<std::string>(password));
+        wire::DigestVerifyWithPassword(client_token, nonce, *identifier, std::get<std::string>(password), qops_);
     if (!verified.ok()) {
       SendSaslFailure(Fatal(kSaslException, verified.status().message()));
       return false;
@@ -302,6 +369,11 @@ class Session {
     success.set_state(RpcSaslProto::SUCCESS);
     success.set_token(verified->success_token);
     SendSaslReply(success);
+    // The layer starts after SUCCESS: that reply itself travels in clear.
+    Result<std::unique_ptr<wire::SaslSecurityLayer>> layer =
+        wire::NewDigestSecurityLayer(verified->qop, verified->cipher, verified->ha1, wire::DigestSide::kServer);
+    if (!layer.ok()) return false;
+    layer_ = std::move(*layer);
     info_.token_auth = true;
     info_.token_identifier = *identifier;
     info_.user = options_.token_user ? options_.token_user(*identifier) : std::string();
@@ -329,7 +401,7 @@ class Session {
     reply.set_state(RpcSaslProto::NEGOTIATE);
     RpcSaslProto::SaslAuth* token = reply.add_auths();
     *token = TokenAuth();
-    token->set_challenge(wire::MakeDigestChallenge(nonce));
+    token->set_challenge(wire::MakeDigestChallenge(nonce, qops_));
     if (options_.allow_simple) *reply.add_auths() = SimpleAuth();
     return reply;
   }
@@ -339,7 +411,7 @@ class Session {
   void SendSaslFailure(const RpcError& e) { SendError(wire::kSaslCallId, "", -1, e); }
 
   bool ReadContext() {
-    std::optional<std::string> frame = ReadFrame();
+    std::optional<std::string> frame = ReadPlainFrame();
     if (!frame) return false;
     RpcRequestHeaderProto header;
     IpcConnectionContextProto context;
@@ -429,6 +501,9 @@ class Session {
   const IpcServerOptions& options_;
   std::atomic<bool>* stopping_;
   ConnectionInfo info_;
+  std::vector<std::string> qops_;                   // what the DIGEST challenge offers
+  std::unique_ptr<wire::SaslSecurityLayer> layer_;  // after SUCCESS with auth-int/auth-conf
+  std::string plain_;                               // unwrapped bytes not yet a whole frame
 };
 
 }  // namespace
@@ -438,6 +513,9 @@ IpcServer::IpcServer(IpcServerOptions options) : options_(std::move(options)) {}
 IpcServer::~IpcServer() { Stop(); }
 
 Status IpcServer::Start() {
+  if (Result<std::vector<std::string>> q = wire::QopsFromRpcProtection(options_.rpc_protection); !q.ok()) {
+    return q.status().WithContext("IPC server " + options_.name);
+  }
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return Status::FromErrno("socket", errno);
   int one = 1;

@@ -58,6 +58,12 @@ struct IpcServerOptions {
   // Hadoop's server closes a connection idle for 2 x ipc.client.connection.maxidletime (20 s);
   // clients must reconnect. 0: never.
   int idle_close_ms = 0;
+  // hadoop.rpc.protection of this server: the qops its DIGEST-MD5 challenge offers, as Hadoop's
+  // SaslPropertiesResolver makes them (authentication -> auth, integrity -> auth-int, privacy ->
+  // auth-conf with cipher="3des,rc4,des,rc4-56,rc4-40"). With integrity or privacy every frame
+  // after SASL SUCCESS travels in callId -33 WRAP frames both ways, and a frame in clear closes
+  // the connection. A value QopsFromRpcProtection refuses makes Start() fail.
+  std::string rpc_protection = "authentication";
   std::function<std::string()> next_nonce;                                  // 40 chars per SASL connection
   std::function<PasswordLookup(const std::string& identifier)> password_for;  // TOKEN secret manager
   std::function<std::string(const std::string& identifier)> token_user;    // the attempt id string

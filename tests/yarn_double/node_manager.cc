@@ -214,6 +214,8 @@ static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const La
                     u.file();
   if (!d.options_.hdfs) return "java.io.IOException: " + url + ": the test double has no FakeHdfs to localize from";
   std::string fs = d.options_.hdfs->default_fs();
+  // Options::standby_namenode: the conf dir names the HA nameservice (WriteHadoopConfDir).
+  if (d.options_.standby_namenode && StartsWith(url, "hdfs://loomns/")) fs = "hdfs://loomns";
   if (!StartsWith(url, fs + "/")) {
     return "java.net.ConnectException: Call to " + u.host() + ":" + std::to_string(u.port()) +
            " failed on connection exception: the test double's file system is " + fs + ", not the one of " + url;

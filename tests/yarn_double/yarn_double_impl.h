@@ -156,6 +156,8 @@ class YarnDoubleImpl {
   int64_t cluster_ts_ = 0;
   std::string instance_;  // marks this double's container processes
   std::unique_ptr<IpcServer> rm_server_, scheduler_server_, nm_server_;
+  std::unique_ptr<IpcServer> rm2_server_, scheduler2_server_;  // Options::rm_ha: rm2's
+  std::atomic<int> active_rm_{0};                               // Options::rm_ha: 0 rm1, 1 rm2
   int nm_http_fd_ = -1, nm_http_port_ = 0;
   std::vector<std::unique_ptr<NmWebServer>> nm_web_servers_;  // one per node (nm_web_server.cc)
   std::vector<std::unique_ptr<Node>> nodes_;  // fixed after Start(): index = Container::node

@@ -67,17 +67,22 @@ Status YarnDoubleImpl::Start() {
     yp::AMRMTokenIdentifierProto id;  // NMTokenIdentifierProto has the same field 1
     return id.ParseFromString(identifier) ? AttemptIdString(id.appattemptid()) : std::string();
   };
-  auto make = [&](const char* name, const char* protocol, bool simple, auto handler, auto password) {
+  // `rm`: which ResourceManager serves it under Options::rm_ha (a standby one refuses every call).
+  auto make = [&](const char* name, const char* protocol, bool simple, auto handler, auto password, int rm = 0) {
     IpcServerOptions o;
     o.name = name;
     o.protocol = protocol;
     o.allow_simple = simple;
     o.idle_close_ms = options_.ipc_idle_close_ms;
+    o.rpc_protection = options_.rpc_protection;
     o.next_nonce = [this] { return NextNonce(); };
     o.password_for = [this, password](const std::string& identifier) { return (this->*password)(identifier); };
     o.token_user = token_user;
-    o.handle = [this, handler, name](const std::string& method, std::string_view req, const ConnectionInfo& c) {
-      CallResult r = (this->*handler)(method, req, c);
+    o.handle = [this, handler, name, rm](const std::string& method, std::string_view req, const ConnectionInfo& c) {
+      CallResult r = options_.rm_ha && rm != active_rm_.load()
+                         ? CallResult(RpcError{"org.apache.hadoop.ipc.StandbyException",
+                                               "Operation category READ is not supported in state standby"})
+                         : (this->*handler)(method, req, c);
       std::lock_guard<std::mutex> lock(mu_);
       RecordLocked(name, method, r);
       return r;
@@ -89,6 +94,13 @@ Status YarnDoubleImpl::Start() {
   rm_server_ = make("rm", kClientProtocol, true, &YarnDoubleImpl::HandleClient, &YarnDoubleImpl::NoDelegationToken);
   scheduler_server_ =
       make("scheduler", kSchedulerProtocol, false, &YarnDoubleImpl::HandleScheduler, &YarnDoubleImpl::AmRmPassword);
+  if (options_.rm_ha) {
+    active_rm_ = options_.active_rm == 0 ? 0 : 1;
+    rm2_server_ = make("rm2", kClientProtocol, true, &YarnDoubleImpl::HandleClient,
+                       &YarnDoubleImpl::NoDelegationToken, 1);
+    scheduler2_server_ = make("scheduler2", kSchedulerProtocol, false, &YarnDoubleImpl::HandleScheduler,
+                              &YarnDoubleImpl::AmRmPassword, 1);
+  }
   // The NodeManagers. Node 0's server is nm_server_; each has its own address, port and dirs.
   auto make_nm = [&](int node, const std::string& bind_ip) {
     IpcServerOptions o;
@@ -96,6 +108,7 @@ Status YarnDoubleImpl::Start() {
     o.protocol = kNmProtocol;
     o.bind_ip = bind_ip;
     o.idle_close_ms = options_.ipc_idle_close_ms;
+    o.rpc_protection = options_.rpc_protection;
     o.next_nonce = [this] { return NextNonce(); };
     o.password_for = [this](const std::string& identifier) { return NmPassword(identifier); };
     o.token_user = token_user;
@@ -132,6 +145,9 @@ Status YarnDoubleImpl::Start() {
   }
   LOOM_RETURN_IF_ERROR(rm_server_->Start());
   LOOM_RETURN_IF_ERROR(scheduler_server_->Start());
+  if (rm2_server_) LOOM_RETURN_IF_ERROR(rm2_server_->Start());
+  if (scheduler2_server_) LOOM_RETURN_IF_ERROR(scheduler2_server_->Start());
+  if (options_.standby_namenode && options_.hdfs != nullptr) LOOM_RETURN_IF_ERROR(options_.hdfs->StartStandbyNameNode());
   const int64_t now = NowMs();
   for (auto& node : nodes_) {
     LOOM_RETURN_IF_ERROR(node->server->Start());
@@ -161,7 +177,7 @@ void YarnDoubleImpl::Stop() {
   cv_.notify_all();
   StopNmWebServers(*this);
   // No more calls: every connection thread is joined before the containers go.
-  for (auto* s : {&rm_server_, &scheduler_server_, &nm_server_}) {
+  for (auto* s : {&rm_server_, &scheduler_server_, &nm_server_, &rm2_server_, &scheduler2_server_}) {
     if (*s) (*s)->Stop();
   }
   for (auto& node : nodes_) {
@@ -348,6 +364,26 @@ void YarnTestDouble::Stop() { impl_->Stop(); }
 int YarnTestDouble::rm_port() const { return impl_->rm_server_ ? impl_->rm_server_->port() : 0; }
 int YarnTestDouble::scheduler_port() const { return impl_->scheduler_server_ ? impl_->scheduler_server_->port() : 0; }
 int YarnTestDouble::nm_port() const { return impl_->nm_server_ ? impl_->nm_server_->port() : 0; }
+int YarnTestDouble::rm_port(int rm) const {
+  const auto& s = rm == 0 ? impl_->rm_server_ : impl_->rm2_server_;
+  return s ? s->port() : 0;
+}
+int YarnTestDouble::scheduler_port(int rm) const {
+  const auto& s = rm == 0 ? impl_->scheduler_server_ : impl_->scheduler2_server_;
+  return s ? s->port() : 0;
+}
+Status YarnTestDouble::FailoverForTest(int rm) {
+  if (!impl_->options_.rm_ha || rm < 0 || rm > 1) {
+    return Status::InvalidArgument("FailoverForTest: needs Options::rm_ha and rm 0 or 1");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->active_rm_ = rm;
+  for (auto& [id, app] : impl_->apps_) {
+    if (!app->Final()) app->registered = false;
+  }
+  impl_->cv_.notify_all();
+  return Status::Ok();
+}
 int YarnTestDouble::nm_http_port() const { return impl_->nm_http_port_; }
 int YarnTestDouble::node_count() const { return static_cast<int>(impl_->nodes_.size()); }
 int YarnTestDouble::nm_port(int node) const {
@@ -362,13 +398,36 @@ Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
   LOOM_RETURN_IF_ERROR(MakeDirs(dir));
   std::string default_fs = o.hdfs ? o.hdfs->default_fs() : "hdfs://127.0.0.1:9000";
   std::string nn_http = "127.0.0.1:" + std::to_string(o.hdfs ? o.hdfs->namenode_http_port() : 9870);
-  LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir + "/core-site.xml", Configuration(Property("fs.defaultFS", default_fs))));
   std::string nn_rpc = default_fs.substr(default_fs.find("://") + 3);
+  std::string nn_ha;
+  if (o.standby_namenode && o.hdfs != nullptr) {  // nameservice loomns: nn1 standby, nn2 active
+    default_fs = "hdfs://loomns";
+    nn_ha = Property("dfs.nameservices", "loomns") + Property("dfs.ha.namenodes.loomns", "nn1,nn2") +
+            Property("dfs.namenode.rpc-address.loomns.nn1", nn_rpc) +
+            Property("dfs.namenode.rpc-address.loomns.nn2", nn_rpc) +
+            Property("dfs.namenode.http-address.loomns.nn1",
+                     "127.0.0.1:" + std::to_string(o.hdfs->standby_namenode_http_port())) +
+            Property("dfs.namenode.http-address.loomns.nn2", nn_http);
+  }
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(
+      dir + "/core-site.xml", Configuration(Property("fs.defaultFS", default_fs) +
+                                            Property("hadoop.rpc.protection", o.rpc_protection))));
   LOOM_RETURN_IF_ERROR(WriteFileAtomic(
       dir + "/hdfs-site.xml", Configuration(Property("dfs.replication", "1") + Property("dfs.namenode.rpc-address", nn_rpc) +
-                                            Property("dfs.namenode.http-address", nn_http))));
+                                            Property("dfs.namenode.http-address", nn_http) + nn_ha)));
   std::string rm = "127.0.0.1:" + std::to_string(rm_port());
   std::string sched = "127.0.0.1:" + std::to_string(scheduler_port());
+  std::string ha;
+  if (o.rm_ha) {  // as ResourceManagerHA.md's sample, with failover sleeps short enough for tests
+    ha = Property("yarn.resourcemanager.ha.enabled", "true") + Property("yarn.resourcemanager.ha.rm-ids", "rm1,rm2") +
+         Property("yarn.client.failover-sleep-base-ms", "100") + Property("yarn.client.failover-sleep-max-ms", "400");
+    for (int i = 0; i < 2; ++i) {
+      std::string id = "rm" + std::to_string(i + 1);
+      ha += Property("yarn.resourcemanager.hostname." + id, "127.0.0.1") +
+            Property("yarn.resourcemanager.address." + id, "127.0.0.1:" + std::to_string(rm_port(i))) +
+            Property("yarn.resourcemanager.scheduler.address." + id, "127.0.0.1:" + std::to_string(scheduler_port(i)));
+    }
+  }
   std::string yarn =
       Property("yarn.resourcemanager.hostname", "127.0.0.1") + Property("yarn.resourcemanager.address", rm) +
       Property("yarn.resourcemanager.scheduler.address", sched) +
@@ -383,7 +442,7 @@ Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
       Property("yarn.nodemanager.env-whitelist",
                "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,"
                "HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ,HADOOP_MAPRED_HOME") +
-      Property("yarn.scheduler.minimum-allocation-mb", std::to_string(o.min_allocation_mb));
+      Property("yarn.scheduler.minimum-allocation-mb", std::to_string(o.min_allocation_mb)) + ha;
   if (o.node_gpus > 0) {
     yarn += Property("yarn.resource-types", kGpuResource) +
             Property("yarn.nodemanager.resource-plugins", kGpuResource);

@@ -49,6 +49,10 @@ class YarnTestDouble {
     std::string user = "root";            // default user when a connection names none
     bool fixed_nonce_for_test = false;    // every SASL challenge uses nonce_for_test
     std::string nonce_for_test;
+    // hadoop.rpc.protection of the RM scheduler and NodeManager ports (their DIGEST-MD5 qop:
+    // authentication, integrity, privacy or a list), also written to WriteHadoopConfDir's
+    // core-site.xml as a real cluster's clients would find it.
+    std::string rpc_protection = "authentication";
     int64_t cluster_timestamp = 0;  // 0: now (ms)
     // Beyond the brief, all with the recorded cluster's values as defaults:
     int64_t min_allocation_mb = 128;  // yarn.scheduler.minimum-allocation-mb: memory asks round up to it
@@ -99,6 +103,19 @@ class YarnTestDouble {
     // them. Off, a NodeManager serves a finished application's logs until the double stops.
     std::string log_aggregation;
     std::string remote_app_log_dir = "/tmp/logs";  // yarn.nodemanager.remote-app-log-dir
+
+    // ---- ResourceManager HA ----
+    // Two ResourceManagers, rm1 and rm2, sharing the one RM state (as through Hadoop's RM state
+    // store), each with its own client and scheduler port. The standby one answers every call
+    // on both with org.apache.hadoop.ipc.StandbyException (ERROR, ERROR_APPLICATION, "Operation
+    // category READ is not supported in state standby"), as Hadoop's Server sends an
+    // IOException. WriteHadoopConfDir then writes yarn.resourcemanager.ha.* and fast
+    // yarn.client.failover-sleep-* values; rm_port() / scheduler_port() are rm1's.
+    bool rm_ha = false;
+    int active_rm = 1;  // 0: rm1, 1: rm2 (rm1 standby: clients must skip it)
+    // NameNode HA: `hdfs` gets a standby NameNode (FakeHdfs::StartStandbyNameNode) and the conf
+    // dir names nameservice "loomns" with nn1 = the standby and nn2 = the active one.
+    bool standby_namenode = false;
   };
 
   // One container as the NM sees it.
@@ -144,6 +161,14 @@ class YarnTestDouble {
 
   int rm_port() const;
   int scheduler_port() const;
+  // With Options::rm_ha: ResourceManager `rm` (0: rm1, 1: rm2)'s ports.
+  int rm_port(int rm) const;
+  int scheduler_port(int rm) const;
+  // RM failover (Options::rm_ha): `rm` becomes active, the other standby. The new active RM
+  // has recovered every application, but not the AMs' registrations: an AM's next allocate
+  // gets ApplicationMasterNotRegisteredException and must register again (work-preserving
+  // recovery). InvalidArgument without rm_ha or for an unknown index.
+  Status FailoverForTest(int rm);
   int nm_port() const;  // node 0's
   int nm_http_port() const;
   // "host:port" of node 0's NM web server, as in ContainerProto.node_http_address.

@@ -31,6 +31,10 @@ json StagingManifest::ToJson() const {
     }
     out["nodes"] = nodes_json;
   }
+  if (scheduler.find(',') != std::string::npos) {
+    out["rm_failover"] = {{"max_attempts", rm_failover_max_attempts}, {"sleep_base_ms", rm_failover_sleep_base_ms},
+                          {"sleep_max_ms", rm_failover_sleep_max_ms}};
+  }
   if (!docker_images.empty()) {
     out["docker_images"] = docker_images;
     out["docker_mounts"] = docker_mounts;
@@ -49,6 +53,12 @@ Result<StagingManifest> StagingManifest::FromJson(const std::string& text) {
     m.user = j.at("user").get<std::string>();
     m.dir = j.at("dir").get<std::string>();
     m.scheduler = j.at("scheduler").get<std::string>();
+    if (j.contains("rm_failover")) {
+      const json& f = j.at("rm_failover");
+      m.rm_failover_max_attempts = f.value("max_attempts", m.rm_failover_max_attempts);
+      m.rm_failover_sleep_base_ms = f.value("sleep_base_ms", m.rm_failover_sleep_base_ms);
+      m.rm_failover_sleep_max_ms = f.value("sleep_max_ms", m.rm_failover_sleep_max_ms);
+    }
     m.application_id = j.value("application_id", "");
     for (const auto& [name, f] : j.at("files").items()) {
       StagedFile& staged = m.files[name];

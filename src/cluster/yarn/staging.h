@@ -71,6 +71,11 @@ struct StagingManifest {
   std::string user;
   std::string dir;        // /user/<user>/.loom/<app-id>
   std::string scheduler;  // host:port of the RM scheduler (not in a container's environment)
+  // RM HA: `scheduler` lists every ResourceManager's ("h1:8030,h2:8030", rm-ids order), and the
+  // AM fails over between them with HADOOP_CONF_DIR's yarn.client.failover-* of the submit.
+  int rm_failover_max_attempts = 30;
+  int64_t rm_failover_sleep_base_ms = 30000;
+  int64_t rm_failover_sleep_max_ms = 30000;
   std::string application_id;
   std::map<std::string, StagedFile> files;  // by resource name
   // The cluster's nodes when the job was submitted: where the AM spreads its tasks (node-local

@@ -96,8 +96,15 @@ YarnContainerBroker::~YarnContainerBroker() { Shutdown(std::chrono::milliseconds
 
 Status YarnContainerBroker::Start(ContainerEvents* events) {
   events_ = events;
-  LOOM_ASSIGN_OR_RETURN(HostPort scheduler, ParseHostPort(opts_.manifest.scheduler));
-  rm_ = std::make_unique<AmRmClient>(scheduler.host, scheduler.port, opts_.amrm_token);
+  // RM HA: every RM's scheduler address; the AMRMToken is valid on each (FailoverIpcClient).
+  LOOM_ASSIGN_OR_RETURN(std::vector<HostPort> schedulers, ParseHostPortList(opts_.manifest.scheduler));
+  const HostPort& scheduler = schedulers.front();
+  RmAddresses addresses;
+  for (const HostPort& s : schedulers) addresses.emplace_back(s.host, s.port);
+  rm_ = std::make_unique<AmRmClient>(addresses, opts_.amrm_token,
+                                     FailoverSettings{opts_.manifest.rm_failover_max_attempts,
+                                                      opts_.manifest.rm_failover_sleep_base_ms,
+                                                      opts_.manifest.rm_failover_sleep_max_ms});
   int port = opts_.am_port ? opts_.am_port() : -1;
   auto registered = rm_->Register(opts_.nm_host, port, opts_.tracking_url);
   if (!registered.ok()) return registered.status().WithContext("registering with the RM scheduler at " + scheduler.ToString());

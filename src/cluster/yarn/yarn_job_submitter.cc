@@ -17,6 +17,7 @@
 #include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "cluster/yarn/wire/ipc_frame.h"
+#include "cluster/yarn/wire/kerberos_login.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
@@ -93,6 +94,48 @@ Status AppendBytes(const std::string& path, const std::string& bytes) {
   return Status::Ok();
 }
 
+// A Kerberos key's value (`value` of `key`), or else the value of TonY's name for it
+// (`tony_value` of `tony_key`) when that is not tony-default.xml's placeholder; `written` gets
+// the key as the user wrote it.
+std::string KerberosKey(const config::Config& conf, const std::string& key, const std::string& value,
+                        const std::string& tony_key, const std::string& tony_value, const std::string& placeholder,
+                        std::string* written) {
+  *written = config::Spelled(conf, key);
+  if (!Trim(value).empty()) return Trim(value);
+  if (Trim(tony_value).empty() || Trim(tony_value) == placeholder) return "";
+  *written = config::Spelled(conf, tony_key);
+  return Trim(tony_value);
+}
+
+// hadoop.security.authentication=kerberos: logs in (kinit's ticket cache, or the job's keytab)
+// before anything is asked or staged, and makes this process's ResourceManager connections
+// authenticate with SASL GSSAPI. InvalidArgument (exit 2): no or expired ticket, a keytab that
+// does not exist, keytab keys on a cluster without Kerberos.
+Status LoginForCluster(const HadoopConf& conf, const config::Config& job_conf) {
+  KerberosLoginOptions o;
+  o.keytab = KerberosKey(job_conf, "loom.kerberos.keytab", config::GetString(job_conf, "loom.kerberos.keytab"),
+                         "loom.keytab.location", config::GetString(job_conf, "loom.keytab.location"),
+                         "/location/to/tony.keytab", &o.keytab_key);
+  o.principal = KerberosKey(job_conf, "loom.kerberos.principal", config::GetString(job_conf, "loom.kerberos.principal"),
+                            "loom.keytab.user", config::GetString(job_conf, "loom.keytab.user"), "user1",
+                            &o.principal_key);
+  if (conf.security != "kerberos") {
+    SetProcessKerberos(nullptr);
+    if (o.keytab.empty() && o.principal.empty()) return Status::Ok();
+    return Status::InvalidArgument((o.keytab.empty() ? o.principal_key + "=" + o.principal : o.keytab_key + "=" + o.keytab) +
+                                   ": the cluster does not use Kerberos (hadoop.security.authentication=" + conf.security +
+                                   " in " + conf.conf_dir + "); remove the key");
+  }
+  LOOM_ASSIGN_OR_RETURN(std::shared_ptr<KerberosLogin> login, KerberosLogin::Acquire(o));
+  auto kerberos = std::make_shared<KerberosClientConf>();
+  kerberos->login = std::move(login);
+  kerberos->rpc_protection = conf.rpc_protection;
+  kerberos->rm_principal = conf.rm_principal;
+  kerberos->nn_principal = conf.nn_principal;
+  SetProcessKerberos(std::move(kerberos));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status YarnJobRecord::Write(const history::JobDir& dir) const {
@@ -138,6 +181,28 @@ std::optional<std::pair<std::string, std::string>> FinalStateOf(const ypb::Appli
 
 namespace {
 bool IsFinal(const ypb::ApplicationReportProto& report) { return FinalStateOf(report).has_value(); }
+}  // namespace
+
+namespace {
+// RM HA: every ResourceManager of the conf (one without HA), and the failover policy.
+RmAddresses RmsOf(const std::vector<HostPort>& rms) {
+  RmAddresses out;
+  for (const HostPort& hp : rms) out.emplace_back(hp.host, hp.port);
+  return out;
+}
+RmAddresses RmsOf(const HadoopConf& conf) { return RmsOf(conf.rms.empty() ? std::vector<HostPort>{conf.rm} : conf.rms); }
+std::string RmListOf(const HadoopConf& conf) {
+  return HostPortListString(conf.rms.empty() ? std::vector<HostPort>{conf.rm} : conf.rms);
+}
+FailoverSettings FailoverOf(const HadoopConf& conf) {
+  return FailoverSettings{conf.rm_failover_max_attempts, conf.rm_failover_sleep_base_ms, conf.rm_failover_sleep_max_ms};
+}
+// NameNode HA: every NameNode's WebHDFS base, comma-separated (WebHdfs tries each).
+std::string WebHdfsBases(const HadoopConf& conf) {
+  std::vector<std::string> bases;
+  for (const HostPort& nn : conf.namenode_https) bases.push_back("http://" + nn.ToString());
+  return bases.empty() ? "http://" + conf.namenode_http.ToString() : Join(bases, ",");
+}
 }  // namespace
 
 Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir) {
@@ -186,7 +251,10 @@ Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir&
     // aggregated); one that is gone since leaves HADOOP_CONF_DIR's.
     config::Config job_conf;
     auto job = ReadFile(dir.job_json());
-    if (job_conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true).ok() && job.ok()) {
+    bool have_job_conf = job_conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true).ok();
+    // Kerberos before anything is asked, with the keytab keys the job was submitted with.
+    LOOM_RETURN_IF_ERROR(LoginForCluster(b->conf_, job_conf));
+    if (have_job_conf && job.ok()) {
       json j = json::parse(*job, nullptr, false);
       std::string cwd = j.is_object() ? j.value("cwd", "") : "";
       ExtraSiteFiles extra = JobSiteFiles(job_conf, cwd);
@@ -233,6 +301,7 @@ Status YarnJobSubmitter::ApplyJobSiteFiles() {
 
 Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(ApplyJobSiteFiles());
+  LOOM_RETURN_IF_ERROR(LoginForCluster(conf_, job_conf_));
   const HadoopConf& conf = conf_;
   for (const TaskTypeSpec& t : spec.types) {
     if (!t.extra_files.empty()) {
@@ -248,7 +317,7 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
                                    (app_type.empty() ? "" : " (it would cut this one to '" +
                                                                 app_type.substr(0, kMaxApplicationType) + "')"));
   }
-  ApplicationClient rm(conf.rm.host, conf.rm.port, user_);
+  ApplicationClient rm(RmsOf(conf), user_, FailoverOf(conf));
   auto unreachable = [&](const Status& s, const std::string& what) {
     return Status::Unavailable("asking the ResourceManager at " + conf.rm.ToString() + " for " + what + ": " + s.message());
   };
@@ -272,6 +341,11 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
     if (queue.status().code() == StatusCode::kNotFound) {
       return Status::InvalidArgument(KeyAsWritten("loom.yarn.queue") + "=" + queue_name + ": " + queue.status().message());
     }
+    // Kerberos refused by the RM (wrong service principal, QOP): the user's to fix, as a
+    // missing ticket is.
+    if (queue.status().code() == StatusCode::kInvalidArgument || queue.status().code() == StatusCode::kUnauthenticated) {
+      return Status::InvalidArgument("asking the ResourceManager at " + conf.rm.ToString() + ": " + queue.status().message());
+    }
     Status s = unreachable(queue.status(), "queue " + queue_name);
     if (queue.status().code() != StatusCode::kUnavailable) return s;
     return s.WithContext(std::to_string(retries + 1) + " tries, " + std::to_string(conf.rm_connect_retry_interval_ms) +
@@ -292,10 +366,13 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   m.fs_scheme = conf_.fs_scheme;
   m.fs_host = conf_.fs_host;
   m.fs_port = conf_.fs_port;
-  m.webhdfs = "http://" + conf_.namenode_http.ToString();
+  m.webhdfs = WebHdfsBases(conf_);
   m.user = user_;
   m.dir = conf_.staging_dir + "/" + app_id;
-  m.scheduler = conf_.scheduler.ToString();
+  m.scheduler = HostPortListString(conf_.schedulers.empty() ? std::vector<HostPort>{conf_.scheduler} : conf_.schedulers);
+  m.rm_failover_max_attempts = conf_.rm_failover_max_attempts;
+  m.rm_failover_sleep_base_ms = conf_.rm_failover_sleep_base_ms;
+  m.rm_failover_sleep_max_ms = conf_.rm_failover_sleep_max_ms;
   m.application_id = app_id;
   // The nodes as the RM reported them at submit: the AM asks for each task on one of them
   // (node-local asks), so that a gang lands in one heartbeat per node.
@@ -377,12 +454,13 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   const HadoopConf& hconf = conf_;
   const config::Config& conf = job_conf_;
   LOOM_ASSIGN_OR_RETURN(std::string secret, control::ReadSecretFile(dir.secret()));
-  ApplicationClient rm(hconf.rm.host, hconf.rm.port, user_);
+  ApplicationClient rm(RmsOf(hconf), user_, FailoverOf(hconf));
   LOOM_ASSIGN_OR_RETURN(auto fresh, rm.GetNewApplication());
   const ypb::ApplicationIdProto& app = fresh.application_id();
   std::string app_id = ApplicationIdString(app);
-  YarnJobRecord record{app_id, hconf.rm.ToString(), user_, hconf.staging_dir + "/" + app_id,
-                       "http://" + hconf.namenode_http.ToString()};
+  // RM HA: the record keeps every RM ("h1:8032,h2:8032") and every NameNode's WebHDFS base.
+  YarnJobRecord record{app_id, RmListOf(hconf),
+                       user_, hconf.staging_dir + "/" + app_id, WebHdfsBases(hconf)};
   record.submitted = false;
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   auto staged = Stage(dir, spec, app_id);
@@ -482,9 +560,9 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
   // Not submitted yet (the client is staging it): the RM does not know the id so far.
   if (record.cleaned || !record.submitted) return Status::Ok();
-  LOOM_ASSIGN_OR_RETURN(HostPort rm_addr, ParseHostPort(record.rm));
+  LOOM_ASSIGN_OR_RETURN(std::vector<HostPort> rm_addrs, ParseHostPortList(record.rm));
   LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
-  ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);
+  ApplicationClient rm(RmsOf(rm_addrs), record.user, has_conf_ ? FailoverOf(conf_) : FailoverSettings{});
   auto report = rm.GetApplicationReport(app);
   // The job's end as this client records it: a final row for every task (stopped with a
   // killed job, lost with a failed one: its AM or node died under them), no secret left, the
@@ -583,9 +661,9 @@ Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseco
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
   if (!cause.empty() && !PathExists(dir.status())) (void)history::RecordKillCause(dir, cause);
   std::string first = history::KillCause(dir);
-  LOOM_ASSIGN_OR_RETURN(HostPort rm_addr, ParseHostPort(record.rm));
+  LOOM_ASSIGN_OR_RETURN(std::vector<HostPort> rm_addrs, ParseHostPortList(record.rm));
   LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
-  ApplicationClient rm(rm_addr.host, rm_addr.port, record.user);
+  ApplicationClient rm(RmsOf(rm_addrs), record.user, has_conf_ ? FailoverOf(conf_) : FailoverSettings{});
   // As `yarn application -kill`: forceKillApplication until the RM says the kill is complete,
   // then the report must say the application ended.
   auto deadline = std::chrono::steady_clock::now() + std::max(grace, std::chrono::milliseconds(5000));
@@ -652,7 +730,7 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& 
     history::JobDir dir(entry.path().string());
     if (auto r = YarnJobRecord::Read(dir); r.ok() && r->application_id == id) return dir;
   }
-  ApplicationClient rm(conf->rm.host, conf->rm.port, user);
+  ApplicationClient rm(RmsOf(*conf), user, FailoverOf(*conf));
   std::optional<ypb::ApplicationReportProto> report;
   if (StartsWith(id, "application_")) {
     LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(id));
@@ -675,8 +753,8 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& 
   }
   if (job_id.empty()) return Status::NotFound(app_id + " is not a Loom job (no loom-job tag)");
   std::string owner = report->user().empty() ? user : report->user();
-  YarnJobRecord record{app_id, conf->rm.ToString(), owner, "/user/" + owner + "/.loom/" + app_id,
-                       "http://" + conf->namenode_http.ToString()};
+  YarnJobRecord record{app_id, RmListOf(*conf), owner, "/user/" + owner + "/.loom/" + app_id,
+                       WebHdfsBases(*conf)};
   // The record lives in HDFS: <staging>/history/ once the job ended, job.json beside it before.
   history::JobDir dir = history::JobDir::ForJob(job_id);
   LOOM_RETURN_IF_ERROR(MakeDirs(dir.tasks_dir()));

@@ -17,7 +17,7 @@ const std::set<std::string>& ReservedSegments() {
       "application", "am",     "task",   "container", "containers", "execution",
       "docker",      "history", "portal", "keytab",    "https",      "http",
       "secret",      "horovod", "yarn",   "other",     "local",      "gpu-exec-path",
-      "python-exec-path", "version-info", "client"};
+      "python-exec-path", "version-info", "client", "kerberos"};
   return kReserved;
 }
 
@@ -174,6 +174,9 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.python-binary-path", VT::kString, "python3", "Python interpreter; relative paths are inside the venv (--python_binary_path)."},
       Refused({"loom.other.namenodes", VT::kList, "", "Extra NameNodes for delegation tokens."}, kNamenodesRefusal),
       {"loom.yarn.queue", VT::kString, "default", "YARN queue."},
+      // Kerberos (hadoop.security.authentication=kerberos): unset, the ticket cache of kinit.
+      {"loom.kerberos.keytab", VT::kString, "", "Keytab the client logs in with (with loom.kerberos.principal)."},
+      {"loom.kerberos.principal", VT::kString, "", "Principal in loom.kerberos.keytab to log in as."},
       // AM.
       {"loom.am.startup-timeout", VT::kTimeoutMs, "0", "Kill the job if its AM has not started within this many ms."},
       {"loom.am.retry-count", VT::kNonNegative, "0", "Whole-gang restarts inside the AM."},
@@ -232,8 +235,11 @@ const std::vector<KeyInfo>& GlobalKeys() {
       Refused({"loom.portal.url", VT::kString, "", "Portal URL printed at the end."}, kPortalRefusal,
               {"https://localhost:19886"}),
       Refused({"loom.portal.cache.max-entries", VT::kPositive, "10000", "Portal cache size."}, kPortalRefusal),
-      Refused({"loom.keytab.user", VT::kString, "", "Portal Kerberos user."}, kPortalRefusal, {"user1"}),
-      Refused({"loom.keytab.location", VT::kString, "", "Portal keytab."}, kPortalRefusal, {"/location/to/tony.keytab"}),
+      // TonY's portal logs in with these (loginUserFromKeytab); Loom's client does the same on a
+      // Kerberized YARN. tony-default.xml's placeholders ("user1", "/location/to/tony.keytab")
+      // count as unset (YarnJobSubmitter).
+      {"loom.keytab.user", VT::kString, "", "TonY's name for loom.kerberos.principal."},
+      {"loom.keytab.location", VT::kString, "", "TonY's name for loom.kerberos.keytab."},
       Refused({"loom.https.port", VT::kString, "19886", "Portal HTTPS port."}, kPortalRefusal),
       Refused({"loom.https.keystore.path", VT::kString, "", "Portal keystore."}, kPortalRefusal, {"/location/to/tony.jks"}),
       Refused({"loom.https.keystore.type", VT::kString, "JKS", "Portal keystore type."}, kPortalRefusal),

@@ -1,5 +1,7 @@
 #include "cluster/yarn/hdfs/hadoop_conf.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 
@@ -40,6 +42,8 @@ Props Defaults() {
   set("yarn.nodemanager.remote-app-log-dir-suffix", "logs");
   set("yarn.scheduler.minimum-allocation-mb", "1024");
   set("yarn.resourcemanager.connect.retry-interval.ms", "30000");
+  set("yarn.resourcemanager.connect.max-wait.ms", "900000");
+  set("yarn.resourcemanager.ha.enabled", "false");
   set("yarn.log-aggregation.file-formats", "TFile");
   return p;
 }
@@ -150,27 +154,118 @@ Status ParseDefaultFs(const Props& props, HadoopConf& conf) {
   return Status::Ok();
 }
 
-// dfs.namenode.http-address. With an HA nameservice as the fs host, the per-NameNode key of
-// the first NameNode listed is used (no failover). A wildcard host means "the NameNode's
-// own host", which a client knows from fs.defaultFS.
-Result<HostPort> NameNodeHttp(const Props& props, const HadoopConf& conf) {
+// Hadoop's getTrimmedStringCollection: comma-separated, trimmed, empty entries dropped.
+std::vector<std::string> TrimmedList(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& item : Split(text, ',')) {
+    if (!Trim(item).empty()) out.push_back(Trim(item));
+  }
+  return out;
+}
+
+// dfs.namenode.http-address. With an HA nameservice as the fs host (DFSUtil's
+// dfs.nameservices / dfs.ha.namenodes.<ns>), the per-NameNode key of each NameNode listed, in
+// order: WebHdfs tries them and skips a standby. A wildcard host means "the NameNode's own
+// host", which a client knows from fs.defaultFS.
+Result<std::vector<HostPort>> NameNodeHttps(const Props& props, const HadoopConf& conf) {
   std::string key = "dfs.namenode.http-address";
+  std::vector<std::string> keys = {key};
   LOOM_ASSIGN_OR_RETURN(std::string nameservices, Expand(props, "dfs.nameservices"));
-  for (const std::string& ns : Split(nameservices, ',')) {
+  for (const std::string& ns : TrimmedList(nameservices)) {
     if (ns != conf.fs_host) continue;
     LOOM_ASSIGN_OR_RETURN(std::string nns, Expand(props, "dfs.ha.namenodes." + ns));
-    std::vector<std::string> ids = Split(nns, ',');
-    std::string ha_key = ids.empty() ? key + "." + ns : key + "." + ns + "." + ids[0];
-    if (props.count(ha_key) == 0) {
-      return Status::InvalidArgument("fs.defaultFS names the nameservice " + ns + " but " +
-                                     ha_key + " is not set in " + conf.conf_dir +
-                                     "/hdfs-site.xml");
+    std::vector<std::string> ids = TrimmedList(nns);
+    keys.clear();
+    if (ids.empty()) keys.push_back(key + "." + ns);
+    for (const std::string& id : ids) keys.push_back(key + "." + ns + "." + id);
+    for (const std::string& ha_key : keys) {
+      if (props.count(ha_key) == 0) {
+        return Status::InvalidArgument("fs.defaultFS names the nameservice " + ns + " but " + ha_key +
+                                       " is not set in " + conf.conf_dir + "/hdfs-site.xml");
+      }
     }
-    key = ha_key;
   }
-  LOOM_ASSIGN_OR_RETURN(HostPort hp, HostPortOf(props, key));
-  if (hp.host == "0.0.0.0") hp.host = conf.fs_host;
-  return hp;
+  std::vector<HostPort> out;
+  for (const std::string& k : keys) {
+    LOOM_ASSIGN_OR_RETURN(HostPort hp, HostPortOf(props, k));
+    if (hp.host == "0.0.0.0") hp.host = conf.fs_host;
+    out.push_back(hp);
+  }
+  return out;
+}
+
+// One RM service address of an HA id, as HAUtil.checkAndSetRMRPCAddress resolves it:
+// <key>.<id>, else yarn.resourcemanager.hostname.<id>:<default port>, else an error naming both.
+Result<HostPort> RmAddressOf(const Props& props, const std::string& key, const std::string& id, int default_port) {
+  std::string id_key = key + "." + id;
+  if (props.count(id_key) > 0) return HostPortOf(props, id_key);
+  std::string host_key = "yarn.resourcemanager.hostname." + id;
+  LOOM_ASSIGN_OR_RETURN(std::string host, Expand(props, host_key));
+  if (Trim(host).empty()) {
+    return Status::InvalidArgument("yarn.resourcemanager.ha.enabled is true but neither " + host_key + " nor " +
+                                   id_key + " is set (HA needs one for each id of yarn.resourcemanager.ha.rm-ids)");
+  }
+  return HostPort{Trim(host), default_port};
+}
+
+// yarn.resourcemanager.ha.* and yarn.client.failover-*. Like Configuration.getBoolean,
+// anything but "true" (any case) is false.
+Status FillRmHa(const Props& props, HadoopConf& conf) {
+  LOOM_ASSIGN_OR_RETURN(std::string enabled, Expand(props, "yarn.resourcemanager.ha.enabled"));
+  conf.rm_ha_enabled = ToLower(Trim(enabled)) == "true";
+  auto long_of = [&](const std::string& key, int64_t fallback) -> Result<int64_t> {
+    LOOM_ASSIGN_OR_RETURN(std::string v, Expand(props, key));
+    if (Trim(v).empty()) return fallback;
+    Result<int64_t> n = ParseInt(Trim(v));
+    if (!n.ok()) {
+      return Status::InvalidArgument(SourceOf(props, key) + ": " + key + " = '" + v + "' is not an integer");
+    }
+    return *n;
+  };
+  LOOM_ASSIGN_OR_RETURN(int64_t max_wait, long_of("yarn.resourcemanager.connect.max-wait.ms", 900000));
+  int64_t interval = conf.rm_connect_retry_interval_ms;
+  LOOM_ASSIGN_OR_RETURN(conf.rm_failover_sleep_base_ms, long_of("yarn.client.failover-sleep-base-ms", interval));
+  LOOM_ASSIGN_OR_RETURN(conf.rm_failover_sleep_max_ms, long_of("yarn.client.failover-sleep-max-ms", interval));
+  if (conf.rm_failover_sleep_base_ms < 0 || conf.rm_failover_sleep_max_ms < 0) {
+    return Status::InvalidArgument("yarn.client.failover-sleep-base-ms and -max-ms must not be negative");
+  }
+  LOOM_ASSIGN_OR_RETURN(int64_t max_attempts, long_of("yarn.client.failover-max-attempts", -1));
+  if (max_attempts == -1) {
+    // RMProxy: "try connect once" when the wait is shorter than the interval.
+    if (max_wait != -1 && max_wait < interval) max_wait = 0;
+    max_attempts = max_wait == -1 ? INT32_MAX
+                   : conf.rm_failover_sleep_base_ms > 0 ? max_wait / conf.rm_failover_sleep_base_ms
+                                                        : INT32_MAX;
+  }
+  conf.rm_failover_max_attempts = static_cast<int>(std::clamp<int64_t>(max_attempts, 0, INT32_MAX));
+
+  conf.rm_ids.clear();
+  conf.rms = {conf.rm};
+  conf.schedulers = {conf.scheduler};
+  conf.rm_webapps = {conf.rm_webapp};
+  if (!conf.rm_ha_enabled) return Status::Ok();
+  LOOM_ASSIGN_OR_RETURN(std::string ids, Expand(props, "yarn.resourcemanager.ha.rm-ids"));
+  conf.rm_ids = TrimmedList(ids);
+  if (conf.rm_ids.empty()) {
+    return Status::InvalidArgument("yarn.resourcemanager.ha.enabled is true but yarn.resourcemanager.ha.rm-ids is " +
+                                   std::string(ids.empty() ? "not set" : "empty") + " (in " + conf.conf_dir +
+                                   "/yarn-site.xml)");
+  }
+  conf.rms.clear();
+  conf.schedulers.clear();
+  conf.rm_webapps.clear();
+  for (const std::string& id : conf.rm_ids) {
+    LOOM_ASSIGN_OR_RETURN(HostPort rm, RmAddressOf(props, "yarn.resourcemanager.address", id, 8032));
+    LOOM_ASSIGN_OR_RETURN(HostPort sched, RmAddressOf(props, "yarn.resourcemanager.scheduler.address", id, 8030));
+    LOOM_ASSIGN_OR_RETURN(HostPort web, RmAddressOf(props, "yarn.resourcemanager.webapp.address", id, 8088));
+    conf.rms.push_back(rm);
+    conf.schedulers.push_back(sched);
+    conf.rm_webapps.push_back(web.ToString());
+  }
+  conf.rm = conf.rms.front();
+  conf.scheduler = conf.schedulers.front();
+  conf.rm_webapp = conf.rm_webapps.front();
+  return Status::Ok();
 }
 
 // Log aggregation and the NodeManager web address. Like Hadoop's Configuration.getBoolean,
@@ -211,12 +306,18 @@ Status Fill(const Props& props, HadoopConf& conf) {
   LOOM_ASSIGN_OR_RETURN(conf.scheduler, HostPortOf(props, "yarn.resourcemanager.scheduler.address"));
   LOOM_ASSIGN_OR_RETURN(HostPort webapp, HostPortOf(props, "yarn.resourcemanager.webapp.address"));
   conf.rm_webapp = webapp.ToString();
-  LOOM_ASSIGN_OR_RETURN(conf.namenode_http, NameNodeHttp(props, conf));
+  LOOM_ASSIGN_OR_RETURN(conf.namenode_https, NameNodeHttps(props, conf));
+  conf.namenode_http = conf.namenode_https.front();
   LOOM_ASSIGN_OR_RETURN(conf.security, Expand(props, "hadoop.security.authentication"));
   conf.security = ToLower(conf.security);
   LOOM_ASSIGN_OR_RETURN(conf.rpc_protection, Expand(props, "hadoop.rpc.protection"));
   conf.rpc_protection = ToLower(conf.rpc_protection);
-  return FillLogSettings(props, conf);
+  LOOM_ASSIGN_OR_RETURN(conf.rm_principal, Expand(props, "yarn.resourcemanager.principal"));
+  conf.rm_principal = Trim(conf.rm_principal);
+  LOOM_ASSIGN_OR_RETURN(conf.nn_principal, Expand(props, "dfs.namenode.kerberos.principal"));
+  conf.nn_principal = Trim(conf.nn_principal);
+  LOOM_RETURN_IF_ERROR(FillLogSettings(props, conf));
+  return FillRmHa(props, conf);
 }
 
 }  // namespace
@@ -265,6 +366,23 @@ Result<HostPort> ParseHostPort(std::string_view text) {
     return Status::InvalidArgument("'" + std::string(text) + "' is not host:port (bad port)");
   }
   return HostPort{std::string(text.substr(0, colon)), static_cast<int>(*port)};
+}
+
+Result<std::vector<HostPort>> ParseHostPortList(std::string_view text) {
+  std::vector<HostPort> out;
+  for (const std::string& item : Split(text, ',')) {
+    if (Trim(item).empty()) continue;
+    LOOM_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(Trim(item)));
+    out.push_back(hp);
+  }
+  if (out.empty()) return Status::InvalidArgument("'" + std::string(text) + "' names no host:port");
+  return out;
+}
+
+std::string HostPortListString(const std::vector<HostPort>& list) {
+  std::string out;
+  for (const HostPort& hp : list) out += (out.empty() ? "" : ",") + hp.ToString();
+  return out;
 }
 
 }  // namespace loom::cluster::yarn

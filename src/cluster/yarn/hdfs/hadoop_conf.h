@@ -18,6 +18,9 @@ struct HostPort {
 
 // "host:port" (the last colon splits; the port is 1-65535); InvalidArgument otherwise.
 Result<HostPort> ParseHostPort(std::string_view text);
+// "h1:p1,h2:p2" (what job records and manifests keep for HA clusters), and back.
+Result<std::vector<HostPort>> ParseHostPortList(std::string_view text);
+std::string HostPortListString(const std::vector<HostPort>& list);
 
 // Site files named explicitly on top of HADOOP_CONF_DIR's (loom.application.hdfs-conf-path and
 // yarn-conf-path, TonY's keys): each is merged right after the directory's file of its kind,
@@ -37,8 +40,30 @@ struct HadoopConf {
   HostPort scheduler;                // yarn.resourcemanager.scheduler.address (default <rm host>:8030)
   std::string rm_webapp;             // yarn.resourcemanager.webapp.address (default <rm host>:8088)
   HostPort namenode_http;            // dfs.namenode.http-address (default 0.0.0.0:9870 -> fs host)
+  // NameNode HA: fs.defaultFS names a nameservice of dfs.nameservices with dfs.ha.namenodes.<ns>:
+  // dfs.namenode.http-address.<ns>.<nn> of each, in that order (namenode_http is the first).
+  // Otherwise namenode_http alone.
+  std::vector<HostPort> namenode_https;
+  // RM HA (yarn.resourcemanager.ha.enabled): yarn.resourcemanager.ha.rm-ids and per id
+  // yarn.resourcemanager.{address,scheduler.address,webapp.address}.<id>, each defaulting to
+  // yarn.resourcemanager.hostname.<id> with the standard port (HAUtil). rm, scheduler and
+  // rm_webapp are then the first id's. Without HA: one entry each, rm and scheduler.
+  bool rm_ha_enabled = false;
+  std::vector<std::string> rm_ids;
+  std::vector<HostPort> rms;
+  std::vector<HostPort> schedulers;
+  std::vector<std::string> rm_webapps;
+  // The failover policy RMProxy.createRetryPolicy builds for HA: yarn.client.failover-max-attempts
+  // (unset or -1: yarn.resourcemanager.connect.max-wait.ms / sleep base, 900000 / 30000 = 30),
+  // yarn.client.failover-sleep-base-ms and -max-ms (both default to the connect retry interval).
+  int rm_failover_max_attempts = 30;
+  int64_t rm_failover_sleep_base_ms = 30000;
+  int64_t rm_failover_sleep_max_ms = 30000;
   std::string security;              // hadoop.security.authentication ("simple")
   std::string rpc_protection;        // hadoop.rpc.protection ("authentication")
+  // With security "kerberos": the servers' principals, `_HOST` unexpanded (sasl_gssapi.h).
+  std::string rm_principal;          // yarn.resourcemanager.principal
+  std::string nn_principal;          // dfs.namenode.kerberos.principal
   std::string staging_dir;           // loom staging root: "/user/<user>/.loom"
   // yarn.scheduler.minimum-allocation-mb (yarn-default: 1024): asks round up to a multiple.
   int64_t min_allocation_mb = 1024;

@@ -9,10 +9,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 namespace loom::cluster::yarn {
 namespace {
@@ -166,14 +168,66 @@ Status CheckPath(const std::string& op, const std::string& path) {
   return Status::Ok();
 }
 
+// A standby NameNode answers every WebHDFS call with 403 and a RemoteException
+// StandbyException ("Operation category READ is not supported in state standby"): its
+// ExceptionHandler maps any IOException to FORBIDDEN.
+bool IsStandby(const Response& r) {
+  if (r.code != 403) return false;
+  json j = ParseJson(r.body);
+  if (!j.is_object() || !j.contains("RemoteException") || !j["RemoteException"].is_object()) return false;
+  const json& e = j["RemoteException"];
+  return e.value("exception", "") == "StandbyException" ||
+         e.value("javaClassName", "") == "org.apache.hadoop.ipc.StandbyException";
+}
+
+// The NameNode last found active per NameNode list, for the whole process (each `loom`
+// command builds new WebHdfs objects; none should ask the standby first every time).
+std::mutex g_active_mu;
+std::map<std::string, size_t>& ActiveNameNodes() {
+  static auto* active = new std::map<std::string, size_t>();
+  return *active;
+}
+
+// One call to the NameNodes: the active one first, then each other in order while they are
+// standby or unreachable (as DFSClient's failover proxy does, without its backoff: WebHDFS
+// callers retry whole operations themselves). The last answer or error is returned.
+Result<Response> NameNodeCall(const std::vector<std::string>& bases, const std::string& method,
+                              const std::string& user, const std::string& path, const std::string& op,
+                              const std::string& extra) {
+  std::string key = Join(bases, ",");
+  size_t first = 0;
+  if (bases.size() > 1) {
+    std::lock_guard lock(g_active_mu);
+    if (auto it = ActiveNameNodes().find(key); it != ActiveNameNodes().end()) first = it->second % bases.size();
+  }
+  Result<Response> last = Status::Unavailable("WebHDFS: no NameNode address");
+  for (size_t i = 0; i < bases.size(); ++i) {
+    size_t index = (first + i) % bases.size();
+    last = Perform(method, Url(bases[index], user, path, op, extra), nullptr);
+    bool skip = last.ok() ? IsStandby(*last) : last.status().code() == StatusCode::kUnavailable;
+    if (!skip || bases.size() == 1) {
+      if (index != first) {
+        std::lock_guard lock(g_active_mu);
+        ActiveNameNodes()[key] = index;
+      }
+      return last;
+    }
+    if (i + 1 < bases.size()) {
+      spdlog::warn("NameNode {} is {} for WebHDFS {}; trying {}", bases[index],
+                   last.ok() ? "standby" : "unreachable (" + last.status().message() + ")", op,
+                   bases[(index + 1) % bases.size()]);
+    }
+  }
+  return last;
+}
+
 // CREATE in its two steps: a body-less PUT to the NameNode, which redirects to a DataNode,
 // then the bytes to that DataNode.
-Status CreateTwoSteps(const std::string& base, const std::string& user, const std::string& path,
+Status CreateTwoSteps(const std::vector<std::string>& bases, const std::string& user, const std::string& path,
                       const std::string& permission, Body& body) {
   LOOM_RETURN_IF_ERROR(CheckPath("CREATE", path));
   std::string extra = "&overwrite=true&permission=" + PercentEncode(permission);
-  LOOM_ASSIGN_OR_RETURN(Response step1,
-                        Perform("PUT", Url(base, user, path, "CREATE", extra), nullptr));
+  LOOM_ASSIGN_OR_RETURN(Response step1, NameNodeCall(bases, "PUT", user, path, "CREATE", extra));
   std::string location = step1.location;
   if (step1.code == 200) {  // a gateway that answers as if noredirect=true
     json j = ParseJson(step1.body);
@@ -191,22 +245,29 @@ Status CreateTwoSteps(const std::string& base, const std::string& user, const st
 
 }  // namespace
 
-WebHdfs::WebHdfs(std::string base, std::string user) : base_(std::move(base)), user_(std::move(user)) {
-  while (!base_.empty() && base_.back() == '/') base_.pop_back();
+WebHdfs::WebHdfs(std::string base, std::string user) : user_(std::move(user)) {
+  for (std::string b : Split(base, ',')) {
+    b = Trim(b);
+    while (!b.empty() && b.back() == '/') b.pop_back();
+    if (!b.empty()) bases_.push_back(b);
+  }
+  if (bases_.empty()) bases_.push_back("");
 }
 
 WebHdfs WebHdfs::ForConf(const HadoopConf& conf, const std::string& user) {
-  const std::string& host = conf.namenode_http.host;
-  bool ipv6 = host.find(':') != std::string::npos;
-  return WebHdfs("http://" + (ipv6 ? "[" + host + "]" : host) + ":" +
-                     std::to_string(conf.namenode_http.port),
-                 user);
+  std::vector<std::string> bases;
+  for (const HostPort& nn : conf.namenode_https.empty() ? std::vector<HostPort>{conf.namenode_http}
+                                                        : conf.namenode_https) {
+    bool ipv6 = nn.host.find(':') != std::string::npos;
+    bases.push_back("http://" + (ipv6 ? "[" + nn.host + "]" : nn.host) + ":" + std::to_string(nn.port));
+  }
+  return WebHdfs(Join(bases, ","), user);
 }
 
 Status WebHdfs::Mkdirs(const std::string& path, const std::string& permission) {
   LOOM_RETURN_IF_ERROR(CheckPath("MKDIRS", path));
   std::string extra = "&permission=" + PercentEncode(permission);
-  LOOM_ASSIGN_OR_RETURN(Response r, Perform("PUT", Url(base_, user_, path, "MKDIRS", extra), nullptr));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", user_, path, "MKDIRS", extra));
   if (r.code != 200) return RemoteError("MKDIRS", path, r);
   LOOM_ASSIGN_OR_RETURN(bool made, ParseBoolean("MKDIRS", path, r.body));
   // HDFS reports failures as exceptions; false would mean something it did not explain.
@@ -226,7 +287,7 @@ Result<HdfsFileStatus> WebHdfs::Upload(const std::string& local_file, const std:
   Body body;
   body.file = file.get();
   body.size = st.st_size;
-  LOOM_RETURN_IF_ERROR(CreateTwoSteps(base_, user_, path, permission, body));
+  LOOM_RETURN_IF_ERROR(CreateTwoSteps(bases_, user_, path, permission, body));
   // The NodeManager compares a LocalResource's size and timestamp with HDFS's exactly, so
   // they must come from the NameNode, not from the local file or clock.
   return GetFileStatus(path);
@@ -237,7 +298,7 @@ Result<HdfsFileStatus> WebHdfs::Create(const std::string& path, const std::strin
   Body body;
   body.bytes = bytes;
   body.size = static_cast<int64_t>(bytes.size());
-  LOOM_RETURN_IF_ERROR(CreateTwoSteps(base_, user_, path, permission, body));
+  LOOM_RETURN_IF_ERROR(CreateTwoSteps(bases_, user_, path, permission, body));
   // The NodeManager compares a LocalResource's size and timestamp with HDFS's exactly, so
   // they must come from the NameNode, not from the local file or clock.
   return GetFileStatus(path);
@@ -245,7 +306,7 @@ Result<HdfsFileStatus> WebHdfs::Create(const std::string& path, const std::strin
 
 Result<HdfsFileStatus> WebHdfs::GetFileStatus(const std::string& path) {
   LOOM_RETURN_IF_ERROR(CheckPath("GETFILESTATUS", path));
-  LOOM_ASSIGN_OR_RETURN(Response r, Perform("GET", Url(base_, user_, path, "GETFILESTATUS"), nullptr));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "GET", user_, path, "GETFILESTATUS", ""));
   if (r.code != 200) return RemoteError("GETFILESTATUS", path, r);
   try {
     json j = ParseJson(r.body);
@@ -260,7 +321,7 @@ Result<HdfsFileStatus> WebHdfs::GetFileStatus(const std::string& path) {
 
 Result<std::vector<HdfsFileStatus>> WebHdfs::ListStatus(const std::string& path) {
   LOOM_RETURN_IF_ERROR(CheckPath("LISTSTATUS", path));
-  LOOM_ASSIGN_OR_RETURN(Response r, Perform("GET", Url(base_, user_, path, "LISTSTATUS"), nullptr));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "GET", user_, path, "LISTSTATUS", ""));
   if (r.code != 200) return RemoteError("LISTSTATUS", path, r);
   try {
     json j = ParseJson(r.body);
@@ -286,7 +347,7 @@ Result<std::string> WebHdfs::OpenRange(const std::string& path, int64_t offset, 
   std::string extra;
   if (offset > 0) extra += "&offset=" + std::to_string(offset);
   if (length >= 0) extra += "&length=" + std::to_string(length);
-  LOOM_ASSIGN_OR_RETURN(Response step1, Perform("GET", Url(base_, user_, path, "OPEN", extra), nullptr));
+  LOOM_ASSIGN_OR_RETURN(Response step1, NameNodeCall(bases_, "GET", user_, path, "OPEN", extra));
   if (step1.code == 200) return std::move(step1.body);  // HttpFS serves the bytes itself
   if (step1.code != 307 || step1.location.empty()) return RemoteError("OPEN", path, step1);
   LOOM_ASSIGN_OR_RETURN(Response step2, Perform("GET", step1.location, nullptr));
@@ -297,7 +358,7 @@ Result<std::string> WebHdfs::OpenRange(const std::string& path, int64_t offset, 
 Result<bool> WebHdfs::Delete(const std::string& path, bool recursive) {
   LOOM_RETURN_IF_ERROR(CheckPath("DELETE", path));
   std::string extra = recursive ? "&recursive=true" : "&recursive=false";
-  LOOM_ASSIGN_OR_RETURN(Response r, Perform("DELETE", Url(base_, user_, path, "DELETE", extra), nullptr));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "DELETE", user_, path, "DELETE", extra));
   if (r.code == 404) return false;  // HDFS answers false itself; a gateway may say 404
   if (r.code != 200) return RemoteError("DELETE", path, r);
   return ParseBoolean("DELETE", path, r.body);
@@ -307,7 +368,7 @@ Result<bool> WebHdfs::Rename(const std::string& from, const std::string& to) {
   LOOM_RETURN_IF_ERROR(CheckPath("RENAME", from));
   LOOM_RETURN_IF_ERROR(CheckPath("RENAME", to));
   std::string extra = "&destination=" + PercentEncode(to);
-  LOOM_ASSIGN_OR_RETURN(Response r, Perform("PUT", Url(base_, user_, from, "RENAME", extra), nullptr));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", user_, from, "RENAME", extra));
   if (r.code != 200) return RemoteError("RENAME", from, r);
   return ParseBoolean("RENAME", from, r.body);
 }

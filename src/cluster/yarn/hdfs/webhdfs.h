@@ -25,7 +25,10 @@ struct HdfsFileStatus {
 
 class WebHdfs {
  public:
-  // `base` is "http://host:port" of the NameNode's HTTP server.
+  // `base` is "http://host:port" of the NameNode's HTTP server; with NameNode HA, each
+  // NameNode's, comma-separated ("http://nn1:9870,http://nn2:9870"). Calls go to the one last
+  // found active (in this process); one that answers StandbyException (a standby NameNode's
+  // 403) or cannot be reached is skipped for the next, each NameNode tried once per call.
   WebHdfs(std::string base, std::string user);
   static WebHdfs ForConf(const HadoopConf& conf, const std::string& user);
 
@@ -47,7 +50,7 @@ class WebHdfs {
   Result<bool> Rename(const std::string& from, const std::string& to);
 
  private:
-  std::string base_;
+  std::vector<std::string> bases_;
   std::string user_;
 };
 

@@ -22,9 +22,12 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/proto/hadoop_rpc.pb.h"
+#include "cluster/yarn/hdfs/hadoop_conf.h"
 #include "cluster/yarn/rpc/ipc_test_hooks.h"
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "cluster/yarn/wire/sasl_digest.h"
+#include "cluster/yarn/wire/sasl_gssapi.h"
+#include "cluster/yarn/wire/sasl_layer.h"
 
 namespace loom::cluster::yarn {
 
@@ -65,6 +68,14 @@ std::string TestClientId() {
 std::string TestCnonce() {
   std::lock_guard lock(g_test_identity_mu);
   return g_test_cnonce;
+}
+
+// The conf key naming the server's Kerberos principal (Java's SecurityInfo/KerberosInfo for the
+// protocol); empty for protocols that are TOKEN only (scheduler, NodeManagers: K5.4).
+std::string KerberosPrincipalKey(const std::string& protocol) {
+  if (protocol == kClientProtocol) return "yarn.resourcemanager.principal";
+  if (protocol == "org.apache.hadoop.hdfs.protocol.ClientProtocol") return "dfs.namenode.kerberos.principal";
+  return "";
 }
 
 std::string ShortProtocolName(const std::string& protocol) {
@@ -259,7 +270,55 @@ struct Opened {
   Socket socket;
   FrameReader reader;
   std::string unsent;
+  // Set when SASL negotiated integrity or privacy: every later frame, both ways, is wrapped.
+  struct Wrapping {
+    std::mutex mu;  // the layer's calls are serialised (sasl_layer.h): writers and the reader
+    std::unique_ptr<SaslSecurityLayer> layer;
+    FrameReader plain;  // unwrapped bytes; a frame may span WRAP tokens
+  };
+  std::unique_ptr<Wrapping> wrapping;
 };
+
+// hadoop.rpc.protection of $HADOOP_CONF_DIR, read once: what Java's SaslPropertiesResolver
+// takes from the process's Configuration (an AM's container gets HADOOP_CONF_DIR from the
+// NodeManager's env whitelist).
+std::string DefaultRpcProtection() {
+  static const std::string value = [] {
+    if (const char* dir = std::getenv("HADOOP_CONF_DIR"); dir == nullptr || *dir == '\0') return std::string();
+    // The user only names the staging directory, which is not read here.
+    Result<HadoopConf> conf = HadoopConf::FromEnvironment("loom");
+    if (!conf.ok()) {
+      spdlog::warn("cannot read hadoop.rpc.protection from HADOOP_CONF_DIR ({}); using authentication",
+                   conf.status().message());
+      return std::string();
+    }
+    return conf->rpc_protection;
+  }();
+  return value;
+}
+
+// `bytes` (whole frames) as they go on the wire: as is, or cut into WRAP tokens of at most
+// kSaslMaxWrapPlainBytes, as Java's SaslRpcClient.WrappedOutputStream does.
+Result<std::string> OnWire(Opened* o, std::string bytes) {
+  if (!o->wrapping) return bytes;
+  std::lock_guard lock(o->wrapping->mu);
+  std::string out;
+  for (size_t at = 0; at < bytes.size(); at += kSaslMaxWrapPlainBytes) {
+    LOOM_ASSIGN_OR_RETURN(std::string token,
+                          o->wrapping->layer->Wrap(std::string_view(bytes).substr(at, kSaslMaxWrapPlainBytes)));
+    RpcSaslProto wrap;
+    wrap.set_state(RpcSaslProto::WRAP);
+    wrap.set_token(std::move(token));
+    RpcRequestHeaderProto header = MakeRequestHeader(kSaslCallId, "", -1);
+    out += EncodeFrame({&header, &wrap});
+  }
+  return out;
+}
+
+Status WriteFrames(Opened* o, std::string bytes) {
+  LOOM_ASSIGN_OR_RETURN(std::string wire, OnWire(o, std::move(bytes)));
+  return o->socket.WriteAll(wire);
+}
 
 }  // namespace
 
@@ -284,9 +343,10 @@ struct IpcClient::Impl {
     Clock::time_point last_active;         // guarded by Impl::mu
   };
 
-  explicit Impl(IpcOptions o) : options(std::move(o)), token(options.token) {
+  explicit Impl(IpcOptions o) : options(std::move(o)), token(options.token), kerberos(options.kerberos) {
     client_id = !options.client_id_for_test.empty() ? options.client_id_for_test : TestClientId();
     if (client_id.empty()) client_id = RandomClientId();
+    if (!kerberos && !options.token && !KerberosPrincipalKey(options.protocol).empty()) kerberos = ProcessKerberos();
   }
   ~Impl() { Close(); }
 
@@ -305,7 +365,9 @@ struct IpcClient::Impl {
 
   Result<Opened> Open(Clock::time_point deadline);
   Result<bool> Sasl(Opened* o, const Token& token, Clock::time_point deadline);
+  Status SaslKerberos(Opened* o, Clock::time_point deadline);
   Result<RpcSaslProto> ReadSasl(Opened* o, Clock::time_point deadline);
+  Result<std::string> NextFrame(Opened* o, std::optional<Clock::time_point> deadline);
   std::string ContextFrame(bool token_auth) const;
   std::string CallFrame(int32_t call_id, const std::string& method, const google::protobuf::Message& request) const;
 
@@ -328,6 +390,7 @@ struct IpcClient::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::optional<Token> token;         // guarded by mu
+  std::shared_ptr<const KerberosClientConf> kerberos;  // set once, in the constructor
   std::shared_ptr<Connection> conn;   // guarded by mu
 };
 
@@ -337,7 +400,13 @@ std::string IpcClient::Impl::ContextFrame(bool token_auth) const {
   // After TOKEN auth the server knows the user from the token: Java sends userInfo present but
   // empty; a differing effectiveUser would be refused.
   auto* user = context.mutable_userinfo();
-  if (!token_auth) user->set_effectiveuser(options.user);
+  // After KERBEROS auth the server expects the full principal (K4.11); another name would be a
+  // proxy-user request.
+  if (kerberos && kerberos->login) {
+    user->set_effectiveuser(kerberos->login->principal());
+  } else if (!token_auth) {
+    user->set_effectiveuser(options.user);
+  }
   context.set_protocol(options.protocol);
   return EncodeFrame({&header, &context});
 }
@@ -364,6 +433,11 @@ Result<Opened> IpcClient::Impl::Open(Clock::time_point deadline) {
   if (!sock.ok()) return Status::Unavailable("cannot connect to " + Describe() + ": " + sock.status().message());
   Opened o{std::move(*sock), FrameReader(), ""};
   o.socket.SetSendTimeout(options.call_timeout);
+  if (!tok && kerberos) {
+    LOOM_RETURN_IF_ERROR(SaslKerberos(&o, deadline));
+    o.unsent = ContextFrame(false);
+    return o;
+  }
   if (!tok) {
     o.unsent = Preamble(AuthProtocol::kNone) + ContextFrame(false);
     return o;
@@ -388,6 +462,41 @@ Result<RpcSaslProto> IpcClient::Impl::ReadSasl(Opened* o, Clock::time_point dead
     return Status(StatusCode::kDataLoss, Describe() + ": malformed SASL reply");
   }
   return sasl;
+}
+
+// The next ordinary frame from the server: as read, or unwrapped from WRAP tokens when SASL
+// negotiated integrity or privacy (K4.9-10). A frame in clear is then a protocol error, and so
+// is a token that fails its check (sasl_layer.h): either ends the connection.
+Result<std::string> IpcClient::Impl::NextFrame(Opened* o, std::optional<Clock::time_point> deadline) {
+  if (!o->wrapping) return ReadFrame(o->socket, &o->reader, deadline);
+  Opened::Wrapping& w = *o->wrapping;
+  for (;;) {
+    {
+      std::lock_guard lock(w.mu);
+      Result<std::optional<std::string>> inner = w.plain.Next();
+      if (!inner.ok()) return Status(StatusCode::kDataLoss, Describe() + ": inside SASL WRAP: " + inner.status().message());
+      if (*inner) return std::move(**inner);
+    }
+    LOOM_ASSIGN_OR_RETURN(std::string raw, ReadFrame(o->socket, &o->reader, deadline));
+    Result<ServerFrame> f = ParseServerFrame(raw);
+    if (!f.ok()) return Status(StatusCode::kDataLoss, Describe() + ": " + f.status().message());
+    RpcSaslProto sasl;
+    const bool wrapped = ResponseCallId(f->header) == kSaslCallId &&
+                         f->header.status() == RpcResponseHeaderProto::SUCCESS && f->body &&
+                         sasl.ParseFromString(*f->body) && sasl.state() == RpcSaslProto::WRAP;
+    if (!wrapped) {
+      if (f->header.status() == RpcResponseHeaderProto::FATAL) return Fatal(f->header);
+      return Status(StatusCode::kDataLoss,
+                    Describe() + ": protocol error: the server sent a frame in clear (call id " +
+                        std::to_string(ResponseCallId(f->header)) + ") after SASL negotiated " +
+                        std::string(w.layer->Qop()) + " (hadoop.rpc.protection=" +
+                        RpcProtectionOfQop(w.layer->Qop()) + "); every frame must be wrapped");
+    }
+    std::lock_guard lock(w.mu);
+    Result<std::string> plain = w.layer->Unwrap(sasl.token());
+    if (!plain.ok()) return plain.status().WithContext(Describe());
+    w.plain.Feed(*plain);
+  }
 }
 
 // Runs SASL as Java's SaslRpcClient does; true when TOKEN (DIGEST-MD5) authenticated us, false
@@ -431,7 +540,10 @@ Result<bool> IpcClient::Impl::Sasl(Opened* o, const Token& tok, Clock::time_poin
   std::optional<DigestResult> digest;
   auto respond = [&](std::string_view challenge_text) -> Status {
     LOOM_ASSIGN_OR_RETURN(DigestChallenge challenge, ParseDigestChallenge(challenge_text));
-    LOOM_ASSIGN_OR_RETURN(DigestResult r, DigestRespond(tok, challenge, cnonce, digest_uri));
+    LOOM_ASSIGN_OR_RETURN(std::vector<std::string> wanted,
+                          QopsFromRpcProtection(options.rpc_protection.empty() ? DefaultRpcProtection()
+                                                                               : options.rpc_protection));
+    LOOM_ASSIGN_OR_RETURN(DigestResult r, DigestRespond(tok, challenge, cnonce, digest_uri, wanted));
     digest = std::move(r);
     return Status::Ok();
   };
@@ -468,7 +580,65 @@ Result<bool> IpcClient::Impl::Sasl(Opened* o, const Token& tok, Clock::time_poin
     if (Status s = VerifyRspAuth(*digest, reply.token()); !s.ok()) {
       return Status::Unauthenticated(Describe() + ": " + s.message());
     }
+    Result<std::unique_ptr<SaslSecurityLayer>> layer =
+        NewDigestSecurityLayer(digest->qop, digest->cipher, digest->ha1, DigestSide::kClient);
+    if (!layer.ok()) return layer.status().WithContext(Describe());
+    if (*layer) {
+      o->wrapping = std::make_unique<Opened::Wrapping>();
+      o->wrapping->layer = std::move(*layer);
+    }
     return true;
+  }
+}
+
+// SASL GSSAPI (sasl_gssapi.h, K4): NEGOTIATE, INITIATE, then CHALLENGE/RESPONSE rounds until
+// SUCCESS. Errors the user must fix (no principal configured, a server that is not the
+// configured one, a QOP the cluster does not offer, expired credentials) are InvalidArgument.
+Status IpcClient::Impl::SaslKerberos(Opened* o, Clock::time_point deadline) {
+  RpcSaslProto negotiate;
+  negotiate.set_state(RpcSaslProto::NEGOTIATE);
+  if (Status s = o->socket.WriteAll(Preamble(AuthProtocol::kSasl) + SaslFrame(negotiate)); !s.ok()) return Lost(s);
+  LOOM_ASSIGN_OR_RETURN(RpcSaslProto offer, ReadSasl(o, deadline));
+  if (offer.state() == RpcSaslProto::SUCCESS) {
+    return Status::Unauthenticated(Describe() + ": the server has no security (SIMPLE), but this client's "
+                                                "hadoop.security.authentication is kerberos");
+  }
+  if (offer.state() != RpcSaslProto::NEGOTIATE) {
+    return Status::Unauthenticated(Describe() + ": SASL " + SaslStateName(offer.state()) + " instead of NEGOTIATE");
+  }
+  const RpcSaslProto::SaslAuth* kerberos_offer = FindKerberosOffer(offer);
+  if (!kerberos_offer) {
+    std::string offered;
+    for (const auto& auth : offer.auths()) offered += (offered.empty() ? "" : ",") + auth.method() + "/" + auth.mechanism();
+    return Status::Unauthenticated(Describe() + ": server offers no KERBEROS/GSSAPI auth (offered: " + offered + ")");
+  }
+  GssapiSaslClient::Options gopts;
+  gopts.login = kerberos->login;
+  gopts.principal_key = KerberosPrincipalKey(options.protocol);
+  gopts.principal_conf = gopts.principal_key == "dfs.namenode.kerberos.principal" ? kerberos->nn_principal
+                                                                                  : kerberos->rm_principal;
+  gopts.server_host = CanonicalHostName(options.host);
+  gopts.rpc_protection = kerberos->rpc_protection;
+  gopts.server = Describe();
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<GssapiSaslClient> gss, GssapiSaslClient::Start(gopts, *kerberos_offer));
+  LOOM_ASSIGN_OR_RETURN(RpcSaslProto initiate, gss->Initiate());
+  if (Status s = o->socket.WriteAll(SaslFrame(initiate)); !s.ok()) return Lost(s);
+  for (;;) {
+    LOOM_ASSIGN_OR_RETURN(RpcSaslProto reply, ReadSasl(o, deadline));
+    if (reply.state() == RpcSaslProto::CHALLENGE) {
+      LOOM_ASSIGN_OR_RETURN(RpcSaslProto response, gss->Respond(reply.token()));
+      if (Status s = o->socket.WriteAll(SaslFrame(response)); !s.ok()) return Lost(s);
+      continue;
+    }
+    if (reply.state() != RpcSaslProto::SUCCESS) {
+      return Status::Unauthenticated(Describe() + ": unexpected SASL " + SaslStateName(reply.state()));
+    }
+    LOOM_ASSIGN_OR_RETURN(std::unique_ptr<SaslSecurityLayer> layer, gss->Finish());
+    if (layer) {
+      o->wrapping = std::make_unique<Opened::Wrapping>();
+      o->wrapping->layer = std::move(layer);
+    }
+    return Status::Ok();
   }
 }
 
@@ -507,12 +677,12 @@ Result<std::shared_ptr<IpcClient::Impl::Connection>> IpcClient::Impl::Connected(
 
 Status IpcClient::Impl::Send(Connection& c, const std::string& frame) {
   std::lock_guard lock(c.write_mu);
-  if (c.io.unsent.empty()) return c.io.socket.WriteAll(frame);
+  if (c.io.unsent.empty()) return WriteFrames(&c.io, frame);
   // Java writes the context (and a SIMPLE preamble) in the same segment as the first call.
   std::string bytes = std::move(c.io.unsent);
   c.io.unsent.clear();
   bytes += frame;
-  return c.io.socket.WriteAll(bytes);
+  return WriteFrames(&c.io, std::move(bytes));
 }
 
 Status IpcClient::Impl::Await(Connection& c, int32_t call_id, Pending* p, const std::string& method,
@@ -569,9 +739,9 @@ Status IpcClient::Impl::Call(const std::string& method, const google::protobuf::
 Status IpcClient::Impl::CallOnOwnConnection(int32_t call_id, const std::string& frame, const std::string& method,
                                             Clock::time_point deadline, google::protobuf::Message* response) {
   LOOM_ASSIGN_OR_RETURN(Opened o, Open(deadline));
-  if (Status s = o.socket.WriteAll(o.unsent + frame); !s.ok()) return Lost(s);
+  if (Status s = WriteFrames(&o, o.unsent + frame); !s.ok()) return Lost(s);
   for (;;) {
-    Result<std::string> bytes = ReadFrame(o.socket, &o.reader, deadline);
+    Result<std::string> bytes = NextFrame(&o, deadline);
     if (!bytes.ok()) {
       if (bytes.status().code() == StatusCode::kDeadlineExceeded) {
         return Status::DeadlineExceeded(method + " on " + Describe() + ": no response within " +
@@ -594,7 +764,7 @@ Status IpcClient::Impl::CallOnOwnConnection(int32_t call_id, const std::string& 
 void IpcClient::Impl::ReadLoop(Connection* c) {
   Status why;
   for (;;) {
-    Result<std::string> frame = ReadFrame(c->io.socket, &c->io.reader, std::nullopt);
+    Result<std::string> frame = NextFrame(&c->io, std::nullopt);
     if (!frame.ok()) {
       why = Lost(frame.status());
       break;
@@ -612,9 +782,10 @@ Status IpcClient::Impl::Dispatch(Connection* c, const std::string& frame) {
   if (f->header.status() == RpcResponseHeaderProto::FATAL) return Fatal(f->header);
   const int32_t id = ResponseCallId(f->header);
   if (id == kSaslCallId) {
-    // SASL WRAP: the server wants integrity or privacy (hadoop.rpc.protection), not supported.
-    return Status::Unimplemented(Describe() + ": server wraps frames in SASL (hadoop.rpc.protection other than "
-                                              "authentication), which is not supported");
+    // NextFrame() has already unwrapped what a negotiated layer protects: a SASL frame here is
+    // a WRAP without a layer (the server and SASL disagree on qop) or one nested in a WRAP.
+    return Status(StatusCode::kDataLoss, Describe() + ": protocol error: a SASL frame after authentication, "
+                                                      "although SASL negotiated no security layer (qop auth)");
   }
   std::lock_guard lock(mu);
   auto it = c->pending.find(id);

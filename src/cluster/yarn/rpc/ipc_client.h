@@ -1,7 +1,8 @@
 #pragma once
 // IpcClient: one Hadoop IPC (RPC v9) connection to one server and protocol, as Java's
-// ipc.Client speaks it: preamble, SASL (SIMPLE, or TOKEN via DIGEST-MD5 with qop=auth), the
-// connection context, then calls. Calls are thread-safe and may run concurrently on the one
+// ipc.Client speaks it: preamble, SASL (SIMPLE, or TOKEN via DIGEST-MD5), the connection
+// context, then calls. When SASL negotiates integrity or privacy (hadoop.rpc.protection), every
+// frame after SASL SUCCESS, the context included, travels in callId -33 WRAP frames both ways. Calls are thread-safe and may run concurrently on the one
 // connection (responses are matched by call id). A connection the server closed (idle for
 // 20 s, restarted) is reopened, with the handshake, on the next call.
 
@@ -14,6 +15,7 @@
 #include <google/protobuf/message.h>
 
 #include "cluster/yarn/wire/credentials.h"
+#include "cluster/yarn/wire/kerberos_login.h"
 #include "core/status.h"
 
 namespace loom::cluster::yarn {
@@ -31,10 +33,19 @@ struct IpcOptions {
   std::string user;
   // TOKEN auth (SASL DIGEST-MD5) when set; the context then carries an empty userInfo.
   std::optional<Token> token;
+  // KERBEROS auth (SASL GSSAPI, sasl_gssapi.h) when set and there is no token; the context then
+  // names the full principal. Unset: ProcessKerberos() for the protocols that have a server
+  // principal key (the RM's client protocol), as Java's UGI login user.
+  std::shared_ptr<const KerberosClientConf> kerberos;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds call_timeout{60000};
   // Close the connection after each call (what Java does towards NodeManagers).
   bool one_call_per_connection = false;
+  // hadoop.rpc.protection for SASL TOKEN (DIGEST-MD5) connections: which qops this client
+  // accepts (authentication, integrity, privacy, or a list). Empty: the value in
+  // $HADOOP_CONF_DIR/core-site.xml (read once per process), else "authentication". With
+  // integrity or privacy every frame after SASL travels wrapped (callId -33 WRAP, K4.9).
+  std::string rpc_protection;
   // Tests only: fixed 16-byte client id and DIGEST cnonce, to compare with recorded bytes.
   std::string client_id_for_test;
   std::string cnonce_for_test;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -163,7 +164,18 @@ IpcOptions ClientOptions(std::string host, int port, std::string user) {
 }  // namespace
 
 ApplicationClient::ApplicationClient(std::string host, int port, std::string user)
-    : ipc_(ClientOptions(std::move(host), port, std::move(user))) {}
+    : ipc_({ClientOptions(std::move(host), port, std::move(user))}, FailoverSettings{}) {}
+
+namespace {
+std::vector<IpcOptions> EachRm(const RmAddresses& rms, const std::function<IpcOptions(std::string, int)>& options) {
+  std::vector<IpcOptions> out;
+  for (const auto& [host, port] : rms) out.push_back(options(host, port));
+  return out;
+}
+}  // namespace
+
+ApplicationClient::ApplicationClient(const RmAddresses& rms, std::string user, FailoverSettings failover)
+    : ipc_(EachRm(rms, [&](std::string h, int p) { return ClientOptions(std::move(h), p, user); }), failover) {}
 
 Result<ypb::GetNewApplicationResponseProto> ApplicationClient::GetNewApplication() {
   ypb::GetNewApplicationRequestProto req;
@@ -268,7 +280,11 @@ IpcOptions AmOptions(std::string host, int port, Token token) {
 }  // namespace
 
 AmRmClient::AmRmClient(std::string host, int port, Token amrm_token)
-    : ipc_(AmOptions(std::move(host), port, std::move(amrm_token))) {}
+    : ipc_({AmOptions(std::move(host), port, std::move(amrm_token))}, FailoverSettings{}) {}
+
+AmRmClient::AmRmClient(const RmAddresses& schedulers, Token amrm_token, FailoverSettings failover)
+    : ipc_(EachRm(schedulers, [&](std::string h, int p) { return AmOptions(std::move(h), p, amrm_token); }),
+           failover) {}
 
 Result<ypb::RegisterApplicationMasterResponseProto> AmRmClient::Register(const std::string& host, int rpc_port,
                                                                          const std::string& tracking_url) {

@@ -13,6 +13,7 @@
 
 #include "cluster/yarn/proto/yarn.pb.h"
 #include "cluster/yarn/rpc/ipc_client.h"
+#include "cluster/yarn/rpc/rm_failover.h"
 
 namespace loom::cluster::yarn {
 
@@ -26,10 +27,15 @@ Result<ypb::ApplicationIdProto> ParseApplicationId(std::string_view text);
 Result<ypb::ContainerIdProto> ParseContainerId(std::string_view text);
 std::string NodeIdString(const ypb::NodeIdProto& id);  // "host:port"
 
+// ResourceManager addresses (host, port) in yarn.resourcemanager.ha.rm-ids order; one without HA.
+using RmAddresses = std::vector<std::pair<std::string, int>>;
+
 // Client -> RM (ApplicationClientProtocol), SIMPLE auth as `user`.
 class ApplicationClient {
  public:
   ApplicationClient(std::string host, int port, std::string user);
+  // RM HA: each call goes to the active ResourceManager, failing over (rm_failover.h).
+  ApplicationClient(const RmAddresses& rms, std::string user, FailoverSettings failover);
   Result<ypb::GetNewApplicationResponseProto> GetNewApplication();
   Status SubmitApplication(const ypb::ApplicationSubmissionContextProto& context);
   Result<ypb::ApplicationReportProto> GetApplicationReport(const ypb::ApplicationIdProto& id);
@@ -52,13 +58,17 @@ class ApplicationClient {
       std::vector<ypb::YarnApplicationStateProto> states = {}, std::vector<std::string> tags = {});
 
  private:
-  IpcClient ipc_;
+  FailoverIpcClient ipc_;
 };
 
 // AM -> RM scheduler (ApplicationMasterProtocol), TOKEN auth with the AMRMToken.
 class AmRmClient {
  public:
   AmRmClient(std::string host, int port, Token amrm_token);
+  // RM HA: the scheduler addresses of every ResourceManager. After a failover the new active
+  // RM answers ApplicationMasterNotRegisteredException (or AM_RESYNC) and Allocate registers
+  // again, as AMRMClientImpl does; the AMRMToken is valid on every RM of the cluster.
+  AmRmClient(const RmAddresses& schedulers, Token amrm_token, FailoverSettings failover);
   Result<ypb::RegisterApplicationMasterResponseProto> Register(const std::string& host, int rpc_port,
                                                                const std::string& tracking_url);
   // One heartbeat. `asks` are the current totals per key (send only changed keys; 0 cancels);
@@ -82,7 +92,7 @@ class AmRmClient {
   void TakeResponse(const ypb::AllocateResponseProto& response);
   void StoreNmToken(const ypb::NMTokenProto& t);
 
-  IpcClient ipc_;
+  FailoverIpcClient ipc_;
   std::string host_;
   int rpc_port_ = -1;
   std::string tracking_url_;

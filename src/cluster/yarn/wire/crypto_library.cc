@@ -35,6 +35,13 @@ CryptoLibrary Load() {
   Resolve(lib, "EVP_DecodeBlock", &c.decode_block);
   Resolve(lib, "RAND_bytes", &c.rand_bytes);
   Resolve(lib, "CRYPTO_memcmp", &c.memcmp);
+  Resolve(lib, "HMAC", &c.hmac);
+  Resolve(lib, "EVP_des_ede3_cbc", &c.des_ede3_cbc);
+  Resolve(lib, "EVP_CIPHER_CTX_new", &c.cipher_ctx_new);
+  Resolve(lib, "EVP_CIPHER_CTX_free", &c.cipher_ctx_free);
+  Resolve(lib, "EVP_CipherInit_ex", &c.cipher_init);
+  Resolve(lib, "EVP_CipherUpdate", &c.cipher_update);
+  Resolve(lib, "EVP_CIPHER_CTX_set_padding", &c.cipher_set_padding);
   return c;  // the library stays loaded for the life of the process
 }
 

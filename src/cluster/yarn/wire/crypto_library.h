@@ -1,6 +1,6 @@
 #pragma once
-// The few libcrypto (OpenSSL) functions the YARN code uses (MD5, SHA-256, Base64, random bytes),
-// loaded on first use. Only the client and a YARN AM ever call them; linking libcrypto would
+// The few libcrypto (OpenSSL) functions the YARN code uses (MD5, SHA-256, Base64, random bytes,
+// HMAC-MD5 and 3DES-CBC for the DIGEST-MD5 security layer), loaded on first use. Only the client and a YARN AM ever call them; linking libcrypto would
 // make every executor map and relocate it at start for nothing.
 
 #include <openssl/evp.h>
@@ -16,6 +16,19 @@ struct CryptoLibrary {
   int (*decode_block)(unsigned char* t, const unsigned char* f, int n);
   int (*rand_bytes)(unsigned char* buf, int num);
   int (*memcmp)(const void* a, const void* b, size_t len);  // constant time
+  // HMAC-MD5 (DIGEST-MD5 integrity, RFC 2831 2.3). One-shot; deprecated in 3.0 but exported.
+  unsigned char* (*hmac)(const EVP_MD* md, const void* key, int key_len, const unsigned char* data, size_t data_len,
+                         unsigned char* out, unsigned int* out_len);
+  // DIGEST-MD5 privacy (RFC 2831 2.4): 3DES-EDE-CBC, which the default provider of OpenSSL 3
+  // keeps. Single DES runs as DES-EDE3 with K,K,K (the same permutation); RC4 and single DES
+  // need the legacy provider, which is often missing, so RC4 is done in sasl_digest.cc.
+  const EVP_CIPHER* (*des_ede3_cbc)();
+  EVP_CIPHER_CTX* (*cipher_ctx_new)();
+  void (*cipher_ctx_free)(EVP_CIPHER_CTX* ctx);
+  int (*cipher_init)(EVP_CIPHER_CTX* ctx, const EVP_CIPHER* cipher, ENGINE* impl, const unsigned char* key,
+                     const unsigned char* iv, int enc);
+  int (*cipher_update)(EVP_CIPHER_CTX* ctx, unsigned char* out, int* out_len, const unsigned char* in, int in_len);
+  int (*cipher_set_padding)(EVP_CIPHER_CTX* ctx, int pad);
 };
 
 // The loaded library. libcrypto is a dependency of the package; its absence is fatal.

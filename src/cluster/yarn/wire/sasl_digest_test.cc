@@ -167,15 +167,17 @@ TEST(DigestMd5, ServerRejectsTamperedTokens) {
   EXPECT_STATUS(VerifyRspAuth(*r, ""), kUnauthenticated, HasSubstr("no rspauth"));
 }
 
+// A client configured for authentication only (the default) refuses a privacy-only server, and
+// says which setting to change.
 TEST(DigestMd5, QopWithoutAuthFailsClearly) {
   Result<DigestChallenge> c =
       ParseDigestChallenge("realm=\"default\",nonce=\"abc\",qop=\"auth-conf\",charset=utf-8,algorithm=md5-sess");
   ASSERT_OK(c);
   EXPECT_EQ(c->qops, std::vector<std::string>{"auth-conf"});
   Result<DigestResult> r = DigestRespond(Token{"i", "p", "k", ""}, *c, "cnonce", "/default");
-  EXPECT_STATUS(r, kUnimplemented, HasSubstr("hadoop.rpc.protection"));
-  EXPECT_STATUS(r, kUnimplemented, HasSubstr("integrity or privacy"));
-  EXPECT_STATUS(r, kUnimplemented, HasSubstr("auth-conf"));
+  EXPECT_STATUS(r, kFailedPrecondition, HasSubstr("hadoop.rpc.protection=privacy"));
+  EXPECT_STATUS(r, kFailedPrecondition, HasSubstr("hadoop.rpc.protection=authentication"));
+  EXPECT_STATUS(r, kFailedPrecondition, HasSubstr("auth-conf"));
 }
 
 TEST(DigestMd5, QopListOfferingAuthChoosesAuth) {
