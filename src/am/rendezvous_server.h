@@ -72,7 +72,7 @@ class RendezvousServer {
     size_t max_stored_bytes = size_t{128} << 20;
     size_t max_pending = 64;  // accepted connections waiting for a thread
   };
-  RendezvousServer() = default;
+  RendezvousServer() : RendezvousServer(Limits{}) {}
   explicit RendezvousServer(Limits limits) : limits_(limits) {}
   ~RendezvousServer();
   RendezvousServer(const RendezvousServer&) = delete;
