@@ -8,6 +8,8 @@
 #include "cluster/local/local_backend.h"
 #include "cluster/yarn/yarn_am_side.h"
 #include "cluster/yarn/yarn_job_submitter.h"
+#include "core/config/config.h"
+#include "core/config/key_registry.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "history/job_view.h"
@@ -21,6 +23,24 @@ std::string ClientUser() {
 
 namespace {
 
+// Kerberos login keys (a keytab and its principal, TonY's names too) are for a Kerberized
+// cluster; the local backend has none to log in to, so accepting them would do nothing.
+// tony-default.xml's placeholders count as unset.
+Status RefuseKerberosOnLocal(const config::Config& conf) {
+  const std::pair<const char*, const char*> keys[] = {{"loom.kerberos.keytab", ""},
+                                                      {"loom.kerberos.principal", ""},
+                                                      {"loom.keytab.location", "/location/to/tony.keytab"},
+                                                      {"loom.keytab.user", "user1"}};
+  for (const auto& [key, placeholder] : keys) {
+    std::string value = Trim(config::GetString(conf, key));
+    if (value.empty() || value == placeholder) continue;
+    return Status::InvalidArgument(config::Spelled(conf, key) + "=" + value +
+                                   ": a Kerberos login is for --cluster yarn on a Kerberized cluster; the local "
+                                   "backend has nothing to log in to: remove the key");
+  }
+  return Status::Ok();
+}
+
 std::vector<BackendEntry> MakeBackends() {
   std::vector<BackendEntry> all;
   all.push_back({
@@ -28,6 +48,7 @@ std::vector<BackendEntry> MakeBackends() {
       "this machine (default)",
       [](const config::Config& conf) -> Result<std::unique_ptr<cluster::Backend>> {
         LOOM_RETURN_IF_ERROR(cluster::local::RefuseDockerOnLocal(conf));  // no images here: docker_check.h
+        LOOM_RETURN_IF_ERROR(RefuseKerberosOnLocal(conf));
         LOOM_ASSIGN_OR_RETURN(auto inventory, cluster::local::HostInventory::Detect(conf));
         return std::unique_ptr<cluster::Backend>(std::make_unique<cluster::local::LocalBackend>(inventory, SelfExecutable()));
       },

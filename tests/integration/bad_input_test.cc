@@ -99,6 +99,15 @@ TEST_F(BadInputTest, KerberosIsRefused) {
   EXPECT_THAT(r.err, HasSubstr("tony.application.security.enabled=true (from --conf): Kerberos is not supported yet"));
 }
 
+TEST_F(BadInputTest, KerberosLoginKeysOnTheLocalBackendAreRefused) {
+  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.keytab.location=/etc/alice.keytab"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("tony.keytab.location=/etc/alice.keytab: a Kerberos login is for --cluster yarn"));
+  r = Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.kerberos.principal=alice@EXAMPLE.COM"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("loom.kerberos.principal=alice@EXAMPLE.COM: a Kerberos login"));
+}
+
 TEST_F(BadInputTest, FlagsAndKeysWithNothingToDoAreRefused) {
   // TonY's --hdfs_classpath feeds a JVM classpath; Loom has no JVM to give it to.
   RunResult r = Submit({"--conf", "tony.worker.instances=1", "--hdfs_classpath", "hdfs:///jars"});
