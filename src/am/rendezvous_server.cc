@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -13,11 +12,10 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <fstream>
-#include <random>
 
 #include <spdlog/spdlog.h>
 
+#include "core/ports.h"
 #include "core/strings.h"
 
 namespace loom::am {
@@ -42,13 +40,6 @@ const char* Reason(int code) {
     case 507: return "Insufficient Storage";
     default: return "Error";
   }
-}
-
-std::pair<int, int> EphemeralPorts() {
-  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
-  int lo = 0, hi = 0;
-  if (f >> lo >> hi && lo > 0 && hi >= lo) return {lo, hi};
-  return {32768, 60999};
 }
 
 // Milliseconds left before `deadline`, at least 0.
@@ -94,18 +85,7 @@ Result<int> RendezvousServer::Start(const std::string& bind_address, int port_lo
   }
   std::vector<int> candidates;
   if (port_low > 0) {
-    auto [eph_lo, eph_hi] = EphemeralPorts();
-    for (int p = port_low; p <= port_high; ++p) {
-      if (p < eph_lo || p > eph_hi) candidates.push_back(p);
-    }
-    // A range inside the ephemeral one is still the range the user opened.
-    if (candidates.empty()) {
-      for (int p = port_low; p <= port_high; ++p) candidates.push_back(p);
-    }
-    uint64_t seed = 0;
-    (void)!::getrandom(&seed, sizeof(seed), 0);
-    std::mt19937_64 rng(seed ^ static_cast<uint64_t>(::getpid()));
-    std::shuffle(candidates.begin(), candidates.end(), rng);
+    candidates = PortCandidates(port_low, port_high);
   } else {
     candidates.push_back(0);
   }

@@ -4,13 +4,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <fstream>
-#include <random>
 #include <vector>
 
 namespace loom::executor {
@@ -56,27 +52,8 @@ void ReservedPort::Release() {
   fd_ = -1;
 }
 
-std::pair<int, int> EphemeralPortRange() {
-  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
-  int lo = 0, hi = 0;
-  if (f >> lo >> hi && lo > 0 && hi >= lo) return {lo, hi};
-  return {32768, 60999};
-}
-
 Result<ReservedPort> ReservedPort::Reserve(int low, int high, int preferred) {
-  auto [eph_lo, eph_hi] = EphemeralPortRange();
-  std::vector<int> candidates;
-  for (int p = low; p <= high; ++p) {
-    if (p < eph_lo || p > eph_hi) candidates.push_back(p);
-  }
-  if (candidates.empty()) {
-    // The configured range lies inside the ephemeral range: still usable, just less safe.
-    for (int p = low; p <= high; ++p) candidates.push_back(p);
-  }
-  uint64_t seed = 0;
-  (void)!::getrandom(&seed, sizeof(seed), 0);
-  std::mt19937_64 rng(seed ^ static_cast<uint64_t>(::getpid()));
-  std::shuffle(candidates.begin(), candidates.end(), rng);
+  std::vector<int> candidates = PortCandidates(low, high);
   if (preferred > 0 && preferred <= 65535) candidates.insert(candidates.begin(), preferred);
   for (int p : candidates) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -15,6 +15,7 @@
 
 #include <string>
 
+#include "core/ports.h"
 #include "core/status.h"
 
 namespace loom::executor {
@@ -44,8 +45,5 @@ class ReservedPort {
 // Whether something listens on host:port, that is a TCP connect there succeeds within
 // `timeout_ms` (the port a ReservedPort merely holds refuses it). `host` is resolved (IPv4).
 bool PortAnswers(const std::string& host, int port, int timeout_ms);
-
-// The kernel's ephemeral port range; {32768, 60999} if unreadable.
-std::pair<int, int> EphemeralPortRange();
 
 }  // namespace loom::executor
