@@ -1,16 +1,15 @@
 #include "executor/guest_processes.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
+
+#include "executor/process_tree.h"
 
 namespace loom::executor {
 
@@ -68,43 +67,7 @@ int64_t GuestProcesses::RssBytes() const {
     for (const auto& [pid, g] : guests_) tree.insert(pid);
   }
   if (tree.empty()) return 0;
-  struct Proc {
-    pid_t pid, ppid;
-    int64_t rss_pages;
-  };
-  std::vector<Proc> procs;
-  for (pid_t pid : ListPids()) {
-    int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[1024];
-    ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-    ::close(fd);
-    if (n <= 0) continue;
-    buf[n] = 0;
-    const char* rp = std::strrchr(buf, ')');  // the command may hold spaces and parens
-    char state;
-    int ppid;
-    long rss = 0;
-    // After the command: state ppid, then 20 fields to rss (proc(5)).
-    if (!rp || std::sscanf(rp + 2, "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %*u %*u %ld",
-                           &state, &ppid, &rss) != 3 || state == 'Z') {
-      continue;
-    }
-    procs.push_back({pid, ppid, rss});
-  }
-  // Descendants of the guests, to a fixed point (a child may be listed before its parent).
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const Proc& p : procs) {
-      if (!tree.count(p.pid) && tree.count(p.ppid)) grew = tree.insert(p.pid).second;
-    }
-  }
-  static const long kPage = ::sysconf(_SC_PAGESIZE);
-  int64_t total = 0;
-  for (const Proc& p : procs) {
-    if (tree.count(p.pid)) total += p.rss_pages * kPage;
-  }
-  return total;
+  return RssBytesOf(ReadProcStats(), {}, std::move(tree));
 }
 
 void GuestProcesses::StopAll(std::chrono::milliseconds grace) {
