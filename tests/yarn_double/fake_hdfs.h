@@ -61,8 +61,12 @@ class FakeHdfs {
   Status StartStandbyNameNode();
   int standby_namenode_http_port() const { return sb_port_; }
   int datanode_http_port() const { return dn_port_; }
-  // "hdfs://127.0.0.1:<reserved port>", the namenoderpcaddress of redirects; never served.
+  // "hdfs://127.0.0.1:<reserved port>", the namenoderpcaddress of redirects; never served,
+  // unless a NameNode RPC server (namenode_rpc.h) took over: then its port.
   std::string default_fs() const;
+  // The port of the NameNode RPC server serving ClientProtocol for this namespace (call before
+  // the double writes its conf dir).
+  void set_rpc_port(int port) { rpc_port_ = port; }
 
   // The namespace as a test sees it (paths like "/user/root/x"; NotFound when absent).
   Result<Entry> Stat(const std::string& hdfs_path) const;

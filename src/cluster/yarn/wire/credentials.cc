@@ -301,4 +301,93 @@ Result<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
+namespace {
+
+void AppendBytes(std::string* out, std::string_view bytes) {
+  AppendVLong(out, static_cast<int64_t>(bytes.size()));
+  out->append(bytes);
+}
+
+Result<std::string> ReadBytes(std::string_view* in, const char* what) {
+  LOOM_ASSIGN_OR_RETURN(int64_t n, ReadVLong(in));
+  if (n < 0 || static_cast<uint64_t>(n) > in->size()) {
+    return Status::InvalidArgument(std::string("token: the ") + what + " length " + std::to_string(n) +
+                                   " runs past the end");
+  }
+  std::string out(in->substr(0, static_cast<size_t>(n)));
+  in->remove_prefix(static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeTokenUrlString(const Token& token) {
+  std::string raw;
+  AppendBytes(&raw, token.identifier);
+  AppendBytes(&raw, token.password);
+  AppendText(&raw, token.kind);
+  AppendText(&raw, token.service);
+  std::string text = Base64Encode(raw);
+  while (!text.empty() && text.back() == '=') text.pop_back();
+  for (char& c : text) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return text;
+}
+
+Result<Token> DecodeTokenUrlString(std::string_view text) {
+  std::string b64(text);
+  for (char& c : b64) {
+    if (c == '-') c = '+';
+    else if (c == '_') c = '/';
+  }
+  while (b64.size() % 4 != 0) b64 += '=';
+  Result<std::string> raw = Base64Decode(b64);
+  if (!raw.ok()) return Status::InvalidArgument("token URL string: " + raw.status().message());
+  std::string_view in = *raw;
+  Token token;
+  LOOM_ASSIGN_OR_RETURN(token.identifier, ReadBytes(&in, "identifier"));
+  LOOM_ASSIGN_OR_RETURN(token.password, ReadBytes(&in, "password"));
+  LOOM_ASSIGN_OR_RETURN(token.kind, ReadText(&in));
+  LOOM_ASSIGN_OR_RETURN(token.service, ReadText(&in));
+  if (!in.empty()) {
+    return Status::InvalidArgument("token URL string: " + std::to_string(in.size()) + " bytes after the token");
+  }
+  return token;
+}
+
+std::string SerializeDelegationTokenIdentifier(const DelegationTokenIdentifier& id) {
+  std::string out(1, '\0');  // version 0
+  AppendText(&out, id.owner);
+  AppendText(&out, id.renewer);
+  AppendText(&out, id.real_user);
+  AppendVLong(&out, id.issue_date_ms);
+  AppendVLong(&out, id.max_date_ms);
+  AppendVLong(&out, id.sequence_number);
+  AppendVLong(&out, id.master_key_id);
+  return out;
+}
+
+Result<DelegationTokenIdentifier> ParseDelegationTokenIdentifier(std::string_view bytes) {
+  if (bytes.empty() || bytes[0] != '\0') {
+    return Status::InvalidArgument("delegation token identifier: not version 0");
+  }
+  bytes.remove_prefix(1);
+  DelegationTokenIdentifier id;
+  LOOM_ASSIGN_OR_RETURN(id.owner, ReadText(&bytes));
+  LOOM_ASSIGN_OR_RETURN(id.renewer, ReadText(&bytes));
+  LOOM_ASSIGN_OR_RETURN(id.real_user, ReadText(&bytes));
+  LOOM_ASSIGN_OR_RETURN(id.issue_date_ms, ReadVLong(&bytes));
+  LOOM_ASSIGN_OR_RETURN(id.max_date_ms, ReadVLong(&bytes));
+  LOOM_ASSIGN_OR_RETURN(int64_t seq, ReadVLong(&bytes));
+  LOOM_ASSIGN_OR_RETURN(int64_t key, ReadVLong(&bytes));
+  if (!bytes.empty()) {
+    return Status::InvalidArgument("delegation token identifier: " + std::to_string(bytes.size()) + " bytes left over");
+  }
+  id.sequence_number = static_cast<int32_t>(seq);
+  id.master_key_id = static_cast<int32_t>(key);
+  return id;
+}
+
 }  // namespace loom::cluster::yarn

@@ -48,6 +48,31 @@ Result<Credentials> ParseCredentials(std::string_view bytes);
 std::string SerializeCredentials(const Credentials& creds, CredentialsFormat format = CredentialsFormat::kWritable);
 Result<Credentials> ReadCredentialsFile(const std::string& path);
 
+// A token as Hadoop's Token.encodeToUrlString writes it (WebHDFS's `delegation=` parameter and
+// its GETDELEGATIONTOKEN answer): the Writable token (VInt length + identifier, VInt length +
+// password, Text kind, Text service) in URL-safe Base64 without padding.
+std::string EncodeTokenUrlString(const Token& token);
+// InvalidArgument naming what is malformed (bad Base64, truncated fields, bytes left over).
+Result<Token> DecodeTokenUrlString(std::string_view text);
+
+// The identifier of an HDFS delegation token (AbstractDelegationTokenIdentifier's Writable
+// form): version byte 0, Text owner, renewer and realUser, VLong issueDate and maxDate (ms),
+// VInt sequenceNumber and masterKeyId. The NameNode stores the renewer's short name ("rm"),
+// the owner as the caller authenticated (RPC: "root@LOOM.TEST"; WebHDFS: "root").
+struct DelegationTokenIdentifier {
+  std::string owner;
+  std::string renewer;
+  std::string real_user;
+  int64_t issue_date_ms = 0;
+  int64_t max_date_ms = 0;
+  int32_t sequence_number = 0;
+  int32_t master_key_id = 0;
+  bool operator==(const DelegationTokenIdentifier&) const = default;
+};
+std::string SerializeDelegationTokenIdentifier(const DelegationTokenIdentifier& id);
+Result<DelegationTokenIdentifier> ParseDelegationTokenIdentifier(std::string_view bytes);
+inline constexpr char kHdfsDelegationKind[] = "HDFS_DELEGATION_TOKEN";
+
 // Standard Base64 (with '=' padding, no line breaks), as Hadoop encodes SASL user names. The
 // decoder is strict: padded, no whitespace, nothing outside the alphabet.
 std::string Base64Encode(std::string_view bytes);

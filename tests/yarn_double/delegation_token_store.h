@@ -1,0 +1,60 @@
+#pragma once
+// DelegationTokenStore: the NameNode's delegation-token secret manager, for the YARN TEST
+// DOUBLE: it mints HDFS delegation tokens (identifier as cluster/yarn/wire/credentials.h
+// encodes it, password = HMAC-SHA1(identifier) under a master key of this store), verifies
+// them, renews and cancels them with the checks a Hadoop 3.3.6 NameNode makes (kerberos/ K5.5,
+// webhdfs/07-08): only the renewer (by short name) may renew, the owner or the renewer may
+// cancel, a cancelled or expired token is refused everywhere.
+//
+// Thread-safe.
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster/yarn/wire/credentials.h"
+#include "core/status.h"
+
+namespace loom::yarn_double {
+
+// "rm/localhost@LOOM.TEST" -> "rm", "root@LOOM.TEST" -> "root", "root" -> "root"
+// (hadoop.security.auth_to_local=DEFAULT for the realm's own principals).
+std::string ShortName(const std::string& principal);
+
+class DelegationTokenStore {
+ public:
+  struct Options {
+    int64_t renew_interval_ms = 24LL * 3600 * 1000;     // dfs.namenode.delegation.token.renew-interval
+    int64_t max_lifetime_ms = 7LL * 24 * 3600 * 1000;  // dfs.namenode.delegation.token.max-lifetime
+    std::function<int64_t()> now_ms;                    // unset: the wall clock
+  };
+  explicit DelegationTokenStore(Options options);
+  DelegationTokenStore() : DelegationTokenStore(Options{}) {}
+
+  // A new HDFS_DELEGATION_TOKEN (service "", as the RPC answer has it). `owner` as the caller
+  // authenticated ("root@LOOM.TEST" over RPC, "root" over WebHDFS); `renewer` a principal or a
+  // short name, stored short.
+  cluster::yarn::Token Mint(const std::string& owner, const std::string& renewer);
+  // The identifier of a token this store minted that is neither cancelled nor expired;
+  // PermissionDenied with the NameNode's words otherwise ("token (...) can't be found in cache",
+  // "password mismatch", "is expired").
+  Result<cluster::yarn::DelegationTokenIdentifier> Verify(const cluster::yarn::Token& token) const;
+  // The new expiry (ms). PermissionDenied "<caller> tries to renew a token (...) with
+  // non-matching renewer <renewer>" unless ShortName(caller) is the renewer.
+  Result<int64_t> Renew(const cluster::yarn::Token& token, const std::string& caller);
+  // PermissionDenied unless ShortName(caller) is the owner's short name or the renewer.
+  Status Cancel(const cluster::yarn::Token& token, const std::string& caller);
+
+  // What tests look at: every token minted, renewed (by whom), cancelled, in order.
+  std::vector<cluster::yarn::DelegationTokenIdentifier> Minted() const;
+  int RenewCount(const cluster::yarn::Token& token) const;
+  bool Cancelled(const cluster::yarn::Token& token) const;
+
+ private:
+  // ... implementation state (mutex, master key, sequence, per-token expiry/renewals/cancelled)
+};
+
+}  // namespace loom::yarn_double
