@@ -10,7 +10,10 @@ Options for the script go in --task_params, e.g. --task_params "--epochs 10".
 
 Loom gives every task MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, so the
 process group is created with init_method="env://" and the gloo backend (CPU).
-The data set ships with scikit-learn, so nothing is downloaded.
+The data set ships with scikit-learn, so nothing is downloaded; --data
+hdfs:///user/$USER/digits.csv reads it from HDFS instead, as a task on a
+Kerberized cluster can: with the delegation token Loom passes to every task
+(hdfs_data.py; --export-digits writes that CSV).
 
 Rank 0 writes <checkpoint-dir>/checkpoint.pt after every epoch. When Loom
 restarts the job (LOOM_RESTART_COUNT > 0) and that file exists, training
@@ -70,6 +73,13 @@ def parse_args():
                    help="rank that crashes with --fail-at-epoch")
     p.add_argument("--fail-code", type=int, default=3,
                    help="exit code of the simulated crash")
+    p.add_argument("--data", default=None,
+                   help="read the digits from this HDFS file (CSV: 64 features, "
+                        "then the label) with the job's delegation token, "
+                        "instead of scikit-learn's copy")
+    p.add_argument("--export-digits", metavar="CSV", default=None,
+                   help="write scikit-learn's digits as such a CSV and exit "
+                        "(then: hdfs dfs -put CSV /user/$USER/digits.csv)")
     return p.parse_args()
 
 
@@ -81,8 +91,19 @@ def restart_count():
     return 0
 
 
-def load_data(seed):
-    x, y = load_digits(return_X_y=True)
+def read_digits(uri, rank):
+    import numpy as np
+
+    import hdfs_data  # next to this script
+    raw = hdfs_data.read(uri)
+    table = np.loadtxt(raw.decode().splitlines(), delimiter=",")
+    print(f"[rank {rank}] read {len(raw)} bytes ({len(table)} samples) from {uri}",
+          flush=True)
+    return table[:, :64], table[:, 64].astype(int)
+
+
+def load_data(seed, data=None, rank=0):
+    x, y = read_digits(data, rank) if data else load_digits(return_X_y=True)
     x_train, x_test, y_train, y_test = train_test_split(
         x, y, test_size=0.2, random_state=seed, stratify=y)
     scaler = StandardScaler().fit(x_train)
@@ -142,6 +163,13 @@ def parameters_agree(model, rank, world_size):
 
 def main():
     args = parse_args()
+    if args.export_digits:
+        x, y = load_digits(return_X_y=True)
+        with open(args.export_digits, "w") as f:
+            for features, label in zip(x, y):
+                f.write(",".join(f"{v:g}" for v in features) + f",{label}\n")
+        print(f"wrote {len(y)} samples to {args.export_digits}")
+        return
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
 
@@ -155,7 +183,7 @@ def main():
                       "WORLD_SIZE"))
     print(f"[rank {rank}] ranks: {given}", flush=True)
 
-    train_set, test_set = load_data(args.seed)
+    train_set, test_set = load_data(args.seed, args.data, rank)
     sampler = DistributedSampler(train_set, num_replicas=world_size,
                                  rank=rank, shuffle=True, seed=args.seed)
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)

@@ -38,6 +38,15 @@ Status RefuseKerberosOnLocal(const config::Config& conf) {
                                    ": a Kerberos login is for --cluster yarn on a Kerberized cluster; the local "
                                    "backend has nothing to log in to: remove the key");
   }
+  // HDFS delegation tokens (loom.application.file-systems, TonY's tony.other.namenodes) are for
+  // YARN containers on a Kerberized cluster; local tasks use the user's own ticket.
+  for (const char* key : {"loom.application.file-systems", "loom.other.namenodes"}) {
+    std::string value = Trim(config::GetString(conf, key));
+    if (value.empty()) continue;
+    return Status::InvalidArgument(config::Spelled(conf, key) + "=" + value +
+                                   ": HDFS delegation tokens are for --cluster yarn on a Kerberized cluster; local "
+                                   "tasks use your own Kerberos ticket: remove the key");
+  }
   return Status::Ok();
 }
 

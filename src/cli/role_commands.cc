@@ -15,6 +15,7 @@
 #include "am/status_page.h"
 #include "cli/commands.h"
 #include "cli/backends.h"
+#include "cluster/yarn/staging.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
@@ -186,6 +187,12 @@ int ExecutorCommand(std::vector<std::string> args) {
     }
     wiring->secret_file = AbsolutePath(".loom.secret");
     if (Status s = WriteFileAtomic(wiring->secret_file, *secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
+    // User code's HADOOP_TOKEN_FILE_LOCATION: the HDFS delegation tokens alone, never the
+    // container's file with the secret keys above (also when there is no token).
+    if (Status s = cluster::yarn::HandTokensToUserCode(*creds, AbsolutePath(cluster::yarn::kUserTokenFile), &env);
+        !s.ok()) {
+      return UsageError("executor: " + s.message());
+    }
     wiring->AddTo(env);
   }
   return executor::RunTaskExecutor(env);

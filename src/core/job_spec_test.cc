@@ -435,14 +435,10 @@ TEST_F(JobSpecTest, TimeoutsAndMetricsSettings) {
   EXPECT_FALSE(spec->gpu_metrics);
 }
 
-TEST_F(JobSpecTest, KerberosAndPlacementAreRefusedByName) {
+TEST_F(JobSpecTest, SecurityIsAcceptedAndPlacementIsRefusedByName) {
   conf_.Set("tony.worker.instances", "1", "--conf");
   conf_.Set("tony.application.security.enabled", "true", "--conf");
-  Status s = BuildJobSpec(conf_, dir_.string()).status();
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("tony.application.security.enabled=true (from --conf): Kerberos is not "
-                                     "supported yet"));
-  EXPECT_THAT(s.message(), HasSubstr("Set tony.application.security.enabled=false"));
+  ASSERT_OK(BuildJobSpec(conf_, dir_.string()));
   conf_.Set("tony.application.security.enabled", "false", "--conf");
   ASSERT_OK(BuildJobSpec(conf_, dir_.string()));
   for (const char* k : {"tony.worker.placement-spec", "tony.containers.placement-spec",
@@ -457,8 +453,7 @@ TEST_F(JobSpecTest, KerberosAndPlacementAreRefusedByName) {
 }
 
 TEST_F(JobSpecTest, TonysOwnDefaultFileIsAccepted) {
-  // Every value tony-default.xml sets (tony-core @7ceaaca) asks for nothing Loom refuses, but
-  // Kerberos, which Loom does not support: a copy of the file works with security turned off.
+  // Every value tony-default.xml sets (tony-core @7ceaaca) asks for nothing Loom refuses.
   const std::map<std::string, std::string> tony_defaults = {
       {"tony.yarn.queue", "default"}, {"tony.application.name", "TensorFlowApplication"},
       {"tony.application.enable-preprocess", "false"}, {"tony.application.timeout", "0"},
@@ -469,7 +464,7 @@ TEST_F(JobSpecTest, TonysOwnDefaultFileIsAccepted) {
       {"tony.task.gpu-metrics.enabled", "true"}, {"tony.am.retry-count", "0"}, {"tony.am.memory", "2g"},
       {"tony.am.wait-client-signal-stop-timeout-sec", "15"}, {"tony.container.allocation.timeout", "-1"},
       {"tony.application.untracked.jobtypes", "ps"}, {"tony.application.stop-on-failure-jobtypes", "ps"},
-      {"tony.docker.enabled", "false"}, {"tony.application.security.enabled", "false"},
+      {"tony.docker.enabled", "false"}, {"tony.application.security.enabled", "true"},
       {"tony.portal.url", "https://localhost:19886"}, {"tony.history.location", "/path/to/tony-history"},
       {"tony.history.intermediate", "/path/to/tony-history/intermediate"},
       {"tony.history.finished", "/path/to/tony-history/finished"}, {"tony.history.mover-interval-ms", "300000"},

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -48,13 +49,40 @@ class DelegationTokenStore {
   // PermissionDenied unless ShortName(caller) is the owner's short name or the renewer.
   Status Cancel(const cluster::yarn::Token& token, const std::string& caller);
 
+  // The password of a live token by its identifier bytes: what a SASL TOKEN (DIGEST-MD5) server
+  // checks a client against. PermissionDenied as Verify's.
+  Result<std::string> RetrievePassword(const std::string& identifier) const;
+
   // What tests look at: every token minted, renewed (by whom), cancelled, in order.
   std::vector<cluster::yarn::DelegationTokenIdentifier> Minted() const;
   int RenewCount(const cluster::yarn::Token& token) const;
   bool Cancelled(const cluster::yarn::Token& token) const;
 
  private:
-  // ... implementation state (mutex, master key, sequence, per-token expiry/renewals/cancelled)
+  struct Entry {
+    cluster::yarn::DelegationTokenIdentifier id;
+    std::string password;
+    int64_t expiry_ms = 0;  // renewal deadline: min(now + renew interval, maxDate)
+    int renewals = 0;
+    bool cancelled = false;
+  };
+  int64_t Now() const;
+  std::string PasswordFor(const std::string& identifier) const;
+  // The entry for `token`'s identifier, or null (not minted here).
+  Entry* Find(const cluster::yarn::Token& token);
+  const Entry* Find(const cluster::yarn::Token& token) const;
+
+  Options options_;
+  std::string master_key_;  // 20 random bytes: HMAC-SHA1 key of every password
+  int32_t master_key_id_ = 1;
+  mutable std::mutex mu_;
+  int32_t next_sequence_ = 1;
+  std::map<std::string, Entry> entries_;  // by identifier bytes
+  std::vector<std::string> order_;        // identifiers in minting order
 };
+
+// "token for root: HDFS_DELEGATION_TOKEN owner=root@LOOM.TEST, renewer=rm, ..." as the NameNode
+// formats a token in its messages.
+std::string FormatTokenId(const cluster::yarn::DelegationTokenIdentifier& id);
 
 }  // namespace loom::yarn_double

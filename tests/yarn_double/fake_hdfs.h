@@ -9,7 +9,26 @@
 //     bodies chunked, errors as {"RemoteException":{...}} with Hadoop's HTTP codes.
 //   DataNode HTTP ("9864"): CREATE step 2 (always "100 Continue" first, then 201 and
 //     Connection: close) and OPEN step 2 (200 with the bytes).
-// Simple auth only: a request without user.name gets 401. It is not HDFS: one namespace in
+// Simple auth by default: a request without user.name gets 401. RequireSpnego turns on what a
+// Kerberized NameNode (hadoop.http.authentication.type=kerberos) does, as recorded in
+// tests/data/yarn-captures/kerberos/webhdfs/ (K5.7-K5.9):
+//   * no credentials: 401 "Authentication required", a bare `WWW-Authenticate: Negotiate`, an
+//     emptied hadoop.auth cookie and Jetty's HTML error page (webhdfs/01);
+//   * `Authorization: Negotiate <SPNEGO token>`: accepted by a GssAcceptor on the HTTP keytab
+//     (a ticket for another service: 403 as hadoop-auth's AuthenticationFilter answers), then
+//     the answer carries the mutual-auth token and a signed cookie
+//     hadoop.auth="u=<short>&p=<principal>&t=kerberos&e=<ms>&s=<HMAC-SHA256>" (webhdfs/02);
+//   * that cookie, while its signature and expiry hold, stands for the user (no new GSS accept);
+//   * `delegation=<token>` (WebHDFS's AuthFilter lets it through): verified with tokens(), the
+//     owner's short name is the user; cancelled, expired or forged: 403 RemoteException
+//     InvalidToken (webhdfs/04);
+//   * user.name is not trusted: one that differs from the authenticated user is 403;
+//   * GETDELEGATIONTOKEN (kind "WEBHDFS delegation", service the NameNode RPC address),
+//     RENEWDELEGATIONTOKEN (only the renewer: 403 AccessControlException, webhdfs/07) and
+//     CANCELDELEGATIONTOKEN (webhdfs/08); OPEN and CREATE redirects carry a delegation= token
+//     (the caller's, or a fresh one with owner and renewer the user, webhdfs/05) and the
+//     DataNode requires a valid one (webhdfs/06).
+// It is not HDFS: one namespace in
 // memory, file bytes as plain files under storage_dir, no permission checks, no blocks, and
 // no RPC (default_fs() names a reserved port that nothing answers).
 
@@ -19,11 +38,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/status.h"
+#include "delegation_token_store.h"
 
 namespace loom::yarn_double {
 
@@ -67,6 +88,18 @@ class FakeHdfs {
   // The port of the NameNode RPC server serving ClientProtocol for this namespace (call before
   // the double writes its conf dir).
   void set_rpc_port(int port) { rpc_port_ = port; }
+
+  // Kerberos for WebHDFS (see the top): SPNEGO for `http_principal` ("HTTP/localhost@LOOM.TEST")
+  // with its key from `keytab`. FailedPrecondition when the keytab cannot accept for it. Call
+  // before clients use the servers; without it nothing changes.
+  Status RequireSpnego(const std::string& keytab, const std::string& http_principal);
+  // The NameNode's delegation tokens (WebHDFS here, and the NameNode RPC of the double).
+  DelegationTokenStore& tokens() { return tokens_; }
+  // Negotiate tokens accepted (GSS contexts established) so far: a cookie costs none.
+  int64_t spnego_accepts() const { return spnego_accepts_; }
+  // How long a new hadoop.auth cookie is valid (hadoop.http.authentication.token.validity,
+  // 10 h by default).
+  void set_auth_cookie_validity_ms(int64_t ms) { cookie_validity_ms_ = ms; }
 
   // The namespace as a test sees it (paths like "/user/root/x"; NotFound when absent).
   Result<Entry> Stat(const std::string& hdfs_path) const;
@@ -120,6 +153,15 @@ class FakeHdfs {
   void DataNodeCreate(Connection& conn, const Request& req);
   void DataNodeOpen(Connection& conn, const Request& req);
 
+  Reply GetDelegationToken(const Request& req);
+  Reply RenewDelegationToken(const Request& req);
+  Reply CancelDelegationToken(const Request& req);
+  // SPNEGO mode: who sent `req` (the user fields of *req set), or the whole refusal to send.
+  std::optional<std::string> Authenticate(Request* req, std::string* auth_headers);
+  // The `delegation=` token of `req`, verified: its owner's short name, or the 403 to send.
+  Result<std::string> DelegationUser(const Request& req);
+  std::string SignCookie(const std::string& data) const;
+
   // Namespace helpers; mu_ held.
   const Node* Find(const std::string& path) const;
   bool MakeDirLocked(const std::string& path, const std::string& owner, const std::string& permission,
@@ -138,6 +180,14 @@ class FakeHdfs {
   std::atomic<int64_t> requests_served_{0};
   std::atomic<int64_t> upload_counter_{0};
   std::atomic<int64_t> bytes_created_{0};
+
+  // SPNEGO (RequireSpnego); set before serving, read by every connection.
+  std::atomic<bool> spnego_{false};
+  std::string spnego_keytab_, spnego_principal_;
+  std::string cookie_secret_;  // random, per server: the cookie's HMAC key
+  std::atomic<int64_t> spnego_accepts_{0};
+  std::atomic<int64_t> cookie_validity_ms_{36000LL * 1000};
+  DelegationTokenStore tokens_;
 
   std::mutex conn_mu_;
   std::list<std::unique_ptr<Conn>> conns_;

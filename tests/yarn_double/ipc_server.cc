@@ -15,7 +15,9 @@
 
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "cluster/yarn/wire/sasl_digest.h"
+#include "cluster/yarn/wire/sasl_gssapi.h"
 #include "cluster/yarn/wire/sasl_layer.h"
+#include "gss_acceptor.h"
 
 namespace loom::yarn_double {
 
@@ -52,6 +54,26 @@ std::string BigEndian32(uint32_t v) {
   for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
   return out;
 }
+
+// The RFC 4752 security layer over the acceptor's context: gss_wrap with confidentiality for
+// privacy, integrity only otherwise. On a privacy connection a token that is not sealed is
+// refused (the double checks the QOP the client agreed to).
+class GssLayer : public wire::SaslSecurityLayer {
+ public:
+  GssLayer(GssAcceptor* acceptor, bool privacy) : acceptor_(acceptor), privacy_(privacy) {}
+  Result<std::string> Wrap(std::string_view plain) override { return acceptor_->Wrap(plain, privacy_); }
+  Result<std::string> Unwrap(std::string_view token) override {
+    bool sealed = false;
+    LOOM_ASSIGN_OR_RETURN(std::string plain, acceptor_->Unwrap(token, &sealed));
+    if (privacy_ && !sealed) return Status::Unauthenticated("GSSAPI: a WRAP token not sealed on a privacy connection");
+    return plain;
+  }
+  std::string_view Qop() const override { return privacy_ ? "auth-conf" : "auth-int"; }
+
+ private:
+  GssAcceptor* acceptor_;
+  bool privacy_;
+};
 
 // One connection, from preamble to close. Runs on its own thread.
 class Session {
@@ -243,7 +265,12 @@ class Session {
 
   // ---- connection set-up ---------------------------------------------------------------------
 
-  std::string AvailableMethods() const { return options_.allow_simple ? "[TOKEN, SIMPLE]" : "[TOKEN]"; }
+  bool kerberos() const { return !options_.kerberos_principal.empty(); }
+  // A Kerberized Hadoop server never offers SIMPLE, on any port (K5.4).
+  bool simple_allowed() const { return options_.allow_simple && !kerberos(); }
+  std::string AvailableMethods() const {
+    return kerberos() ? "[TOKEN, KERBEROS]" : simple_allowed() ? "[TOKEN, SIMPLE]" : "[TOKEN]";
+  }
 
   // Preamble, SASL (or SIMPLE) and the connection context. False: the connection is over.
   bool Handshake() {
@@ -260,10 +287,10 @@ class Session {
     }
     uint8_t auth = static_cast<uint8_t>(pre[6]);
     if (auth == static_cast<uint8_t>(wire::AuthProtocol::kNone)) {
-      if (!options_.allow_simple) {
+      if (!simple_allowed()) {
         // negative/01: callId -1, FATAL_UNAUTHORIZED, empty clientId, retryCount -1, then FIN.
         SendError(wire::kAuthFailedCallId, "", -1,
-                  Fatal(kAccessControlException, "SIMPLE authentication is not enabled.  Available:[TOKEN]"));
+                  Fatal(kAccessControlException, "SIMPLE authentication is not enabled.  Available:" + AvailableMethods()));
         return false;
       }
       return ReadContext();
@@ -321,8 +348,9 @@ class Session {
       }
       const RpcSaslProto::SaslAuth& chosen = msg.auths(0);
       bool is_token = chosen.SerializeAsString() == TokenAuth().SerializeAsString();
-      bool is_simple = options_.allow_simple && chosen.SerializeAsString() == SimpleAuth().SerializeAsString();
-      if (!is_token && !is_simple) {
+      bool is_simple = simple_allowed() && chosen.SerializeAsString() == SimpleAuth().SerializeAsString();
+      bool is_kerberos = kerberos() && chosen.SerializeAsString() == KerberosAuth().SerializeAsString();
+      if (!is_token && !is_simple && !is_kerberos) {
         if (!sent_negotiate) {  // Hadoop answers an unexpected INITIATE with its offer
           nonce = options_.next_nonce();
           SendSaslReply(NegotiateReply(nonce));
@@ -334,8 +362,103 @@ class Session {
         return false;
       }
       if (is_simple) return true;  // recorded in dshell/04: no reply, the context follows
+      if (is_kerberos) return AcceptGssapi(msg.token());
       return VerifyDigest(msg.token(), nonce);
     }
+  }
+
+  // The next SASL RESPONSE of the GSSAPI exchange; nullopt (after a FATAL reply where Hadoop
+  // sends one) when the client sent anything else or went away.
+  std::optional<RpcSaslProto> ReadSaslResponse() {
+    std::optional<std::string> frame = ReadFrame();
+    if (!frame) return std::nullopt;
+    RpcRequestHeaderProto header;
+    RpcSaslProto msg;
+    Result<std::vector<std::string_view>> parts = wire::SplitDelimited(*frame);
+    if (!parts.ok() || parts->size() < 2 || !header.ParseFromArray((*parts)[0].data(), (*parts)[0].size()) ||
+        header.callid() != wire::kSaslCallId || !msg.ParseFromArray((*parts)[1].data(), (*parts)[1].size())) {
+      SendSaslFailure(Fatal(kSaslException, "malformed SASL RESPONSE"));
+      return std::nullopt;
+    }
+    if (msg.state() != RpcSaslProto::RESPONSE) {
+      SendSaslFailure(Fatal(kSaslException,
+                            "Client sent unsupported SASL state " + RpcSaslProto::SaslState_Name(msg.state())));
+      return std::nullopt;
+    }
+    return msg;
+  }
+
+  // SASL GSSAPI as Hadoop's server (Java's GssKrb5Server) runs it (K4.3-K4.8): the AP-REQ is
+  // answered with a CHALLENGE carrying the AP-REP, the client's empty RESPONSE with the wrapped
+  // security-layer offer, the client's wrapped choice with SUCCESS (no token).
+  bool AcceptGssapi(const std::string& first_token) {
+    auto gss_failure = [this](const std::string& why) {
+      SendSaslFailure(Fatal(kSaslException, "GSS initiate failed [Caused by GSSException: " + why + "]"));
+      return false;
+    };
+    Result<std::unique_ptr<GssAcceptor>> acceptor =
+        GssAcceptor::Create(options_.kerberos_keytab, options_.kerberos_principal);
+    if (!acceptor.ok()) return gss_failure(acceptor.status().message());
+    acceptor_ = std::move(*acceptor);
+    std::string input = first_token;
+    for (;;) {
+      Result<GssAcceptor::Step> step = acceptor_->Accept(input);
+      if (!step.ok()) {
+        Drop(step.status().message());
+        return gss_failure(step.status().message());
+      }
+      if (step->output.empty() && step->complete) break;  // no mutual authentication: offer at once
+      RpcSaslProto challenge;
+      challenge.set_state(RpcSaslProto::CHALLENGE);
+      challenge.set_token(step->output);
+      SendSaslReply(challenge);
+      std::optional<RpcSaslProto> response = ReadSaslResponse();
+      if (!response) return false;
+      if (step->complete) break;  // K4.5: the client's RESPONSE after the AP-REP is empty
+      input = response->token();
+    }
+    // K4.6: the layers hadoop.rpc.protection allows, max buffer 65536, signed not sealed.
+    uint8_t offered = 0;
+    for (const std::string& q : qops_) {
+      offered |= q == "auth-conf" ? wire::kGssapiLayerPrivacy
+                 : q == "auth-int" ? wire::kGssapiLayerIntegrity
+                                   : wire::kGssapiLayerNone;
+    }
+    Result<std::string> offer = acceptor_->Wrap(wire::BuildGssapiLayerMessage(offered, wire::kGssapiMaxBuffer), false);
+    if (!offer.ok()) return gss_failure(offer.status().message());
+    RpcSaslProto challenge;
+    challenge.set_state(RpcSaslProto::CHALLENGE);
+    challenge.set_token(*offer);
+    SendSaslReply(challenge);
+    std::optional<RpcSaslProto> response = ReadSaslResponse();
+    if (!response) return false;
+    Result<std::string> plain = acceptor_->Unwrap(response->token(), nullptr);
+    if (!plain.ok()) {
+      SendSaslFailure(Fatal(kSaslException, "Problem unwrapping handshake [Caused by " + plain.status().message() + "]"));
+      return false;
+    }
+    Result<wire::GssapiLayerMessage> choice = wire::ParseGssapiLayerMessage(*plain);
+    if (!choice.ok()) {
+      SendSaslFailure(Fatal(kSaslException, "Final handshake message is malformed: " + choice.status().message()));
+      return false;
+    }
+    uint8_t chosen = choice->layers;
+    bool single = chosen == wire::kGssapiLayerNone || chosen == wire::kGssapiLayerIntegrity ||
+                  chosen == wire::kGssapiLayerPrivacy;
+    if (!single || (chosen & offered) == 0) {
+      // Java's GssKrb5Server words; Hadoop sends them FATAL and closes.
+      SendSaslFailure(Fatal(kSaslException, "Client selected unsupported protection: " + std::to_string(chosen)));
+      return false;
+    }
+    RpcSaslProto success;
+    success.set_state(RpcSaslProto::SUCCESS);
+    SendSaslReply(success);
+    info_.kerberos_principal = acceptor_->client_principal();
+    info_.user = info_.kerberos_principal;
+    if (chosen != wire::kGssapiLayerNone) {
+      layer_ = std::make_unique<GssLayer>(acceptor_.get(), chosen == wire::kGssapiLayerPrivacy);
+    }
+    return true;
   }
 
   bool VerifyDigest(const std::string& client_token, const std::string& nonce) {
@@ -389,6 +512,19 @@ class Session {
     return a;
   }
 
+  // {KERBEROS, GSSAPI, protocol "rm", serverId "localhost"} for "rm/localhost@LOOM.TEST" (K1).
+  RpcSaslProto::SaslAuth KerberosAuth() const {
+    const std::string& p = options_.kerberos_principal;
+    size_t slash = p.find('/');
+    size_t at = p.find('@');
+    RpcSaslProto::SaslAuth a;
+    a.set_method("KERBEROS");
+    a.set_mechanism("GSSAPI");
+    a.set_protocol(p.substr(0, std::min(slash, at)));
+    a.set_serverid(slash == std::string::npos ? std::string() : p.substr(slash + 1, at == std::string::npos ? std::string::npos : at - slash - 1));
+    return a;
+  }
+
   static RpcSaslProto::SaslAuth SimpleAuth() {
     RpcSaslProto::SaslAuth a;
     a.set_method("SIMPLE");
@@ -402,7 +538,8 @@ class Session {
     RpcSaslProto::SaslAuth* token = reply.add_auths();
     *token = TokenAuth();
     token->set_challenge(wire::MakeDigestChallenge(nonce, qops_));
-    if (options_.allow_simple) *reply.add_auths() = SimpleAuth();
+    if (kerberos()) *reply.add_auths() = KerberosAuth();
+    if (simple_allowed()) *reply.add_auths() = SimpleAuth();
     return reply;
   }
 
@@ -430,7 +567,16 @@ class Session {
     }
     info_.protocol = context.protocol();
     const std::string& claimed = context.userinfo().effectiveuser();
-    if (!info_.token_auth) {
+    if (!info_.kerberos_principal.empty()) {
+      // K4.11: a Kerberos client names its full principal. Another name asks the server to
+      // impersonate it, which Hadoop refuses unless hadoop.proxyuser.* allows it (never here).
+      if (!claimed.empty() && claimed != info_.kerberos_principal) {
+        SendError(header.callid(), header.clientid(), header.retrycount(),
+                  Fatal("org.apache.hadoop.security.authorize.AuthorizationException",
+                        "User: " + info_.kerberos_principal + " is not allowed to impersonate " + claimed));
+        return false;
+      }
+    } else if (!info_.token_auth) {
       if (claimed.empty()) {
         SendError(header.callid(), header.clientid(), header.retrycount(),
                   Fatal(kAccessControlException, "SIMPLE authentication needs userInfo.effectiveUser"));
@@ -502,6 +648,7 @@ class Session {
   std::atomic<bool>* stopping_;
   ConnectionInfo info_;
   std::vector<std::string> qops_;                   // what the DIGEST challenge offers
+  std::unique_ptr<GssAcceptor> acceptor_;           // KERBEROS: the GSSAPI context (before layer_)
   std::unique_ptr<wire::SaslSecurityLayer> layer_;  // after SUCCESS with auth-int/auth-conf
   std::string plain_;                               // unwrapped bytes not yet a whole frame
 };
@@ -515,6 +662,11 @@ IpcServer::~IpcServer() { Stop(); }
 Status IpcServer::Start() {
   if (Result<std::vector<std::string>> q = wire::QopsFromRpcProtection(options_.rpc_protection); !q.ok()) {
     return q.status().WithContext("IPC server " + options_.name);
+  }
+  if (!options_.kerberos_principal.empty()) {
+    // Fail at start, not at the first client, when the keytab lacks the service's key.
+    Result<std::unique_ptr<GssAcceptor>> probe = GssAcceptor::Create(options_.kerberos_keytab, options_.kerberos_principal);
+    if (!probe.ok()) return probe.status().WithContext("IPC server " + options_.name);
   }
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return Status::FromErrno("socket", errno);

@@ -1,6 +1,7 @@
 #pragma once
 // The server side of Hadoop IPC (RPC version 9) for the YARN test double: preamble, SASL
-// (TOKEN/DIGEST-MD5, and SIMPLE where a port allows it), the connection context, and calls of
+// (TOKEN/DIGEST-MD5, KERBEROS/GSSAPI with a service keytab (gss_acceptor.h, K4), and SIMPLE
+// where a port allows it), the connection context, and calls of
 // the protobuf engine. Replies follow the recorded Hadoop 3.3.6 bytes
 // (tests/data/yarn-captures): uint32 call ids, serverIpcVersionNum 9, echoed clientId and
 // retryCount, FATAL for authentication failures (then the connection is closed), ERROR for
@@ -38,7 +39,11 @@ struct ConnectionInfo {
   std::string peer_ip;
   std::string protocol;          // from the connection context
   bool token_auth = false;       // SASL TOKEN (DIGEST-MD5) rather than SIMPLE
-  std::string user;              // SIMPLE: effectiveUser; TOKEN: the user the token names
+  // SASL KERBEROS (GSSAPI): the authenticated client principal, "root@LOOM.TEST"; empty otherwise.
+  std::string kerberos_principal;
+  // SIMPLE: effectiveUser; TOKEN: the user the token names; KERBEROS: the full principal (the
+  // connection context's effectiveUser must be that principal, K4.11).
+  std::string user;
   std::string token_identifier;  // TOKEN: the verified identifier bytes
 };
 
@@ -64,6 +69,13 @@ struct IpcServerOptions {
   // after SASL SUCCESS travels in callId -33 WRAP frames both ways, and a frame in clear closes
   // the connection. A value QopsFromRpcProtection refuses makes Start() fail.
   std::string rpc_protection = "authentication";
+  // SASL KERBEROS/GSSAPI next to TOKEN (K1, K4): the service principal ("rm/localhost@LOOM.TEST";
+  // NEGOTIATE offers protocol "rm", serverId "localhost") and the keytab holding its key. Set:
+  // SIMPLE is never offered (allow_simple is ignored), the RFC 4752 layer offer follows
+  // rpc_protection (authentication 0x01, integrity 0x02, privacy 0x04, a list OR'd), a choice
+  // outside the offer is FATAL, and integrity/privacy wrap every later frame (callId -33 WRAP).
+  std::string kerberos_principal;
+  std::string kerberos_keytab;
   std::function<std::string()> next_nonce;                                  // 40 chars per SASL connection
   std::function<PasswordLookup(const std::string& identifier)> password_for;  // TOKEN secret manager
   std::function<std::string(const std::string& identifier)> token_user;    // the attempt id string

@@ -12,7 +12,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "cluster/yarn/wire/credentials.h"
 #include "core/strings.h"
+#include "gss_acceptor.h"
 #include "yarn_double_impl.h"
 
 namespace loom::yarn_double {
@@ -169,6 +171,39 @@ Status NmWebServer::Start(const std::string& bind_ip, int port) {
   // connections holding them (answers are quick; Loom's client uses one connection per call).
   s.new_task_queue = [] { return new httplib::ThreadPool(3); };
   s.set_keep_alive_max_count(1);
+
+  // Options::kerberos: the NodeManager web is SPNEGO (hadoop.http.authentication.type=kerberos,
+  // the same HTTP principal here since every node is localhost), as hadoop-auth's filter
+  // answers: no credentials 401 with a bare `WWW-Authenticate: Negotiate`, a refused ticket 403,
+  // an accepted one the mutual-auth token. No hadoop.auth cookie is issued: every request
+  // negotiates (a client must work either way).
+  if (d_.options_.kerberos.enabled) {
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      const YarnTestDouble::Options::Kerberos& k = d_.options_.kerberos;
+      std::string authorization = req.get_header_value("Authorization");
+      if (ToLower(authorization.substr(0, 10)) != "negotiate ") {
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Negotiate");
+        res.set_content("Authentication required", "text/html;charset=iso-8859-1");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      Result<std::string> token = cluster::yarn::Base64Decode(Trim(authorization.substr(10)));
+      Result<std::unique_ptr<GssAcceptor>> acceptor = GssAcceptor::Create(k.http_keytab, k.http_principal);
+      Result<GssAcceptor::Step> step = !token.ok()      ? Result<GssAcceptor::Step>(token.status())
+                                       : !acceptor.ok() ? Result<GssAcceptor::Step>(acceptor.status())
+                                                        : (*acceptor)->Accept(*token);
+      if (!step.ok() || !step->complete) {
+        res.status = 403;
+        res.set_content("GSSException: " + (step.ok() ? std::string("incomplete context") : step.status().message()),
+                        "text/html;charset=iso-8859-1");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (!step->output.empty()) {
+        res.set_header("WWW-Authenticate", "Negotiate " + cluster::yarn::Base64Encode(step->output));
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+  }
 
   // NMWebServices.getLogs (3.3): the wrapper around min(|size|, length) bytes.
   s.Get(R"(/ws/v1/node/containerlogs/([^/]+)/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {

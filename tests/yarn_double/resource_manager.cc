@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <limits>
 #include <set>
 
 #include "core/strings.h"
+#include "delegation_token_store.h"
 #include "double_records.pb.h"
+#include "fake_hdfs.h"
 #include "yarn_double_impl.h"
 
 namespace loom::yarn_double {
@@ -513,6 +516,18 @@ void YarnDoubleImpl::EndAppLocked(App& app, yp::YarnApplicationStateProto state,
   app.finish_ms = NowMs();
   app.am_pending = false;
   if (state == yp::FINISHED) app.progress = 1;
+  // DelegationTokenRenewer.applicationFinished: the tokens renewed for it are cancelled, as the
+  // RM, unless the client asked to keep them (rpc/05's cancelDelegationToken).
+  if (options_.kerberos.enabled && options_.hdfs != nullptr && app.asc.cancel_tokens_when_complete()) {
+    for (const wire::Token& token : app.renewed_tokens) {
+      Status cancelled = options_.hdfs->tokens().Cancel(token, options_.kerberos.rm_principal);
+      if (!cancelled.ok()) {
+        std::fprintf(stderr, "yarn double rm: cancelling a token of %s: %s\n", app.id_str.c_str(),
+                     cancelled.message().c_str());
+      }
+    }
+  }
+  app.renewed_tokens.clear();
   cv_.notify_all();
 }
 
@@ -643,6 +658,13 @@ namespace {
 struct ClientCalls {
   YarnDoubleImpl& d;
   const ConnectionInfo& conn;
+
+  // The caller as the RM names it: a Kerberos principal's short name (auth_to_local DEFAULT:
+  // root@LOOM.TEST -> root), the SIMPLE user, or the default user.
+  std::string User() const {
+    if (!conn.kerberos_principal.empty()) return ShortName(conn.kerberos_principal);
+    return conn.user.empty() ? d.options_.user : conn.user;
+  }
 
   CallResult ResourceTypeInfo() {
     yp::GetAllResourceTypeInfoResponseProto resp;
@@ -871,7 +893,7 @@ struct ClientCalls {
                          "ApplicationIdNotProvidedException: applicationId is not provided in "
                          "ApplicationSubmissionContext");
     }
-    std::string user = conn.user.empty() ? d.options_.user : conn.user;
+    std::string user = User();
     std::string app_id = AppIdString(asc.application_id().cluster_timestamp(), asc.application_id().id());
     std::lock_guard<std::mutex> lock(d.mu_);
     if (asc.application_id().cluster_timestamp() != d.cluster_ts_) {
@@ -893,11 +915,13 @@ struct ClientCalls {
       return ClientError(kYarnException, "submitApplication",
                          "Application " + app_id + " has no am_container_spec (ContainerLaunchContext)");
     }
+    wire::Credentials creds;
     if (asc.am_container_spec().has_tokens()) {
-      Result<wire::Credentials> creds = wire::ParseCredentials(asc.am_container_spec().tokens());
-      if (!creds.ok()) {
-        return ClientError(kYarnException, "submitApplication", "java.io.IOException: " + creds.status().message());
+      Result<wire::Credentials> parsed = wire::ParseCredentials(asc.am_container_spec().tokens());
+      if (!parsed.ok()) {
+        return ClientError(kYarnException, "submitApplication", "java.io.IOException: " + parsed.status().message());
       }
+      creds = *parsed;
     }
     auto res = AmResource(asc);
     if (auto* e = std::get_if<RpcError>(&res)) return *e;
@@ -927,9 +951,32 @@ struct ClientCalls {
     id.set_keyid(d.amrm_key_id_);
     app->amrm_token = wire::Token{id.SerializeAsString(), RandomPassword(), "YARN_AM_RM_TOKEN", ""};
     d.next_app_ = std::max(d.next_app_, app->id + 1);
+    App& submitted = *app;
     d.apps_[app->id] = std::move(app);
+    if (d.options_.kerberos.enabled) RenewTokensLocked(submitted, creds);
     d.cv_.notify_all();  // the dispatcher allocates and launches the AM
     return Serialize(yp::SubmitApplicationResponseProto());
+  }
+
+  // DelegationTokenRenewer at submission (K5.5, rpc/05): every HDFS delegation token of the AM's
+  // CLC is renewed as the RM's principal, which only works when its renewer is the RM. As in
+  // Hadoop the submission itself succeeds and a failed renewal rejects the application (FAILED,
+  // its diagnostics Hadoop's "Failed to renew token: <token>", with the NameNode's reason added).
+  void RenewTokensLocked(App& app, const wire::Credentials& creds) {
+    DelegationTokenStore& store = d.options_.hdfs->tokens();
+    for (const auto& [alias, token] : creds.tokens) {
+      if (token.kind != wire::kHdfsDelegationKind) continue;
+      Result<int64_t> renewed = store.Renew(token, d.options_.kerberos.rm_principal);
+      if (!renewed.ok()) {
+        Result<wire::DelegationTokenIdentifier> id = wire::ParseDelegationTokenIdentifier(token.identifier);
+        std::string ident = id.ok() ? "(" + FormatTokenId(*id) + ")" : "(unparseable identifier)";
+        d.EndAppLocked(app, yp::FAILED, yp::APP_FAILED,
+                       "Failed to renew token: Kind: " + token.kind + ", Service: " + token.service + ", Ident: " +
+                           ident + ": " + renewed.status().message());
+        return;
+      }
+      app.renewed_tokens.push_back(token);
+    }
   }
 
   Res Normalize(Res r) {
@@ -978,7 +1025,7 @@ struct ClientCalls {
     }
     if (!app->Final()) {
       std::string msg = "Application " + app->id_str + " was killed by user " +
-                        (conn.user.empty() ? d.options_.user : conn.user) + " at " + conn.peer_ip;
+                        User() + " at " + conn.peer_ip;
       if (req->has_diagnostics()) msg += " with diagnostic message: " + req->diagnostics();
       d.EndAppLocked(*app, yp::KILLED, yp::APP_KILLED, msg);
       d.KillAppContainersLocked(*app, "Container killed by the ResourceManager.", d.options_.rm_kill_grace_ms, true);

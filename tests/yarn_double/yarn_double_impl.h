@@ -19,6 +19,7 @@
 #include "cluster/yarn/wire/credentials.h"
 #include "core/subprocess.h"
 #include "ipc_server.h"
+#include "namenode_rpc.h"
 #include "yarn_records.h"
 #include "yarn_test_double.h"
 
@@ -92,6 +93,9 @@ struct App {
   int64_t start_ms = 0, launch_ms = 0, finish_ms = 0, lifetime_s = 0;
   Res am_resource;
   wire::Token amrm_token;
+  // Options::kerberos: the CLC's HDFS delegation tokens the RM renewed at submission, to cancel
+  // when the application ends (cancel_tokens_when_complete).
+  std::vector<wire::Token> renewed_tokens;
   bool am_pending = true;  // the AM container is still to be allocated
   std::string am_container;
   bool test_app = false;   // InstallAppForTest: no AM container
@@ -157,6 +161,7 @@ class YarnDoubleImpl {
   std::string instance_;  // marks this double's container processes
   std::unique_ptr<IpcServer> rm_server_, scheduler_server_, nm_server_;
   std::unique_ptr<IpcServer> rm2_server_, scheduler2_server_;  // Options::rm_ha: rm2's
+  std::unique_ptr<NameNodeRpc> namenode_rpc_;                  // Options::kerberos
   std::atomic<int> active_rm_{0};                               // Options::rm_ha: 0 rm1, 1 rm2
   int nm_http_fd_ = -1, nm_http_port_ = 0;
   std::vector<std::unique_ptr<NmWebServer>> nm_web_servers_;  // one per node (nm_web_server.cc)

@@ -61,6 +61,9 @@ YarnDoubleImpl::~YarnDoubleImpl() { Stop(); }
 
 Status YarnDoubleImpl::Start() {
   if (options_.work_dir.empty()) return Status::InvalidArgument("YarnTestDouble: work_dir is required");
+  if (options_.kerberos.enabled && options_.hdfs == nullptr) {
+    return Status::InvalidArgument("YarnTestDouble: Options::kerberos needs Options::hdfs (its NameNode)");
+  }
   LOOM_RETURN_IF_ERROR(MakeDirs(options_.work_dir + "/nm-local"));
   LOOM_RETURN_IF_ERROR(MakeDirs(options_.work_dir + "/logs"));
   auto token_user = [](const std::string& identifier) {
@@ -75,6 +78,11 @@ Status YarnDoubleImpl::Start() {
     o.allow_simple = simple;
     o.idle_close_ms = options_.ipc_idle_close_ms;
     o.rpc_protection = options_.rpc_protection;
+    if (options_.kerberos.enabled && std::string_view(protocol) == kClientProtocol) {
+      // K1: the RM client port speaks Kerberos; the scheduler port stays TOKEN only.
+      o.kerberos_principal = options_.kerberos.rm_principal;
+      o.kerberos_keytab = options_.kerberos.rm_keytab;
+    }
     o.next_nonce = [this] { return NextNonce(); };
     o.password_for = [this, password](const std::string& identifier) { return (this->*password)(identifier); };
     o.token_user = token_user;
@@ -148,6 +156,18 @@ Status YarnDoubleImpl::Start() {
   if (rm2_server_) LOOM_RETURN_IF_ERROR(rm2_server_->Start());
   if (scheduler2_server_) LOOM_RETURN_IF_ERROR(scheduler2_server_->Start());
   if (options_.standby_namenode && options_.hdfs != nullptr) LOOM_RETURN_IF_ERROR(options_.hdfs->StartStandbyNameNode());
+  if (options_.kerberos.enabled) {
+    NameNodeRpcOptions nn;
+    nn.kerberos_principal = options_.kerberos.nn_principal;
+    nn.kerberos_keytab = options_.kerberos.nn_keytab;
+    nn.rpc_protection = options_.rpc_protection;
+    nn.tokens = &options_.hdfs->tokens();
+    nn.idle_close_ms = options_.ipc_idle_close_ms;
+    namenode_rpc_ = std::make_unique<NameNodeRpc>(std::move(nn));
+    LOOM_RETURN_IF_ERROR(namenode_rpc_->Start());
+    options_.hdfs->set_rpc_port(namenode_rpc_->port());
+    LOOM_RETURN_IF_ERROR(options_.hdfs->RequireSpnego(options_.kerberos.http_keytab, options_.kerberos.http_principal));
+  }
   const int64_t now = NowMs();
   for (auto& node : nodes_) {
     LOOM_RETURN_IF_ERROR(node->server->Start());
@@ -180,6 +200,7 @@ void YarnDoubleImpl::Stop() {
   for (auto* s : {&rm_server_, &scheduler_server_, &nm_server_, &rm2_server_, &scheduler2_server_}) {
     if (*s) (*s)->Stop();
   }
+  if (namenode_rpc_) namenode_rpc_->Stop();
   for (auto& node : nodes_) {
     if (node->own_server) node->own_server->Stop();
   }
@@ -364,6 +385,7 @@ void YarnTestDouble::Stop() { impl_->Stop(); }
 int YarnTestDouble::rm_port() const { return impl_->rm_server_ ? impl_->rm_server_->port() : 0; }
 int YarnTestDouble::scheduler_port() const { return impl_->scheduler_server_ ? impl_->scheduler_server_->port() : 0; }
 int YarnTestDouble::nm_port() const { return impl_->nm_server_ ? impl_->nm_server_->port() : 0; }
+int YarnTestDouble::namenode_rpc_port() const { return impl_->namenode_rpc_ ? impl_->namenode_rpc_->port() : 0; }
 int YarnTestDouble::rm_port(int rm) const {
   const auto& s = rm == 0 ? impl_->rm_server_ : impl_->rm2_server_;
   return s ? s->port() : 0;
@@ -409,12 +431,21 @@ Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
                      "127.0.0.1:" + std::to_string(o.hdfs->standby_namenode_http_port())) +
             Property("dfs.namenode.http-address.loomns.nn2", nn_http);
   }
+  // cluster-conf/ of the Kerberos recording: the principals are explicit (no _HOST).
+  std::string core_security, hdfs_security, yarn_security;
+  if (o.kerberos.enabled) {
+    core_security = Property("hadoop.security.authentication", "kerberos") +
+                    Property("hadoop.http.authentication.type", "kerberos");
+    hdfs_security = Property("dfs.namenode.kerberos.principal", o.kerberos.nn_principal) +
+                    Property("dfs.web.authentication.kerberos.principal", o.kerberos.http_principal);
+    yarn_security = Property("yarn.resourcemanager.principal", o.kerberos.rm_principal);
+  }
   LOOM_RETURN_IF_ERROR(WriteFileAtomic(
       dir + "/core-site.xml", Configuration(Property("fs.defaultFS", default_fs) +
-                                            Property("hadoop.rpc.protection", o.rpc_protection))));
+                                            Property("hadoop.rpc.protection", o.rpc_protection) + core_security)));
   LOOM_RETURN_IF_ERROR(WriteFileAtomic(
       dir + "/hdfs-site.xml", Configuration(Property("dfs.replication", "1") + Property("dfs.namenode.rpc-address", nn_rpc) +
-                                            Property("dfs.namenode.http-address", nn_http) + nn_ha)));
+                                            Property("dfs.namenode.http-address", nn_http) + nn_ha + hdfs_security)));
   std::string rm = "127.0.0.1:" + std::to_string(rm_port());
   std::string sched = "127.0.0.1:" + std::to_string(scheduler_port());
   std::string ha;
@@ -442,7 +473,7 @@ Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
       Property("yarn.nodemanager.env-whitelist",
                "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,"
                "HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ,HADOOP_MAPRED_HOME") +
-      Property("yarn.scheduler.minimum-allocation-mb", std::to_string(o.min_allocation_mb)) + ha;
+      Property("yarn.scheduler.minimum-allocation-mb", std::to_string(o.min_allocation_mb)) + ha + yarn_security;
   if (o.node_gpus > 0) {
     yarn += Property("yarn.resource-types", kGpuResource) +
             Property("yarn.nodemanager.resource-plugins", kGpuResource);

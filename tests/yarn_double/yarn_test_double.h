@@ -3,7 +3,8 @@
 // used because no Hadoop (no Java) can run in Loom's tests. It speaks real Hadoop IPC (RPC v9,
 // protobuf engine, SASL DIGEST-MD5 with YARN's tokens) on 127.0.0.1 ephemeral ports, and
 // follows the exchanges recorded from a real 3.3.6 cluster in tests/data/yarn-captures/:
-//   RM client port ("8032", TOKEN + SIMPLE)   ApplicationClientProtocolPB
+//   RM client port ("8032", TOKEN + SIMPLE;   ApplicationClientProtocolPB
+//     TOKEN + KERBEROS with Options::kerberos)
 //   RM scheduler port ("8030", TOKEN only)    ApplicationMasterProtocolPB (AMRMToken)
 //   NM port ("45454", TOKEN only)             ContainerManagementProtocolPB (NMToken)
 // Containers are real local processes: the NM writes launch_container.sh and container_tokens
@@ -17,7 +18,8 @@
 // application's logs to the FakeHdfs in the recorded TFile or IFile format (log_aggregation.h).
 // What it is not: no other web UI and no proxy (tracking URLs are not served), no queue
 // hierarchy below root, no preemption, one AM attempt, no memory enforcement, no rolling or
-// compressed log aggregation, no security beyond the token checks the recorded servers do.
+// compressed log aggregation, no security beyond the token and Kerberos checks the recorded
+// servers do.
 
 #include <sys/types.h>
 
@@ -116,6 +118,36 @@ class YarnTestDouble {
     // NameNode HA: `hdfs` gets a standby NameNode (FakeHdfs::StartStandbyNameNode) and the conf
     // dir names nameservice "loomns" with nn1 = the standby and nn2 = the active one.
     bool standby_namenode = false;
+
+    // ---- Kerberos (yarn-captures kerberos/, K1-K5) ----
+    // A Kerberized cluster, with principals and keytabs of a real KDC (tests/kerberos/
+    // kdc_harness.h). With `enabled` (it needs `hdfs`):
+    //  * the RM client port (rm1 and rm2) offers TOKEN + KERBEROS/GSSAPI for rm_principal; no
+    //    port offers SIMPLE ("SIMPLE authentication is not enabled.  Available:[TOKEN,
+    //    KERBEROS]"); rpc_protection applies to GSSAPI too; an application's user is the short
+    //    name of the submitter's principal (root@LOOM.TEST -> root);
+    //  * a NameNode RPC server (namenode_rpc.h: getDelegationToken, renew, cancel; TOKEN +
+    //    KERBEROS for nn_principal) on hdfs's token store, whose port becomes fs.defaultFS;
+    //  * hdfs's WebHDFS requires SPNEGO for http_principal (FakeHdfs::RequireSpnego);
+    //  * submitApplication renews every HDFS_DELEGATION_TOKEN of the AM's CLC `tokens` as
+    //    rm_principal (only tokens whose renewer is the RM's short name renew: any other makes the
+    //    application FAILED at once with "Failed to renew token: Kind: HDFS_DELEGATION_TOKEN, ..."
+    //    and the NameNode's reason), and cancels them, as rm_principal, when the application
+    //    ends if its cancel_tokens_when_complete (default true) is set; see hdfs->tokens();
+    //  * WriteHadoopConfDir adds hadoop.security.authentication=kerberos,
+    //    hadoop.http.authentication.type=kerberos, yarn.resourcemanager.principal,
+    //    dfs.namenode.kerberos.principal and dfs.web.authentication.kerberos.principal.
+    struct Kerberos {
+      bool enabled = false;
+      std::string realm = "LOOM.TEST";  // informational: the principals below carry their realm
+      std::string rm_principal = "rm/localhost@LOOM.TEST";
+      std::string rm_keytab;
+      std::string nn_principal = "nn/localhost@LOOM.TEST";
+      std::string nn_keytab;
+      std::string http_principal = "HTTP/localhost@LOOM.TEST";
+      std::string http_keytab;
+    };
+    Kerberos kerberos;
   };
 
   // One container as the NM sees it.
@@ -170,6 +202,8 @@ class YarnTestDouble {
   // recovery). InvalidArgument without rm_ha or for an unknown index.
   Status FailoverForTest(int rm);
   int nm_port() const;  // node 0's
+  // Options::kerberos: the NameNode RPC server's port (also in hdfs->default_fs()); 0 otherwise.
+  int namenode_rpc_port() const;
   int nm_http_port() const;
   // "host:port" of node 0's NM web server, as in ContainerProto.node_http_address.
   std::string nm_http_address() const;

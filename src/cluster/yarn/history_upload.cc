@@ -9,13 +9,22 @@
 
 namespace loom::cluster::yarn {
 
+namespace {
+WebHdfs Connect(const std::string& webhdfs, const std::string& user, const std::optional<Token>& delegation) {
+  WebHdfs fs(webhdfs, user);
+  if (delegation) fs.UseDelegationToken(*delegation);  // the AM has no Kerberos ticket
+  return fs;
+}
+}  // namespace
+
 HistoryUploader::HistoryUploader(std::string webhdfs, std::string user, std::string staging_dir, history::JobDir dir,
-                                 std::chrono::milliseconds interval)
+                                 std::chrono::milliseconds interval, std::optional<Token> delegation)
     : webhdfs_(std::move(webhdfs)),
       user_(std::move(user)),
       staging_dir_(std::move(staging_dir)),
       dir_(std::move(dir)),
       interval_(interval),
+      delegation_(std::move(delegation)),
       thread_([this] { Loop(); }) {}
 
 HistoryUploader::~HistoryUploader() {
@@ -28,7 +37,7 @@ HistoryUploader::~HistoryUploader() {
 }
 
 void HistoryUploader::Loop() {
-  WebHdfs fs(webhdfs_, user_);
+  WebHdfs fs = Connect(webhdfs_, user_, delegation_);
   std::string history = staging_dir_ + "/history";
   if (Status s = fs.Mkdirs(history, "700"); !s.ok()) {
     spdlog::warn("history in HDFS: {}", s.ToString());
@@ -47,7 +56,7 @@ void HistoryUploader::Loop() {
 void HistoryUploader::UploadIfChanged() {
   struct stat st {};
   if (::stat(dir_.events().c_str(), &st) != 0 || st.st_size == uploaded_size_) return;
-  auto up = WebHdfs(webhdfs_, user_).Upload(dir_.events(), staging_dir_ + "/history/events.jsonl", "600");
+  auto up = Connect(webhdfs_, user_, delegation_).Upload(dir_.events(), staging_dir_ + "/history/events.jsonl", "600");
   if (up.ok()) {
     uploaded_size_ = st.st_size;
   } else {

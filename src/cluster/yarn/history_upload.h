@@ -5,9 +5,11 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "cluster/yarn/wire/credentials.h"
 #include "history/job_dir.h"
 
 namespace loom::cluster::yarn {
@@ -15,8 +17,9 @@ namespace loom::cluster::yarn {
 class HistoryUploader {
  public:
   // Uploads `dir`'s job.json once, then events.jsonl whenever it grew, every `interval`.
+  // With `delegation` (a Kerberized cluster) every WebHDFS call authenticates with that token.
   HistoryUploader(std::string webhdfs, std::string user, std::string staging_dir, history::JobDir dir,
-                  std::chrono::milliseconds interval);
+                  std::chrono::milliseconds interval, std::optional<Token> delegation = std::nullopt);
   // Stops the thread; the job's final record is its owner's to upload (UploadHistory).
   ~HistoryUploader();
 
@@ -27,6 +30,7 @@ class HistoryUploader {
   const std::string webhdfs_, user_, staging_dir_;
   const history::JobDir dir_;
   const std::chrono::milliseconds interval_;
+  const std::optional<Token> delegation_;
   int64_t uploaded_size_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;

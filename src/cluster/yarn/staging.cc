@@ -211,4 +211,14 @@ int64_t GpusOf(const hadoop::yarn::ResourceProto& r) {
   return 0;
 }
 
+Status HandTokensToUserCode(const Credentials& container, const std::string& path,
+                            std::map<std::string, std::string>* env) {
+  Credentials tokens_only;
+  tokens_only.tokens = container.tokens;
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(path, SerializeCredentials(tokens_only), 0600)
+                           .WithContext("writing the tokens file for user code"));
+  (*env)["HADOOP_TOKEN_FILE_LOCATION"] = path;
+  return Status::Ok();
+}
+
 }  // namespace loom::cluster::yarn

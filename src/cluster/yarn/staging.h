@@ -21,6 +21,7 @@
 #include "cluster/yarn/hdfs/hadoop_conf.h"
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/proto/yarn.pb.h"
+#include "cluster/yarn/wire/credentials.h"
 #include "core/job_spec.h"
 #include "core/status.h"
 
@@ -37,6 +38,17 @@ inline constexpr char kManifestResource[] = "loom-staging.json";
 // The job secret never goes to HDFS: it rides in each container's credentials
 // (HADOOP_TOKEN_FILE_LOCATION) as the secret key of this alias.
 inline constexpr char kSecretCredentialAlias[] = "loom.job.secret";
+
+// In a task container, user code's $HADOOP_TOKEN_FILE_LOCATION: this file in the executor's
+// working dir, not the container's own credentials file (which holds Loom's secret keys).
+inline constexpr char kUserTokenFile[] = ".loom.hdfs-tokens";
+// Writes `path` (mode 0600, HDTS format 0): the tokens of `container` (the HDFS delegation
+// tokens the AM passed on) and none of its secret keys (the job secret, the forwarded
+// credentials), also when there are no tokens, so that user code never sees the container's
+// file; then points (*env)["HADOOP_TOKEN_FILE_LOCATION"] at it for the user's processes
+// (Hadoop clients such as `hdfs dfs` or pyarrow read it; K3: containers have tokens only).
+Status HandTokensToUserCode(const Credentials& container, const std::string& path,
+                            std::map<std::string, std::string>* env);
 
 // Names of the job's files in its staging dir. CleanStaging deletes exactly these.
 inline constexpr char kSrcArchiveFile[] = "src.tar.gz";

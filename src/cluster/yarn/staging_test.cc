@@ -1,5 +1,9 @@
 #include "cluster/yarn/staging.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/files.h"
 #include "core/testing.h"
 
 namespace loom::cluster::yarn {
@@ -71,6 +75,50 @@ TEST(StagingManifest, DockerImagesSurviveTheManifestPerType) {
   Result<StagingManifest> plain = StagingManifest::FromJson(Sample().ToJson().dump());
   ASSERT_OK(plain);
   EXPECT_TRUE(plain->DockerEnvFor("worker").empty());
+}
+
+}  // namespace
+}  // namespace loom::cluster::yarn
+
+namespace loom::cluster::yarn {
+namespace {
+
+// The executor's file for user code: the container's tokens, none of its secret keys, 0600,
+// and HADOOP_TOKEN_FILE_LOCATION pointing at it.
+TEST(HandTokensToUserCode, WritesOnlyTheTokensPrivatelyAndPointsTheEnvAtThem) {
+  Credentials container;
+  Token hdfs{"id", "pw", kHdfsDelegationKind, "127.0.0.1:19000"};
+  container.tokens.emplace_back("127.0.0.1:19000", hdfs);
+  container.secrets.push_back({kSecretCredentialAlias, "job-secret"});
+  container.secrets.push_back({"loom.env.MLFLOW_TRACKING_TOKEN", "mlflow"});
+  std::string path = ::testing::TempDir() + "/hdfs-tokens-" + std::to_string(::getpid());
+  std::map<std::string, std::string> env = {{"HADOOP_TOKEN_FILE_LOCATION", "/nm/container_tokens"}};
+  ASSERT_OK(HandTokensToUserCode(container, path, &env));
+  EXPECT_EQ(env["HADOOP_TOKEN_FILE_LOCATION"], path);
+  Result<Credentials> written = ReadCredentialsFile(path);
+  ASSERT_OK(written);
+  EXPECT_EQ(written->tokens, container.tokens);
+  EXPECT_TRUE(written->secrets.empty());
+  Result<std::string> bytes = ReadFile(path);
+  ASSERT_OK(bytes);
+  EXPECT_EQ(bytes->find("job-secret"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ::unlink(path.c_str());
+}
+
+TEST(HandTokensToUserCode, WritesAnEmptyCredentialsFileWithoutTokens) {
+  Credentials container;
+  container.secrets.push_back({kSecretCredentialAlias, "job-secret"});
+  std::string path = ::testing::TempDir() + "/hdfs-tokens-empty-" + std::to_string(::getpid());
+  std::map<std::string, std::string> env;
+  ASSERT_OK(HandTokensToUserCode(container, path, &env));
+  EXPECT_EQ(env["HADOOP_TOKEN_FILE_LOCATION"], path);
+  Result<Credentials> written = ReadCredentialsFile(path);
+  ASSERT_OK(written);
+  EXPECT_EQ(*written, Credentials{});
+  ::unlink(path.c_str());
 }
 
 }  // namespace

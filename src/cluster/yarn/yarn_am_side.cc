@@ -41,7 +41,8 @@ Result<AmSetup> YarnAmSide::Prepare(const history::JobDir& dir, const std::map<s
   // A client still following copies the AM's last events before it goes.
   setup.events_linger = std::chrono::milliseconds(3000);
   manifest_ = options->manifest;
-  history_copy_.emplace(manifest_.webhdfs, manifest_.user, manifest_.dir, dir, std::chrono::seconds(2));
+  hdfs_token_ = DefaultFsToken(manifest_, options->delegation_tokens);
+  history_copy_.emplace(manifest_.webhdfs, manifest_.user, manifest_.dir, dir, std::chrono::seconds(2), hdfs_token_);
   options_ = std::move(*options);
   return setup;
 }
@@ -75,8 +76,8 @@ void YarnAmSide::Finish(const history::JobDir& dir, const std::string& state, co
   // outcome (`yarn application -status` shows it); after that the NodeManager may end this
   // container at any moment.
   history_copy_.reset();
-  (void)UploadHistory(manifest_.webhdfs, manifest_.user, manifest_.dir, dir, /*replace_status=*/false);
-  (void)CleanStaging(manifest_.webhdfs, manifest_.user, manifest_.dir);
+  (void)UploadHistory(manifest_.webhdfs, manifest_.user, manifest_.dir, dir, /*replace_status=*/false, hdfs_token_);
+  (void)CleanStaging(manifest_.webhdfs, manifest_.user, manifest_.dir, hdfs_token_);
   if (!broker_) return;
   if (Status s = broker_->Finish(state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());
 }

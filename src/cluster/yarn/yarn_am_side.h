@@ -28,6 +28,9 @@ class YarnAmSide : public AmSide {
   std::optional<YarnBrokerOptions> options_;        // from Prepare, moved into the broker
   YarnContainerBroker* broker_ = nullptr;           // owned by the AM's caller
   std::optional<HistoryUploader> history_copy_;
+  // fs.defaultFS's HDFS delegation token (DefaultFsToken), for the AM's own WebHDFS calls on a
+  // Kerberized cluster, where the AM has no ticket; nullopt without Kerberos.
+  std::optional<Token> hdfs_token_;
 };
 
 }  // namespace loom::cluster::yarn

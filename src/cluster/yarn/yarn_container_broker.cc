@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cluster/yarn/rpc/namenode_client.h"
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
@@ -405,12 +406,10 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
   // it from $HADOOP_TOKEN_FILE_LOCATION (cli/role_commands.cc).
   env.erase(control::kSecretFileEnv);  // the AM's file is not on that node
   wiring.secret_credential = kSecretCredentialAlias;
-  {
-    Credentials creds;
-    creds.secrets.push_back({kSecretCredentialAlias, opts_.job_secret});
-    for (const auto& secret : opts_.forwarded_secrets) creds.secrets.push_back(secret);
-    clc.set_tokens(SerializeCredentials(creds));
-  }
+  // The HDFS delegation tokens beside them, for user code (the executor hands it a file of
+  // the tokens alone: cli/role_commands.cc).
+  clc.set_tokens(SerializeCredentials(
+      TaskContainerCredentials(opts_.job_secret, opts_.forwarded_secrets, opts_.delegation_tokens)));
   if (opts_.manifest.files.count(kSrcResource)) wiring.link_into_workdir = kSrcResource;
   wiring.AddTo(env);
   // loom.docker.*: the NodeManager runs this container in its type's image (docker_runtime.h).
@@ -515,6 +514,41 @@ std::string YarnContainerBroker::Describe() const {
   return "yarn (scheduler " + opts_.manifest.scheduler + ", application " + opts_.manifest.application_id + ")";
 }
 
+std::vector<std::pair<std::string, Token>> PassedOnTokens(const Credentials& am_credentials) {
+  std::vector<std::pair<std::string, Token>> out;
+  for (const auto& [alias, token] : am_credentials.tokens) {
+    if (token.kind != "YARN_AM_RM_TOKEN") out.emplace_back(alias, token);
+  }
+  return out;
+}
+
+Credentials TaskContainerCredentials(const std::string& job_secret,
+                                     const std::vector<std::pair<std::string, std::string>>& forwarded_secrets,
+                                     const std::vector<std::pair<std::string, Token>>& tokens) {
+  Credentials creds;
+  creds.tokens = tokens;
+  creds.secrets.push_back({kSecretCredentialAlias, job_secret});
+  for (const auto& secret : forwarded_secrets) creds.secrets.push_back(secret);
+  return creds;
+}
+
+std::optional<Token> DefaultFsToken(const StagingManifest& manifest,
+                                    const std::vector<std::pair<std::string, Token>>& tokens) {
+  std::string service;
+  if (manifest.fs_port < 0) {
+    service = std::string(kHaTokenServicePrefix) + "hdfs:" + manifest.fs_host;
+  } else if (auto s = BuildTokenService({manifest.fs_host, manifest.fs_port}); s.ok()) {
+    service = *s;
+  }
+  std::optional<Token> first;
+  for (const auto& [alias, token] : tokens) {
+    if (token.kind != kHdfsDelegationKind) continue;
+    if (token.service == service) return token;
+    if (!first) first = token;
+  }
+  return first;
+}
+
 Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::string, std::string>& env) {
   YarnBrokerOptions o;
   LOOM_ASSIGN_OR_RETURN(std::string manifest_text, ReadFile(kManifestResource));
@@ -533,6 +567,7 @@ Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::str
   for (const auto& [alias, value] : creds.secrets) {
     if (StartsWith(alias, kSecretEnvAliasPrefix)) o.forwarded_secrets.emplace_back(alias, value);
   }
+  o.delegation_tokens = PassedOnTokens(creds);
   auto nm_host = env.find("NM_HOST");
   o.nm_host = nm_host != env.end() ? nm_host->second : "localhost";
   return o;

@@ -50,6 +50,9 @@ struct YarnBrokerOptions {
   // The submitter's forwarded credentials (core/forwarded_env.h), alias -> value, from the AM's
   // credentials: passed on in every container's.
   std::vector<std::pair<std::string, std::string>> forwarded_secrets;
+  // The HDFS delegation tokens the submitter got (alias -> token, PassedOnTokens of the AM's
+  // credentials): passed on in every container's, for user code ($HADOOP_TOKEN_FILE_LOCATION).
+  std::vector<std::pair<std::string, Token>> delegation_tokens;
   std::string nm_host;  // this AM's node ($NM_HOST): registered as the AM host
   // The AM's control-plane port, known once its server is up (registered as rpc_port).
   std::function<int()> am_port;
@@ -139,6 +142,19 @@ class YarnContainerBroker : public ContainerBroker {
 };
 
 // `loom am --backend yarn`: reads the staging manifest and the AMRMToken from the container.
+// The tokens of the AM's credentials that its tasks get: all but the AMRMToken (what
+// DistributedShell's AM passes on too; container/worker-container_tokens.bin), in file order.
+std::vector<std::pair<std::string, Token>> PassedOnTokens(const Credentials& am_credentials);
+// A task container's credentials: `tokens`, the job secret and the forwarded credentials.
+Credentials TaskContainerCredentials(const std::string& job_secret,
+                                     const std::vector<std::pair<std::string, std::string>>& forwarded_secrets,
+                                     const std::vector<std::pair<std::string, Token>>& tokens);
+// The token of the job's fs.defaultFS among `tokens`, for the AM's own WebHDFS calls: the one
+// whose service is the manifest's file system's (ha-hdfs:<nameservice>, or its ip:port), else
+// the first HDFS_DELEGATION_TOKEN; nullopt when there is none (a cluster without Kerberos).
+std::optional<Token> DefaultFsToken(const StagingManifest& manifest,
+                                    const std::vector<std::pair<std::string, Token>>& tokens);
+
 Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::string, std::string>& env);
 
 }  // namespace loom::cluster::yarn

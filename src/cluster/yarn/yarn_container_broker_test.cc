@@ -2,6 +2,8 @@
 
 #include <gmock/gmock.h>
 
+#include "cluster/yarn/wire/credentials.h"
+
 namespace loom::cluster::yarn {
 namespace {
 
@@ -24,6 +26,48 @@ TEST(WithoutRepeatedBlocks, LeavesDistinctTextAlone) {
   EXPECT_EQ(WithoutRepeatedBlocks("Container released on a *lost* node"), "Container released on a *lost* node");
   EXPECT_EQ(WithoutRepeatedBlocks("a\n\nb"), "a\nb");
   EXPECT_EQ(WithoutRepeatedBlocks(""), "");
+}
+
+}  // namespace
+}  // namespace loom::cluster::yarn
+
+namespace loom::cluster::yarn {
+namespace {
+
+const std::string kAmTokens =
+    std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/container/am-container_tokens.bin";
+
+// The real AM's credentials (an HDFS delegation token and the AMRMToken): tasks get the HDFS
+// token, never the AMRMToken, beside the job secret.
+TEST(PassedOnTokens, TasksGetTheHdfsTokenButNotTheAmRmToken) {
+  Result<Credentials> am = ReadCredentialsFile(kAmTokens);
+  ASSERT_TRUE(am.ok()) << am.status().ToString();
+  auto passed = PassedOnTokens(*am);
+  ASSERT_EQ(passed.size(), 1u);
+  EXPECT_EQ(passed[0].first, "127.0.0.1:19000");
+  EXPECT_EQ(passed[0].second.kind, kHdfsDelegationKind);
+
+  Credentials task = TaskContainerCredentials("s3cret", {{"loom.env.TOKEN", "v"}}, passed);
+  Result<Credentials> parsed = ParseCredentials(SerializeCredentials(task));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->tokens, passed);
+  EXPECT_EQ(parsed->FindSecret(kSecretCredentialAlias), std::optional<std::string>("s3cret"));
+  EXPECT_EQ(parsed->FindSecret("loom.env.TOKEN"), std::optional<std::string>("v"));
+  EXPECT_FALSE(parsed->FindKind("YARN_AM_RM_TOKEN"));
+}
+
+TEST(DefaultFsToken, PicksTheDefaultFileSystemsTokenByService) {
+  Token other{"a", "p", kHdfsDelegationKind, "ha-hdfs:other"};
+  Token mine{"b", "p", kHdfsDelegationKind, "127.0.0.1:19000"};
+  StagingManifest m;
+  m.fs_host = "127.0.0.1";
+  m.fs_port = 19000;
+  std::vector<std::pair<std::string, Token>> tokens = {{other.service, other}, {mine.service, mine}};
+  EXPECT_EQ(DefaultFsToken(m, tokens), std::optional<Token>(mine));
+  m.fs_host = "other";
+  m.fs_port = -1;  // an HA nameservice
+  EXPECT_EQ(DefaultFsToken(m, tokens), std::optional<Token>(other));
+  EXPECT_EQ(DefaultFsToken(m, {}), std::nullopt);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "cluster/yarn/yarn_job_submitter.h"
 
 #include <fcntl.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sys/file.h>
@@ -14,6 +16,7 @@
 #include "cluster/yarn/docker_runtime.h"
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/logs/yarn_log_reader.h"
+#include "cluster/yarn/rpc/namenode_client.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "cluster/yarn/wire/ipc_frame.h"
@@ -126,6 +129,12 @@ Status LoginForCluster(const HadoopConf& conf, const config::Config& job_conf) {
                                    ": the cluster does not use Kerberos (hadoop.security.authentication=" + conf.security +
                                    " in " + conf.conf_dir + "); remove the key");
   }
+  if (!config::GetBool(job_conf, "loom.application.security.enabled")) {
+    return Status::InvalidArgument(config::Spelled(job_conf, "loom.application.security.enabled") +
+                                   "=false, but the cluster uses Kerberos (hadoop.security.authentication=kerberos in " +
+                                   conf.conf_dir + "): its ResourceManager and NameNodes accept no other login; "
+                                   "remove the key");
+  }
   LOOM_ASSIGN_OR_RETURN(std::shared_ptr<KerberosLogin> login, KerberosLogin::Acquire(o));
   auto kerberos = std::make_shared<KerberosClientConf>();
   kerberos->login = std::move(login);
@@ -200,14 +209,17 @@ FailoverSettings FailoverOf(const HadoopConf& conf) {
 // NameNode HA: every NameNode's WebHDFS base, comma-separated (WebHdfs tries each).
 std::string WebHdfsBases(const HadoopConf& conf) {
   std::vector<std::string> bases;
+  if (!conf.namenode_web_urls.empty()) return Join(conf.namenode_web_urls, ",");  // scheme per dfs.http.policy
   for (const HostPort& nn : conf.namenode_https) bases.push_back("http://" + nn.ToString());
   return bases.empty() ? "http://" + conf.namenode_http.ToString() : Join(bases, ",");
 }
 }  // namespace
 
-Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir) {
+Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                    const std::optional<Token>& delegation) {
   if (webhdfs.empty() || staging_dir.empty()) return Status::Ok();
   WebHdfs fs(webhdfs, user);
+  if (delegation) fs.UseDelegationToken(*delegation);
   Status result = Status::Ok();
   // The job's own files only: the shared `loom` binary lives in the cache dir, outside
   // staging_dir, for the next job; config.xml and history/ stay as the job's record.
@@ -221,8 +233,9 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
 }
 
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                     const history::JobDir& dir, bool replace_status) {
+                     const history::JobDir& dir, bool replace_status, const std::optional<Token>& delegation) {
   WebHdfs fs(webhdfs, user);
+  if (delegation) fs.UseDelegationToken(*delegation);
   LOOM_RETURN_IF_ERROR(fs.Mkdirs(staging_dir + "/history", "700"));
   for (const std::string& f : {dir.job_json(), dir.events(), dir.status()}) {
     if (!PathExists(f)) continue;
@@ -299,9 +312,90 @@ Status YarnJobSubmitter::ApplyJobSiteFiles() {
   return Status::Ok();
 }
 
+Result<std::vector<TokenFileSystem>> TokenFileSystems(const HadoopConf& conf, const config::Config& job_conf) {
+  std::vector<TokenFileSystem> listed;
+  auto add = [&](const std::vector<std::string>& uris, const std::string& key) {
+    for (const std::string& uri : uris) {
+      if (!Trim(uri).empty()) listed.push_back({Trim(uri), config::Spelled(job_conf, key)});
+    }
+  };
+  add(config::GetList(job_conf, "loom.application.file-systems"), "loom.application.file-systems");
+  add(config::GetList(job_conf, "loom.other.namenodes"), "loom.other.namenodes");  // TonY's name
+  if (conf.security != "kerberos") {
+    if (listed.empty()) return std::vector<TokenFileSystem>{};
+    return Status::InvalidArgument(listed[0].key + "=" + listed[0].uri +
+                                   ": HDFS delegation tokens are for a Kerberized cluster, and this one does not use "
+                                   "Kerberos (hadoop.security.authentication=" + conf.security + " in " + conf.conf_dir +
+                                   "): remove the key");
+  }
+  for (const TokenFileSystem& fs : listed) {
+    if (!StartsWith(ToLower(fs.uri), "hdfs://") || fs.uri.size() <= 7) {
+      return Status::InvalidArgument(fs.key + "=" + fs.uri + ": not an hdfs:// URI (hdfs://<nameservice> or " +
+                                     "hdfs://<namenode host>[:<port>]); delegation tokens come from NameNodes");
+    }
+  }
+  std::vector<TokenFileSystem> out;
+  if (!conf.default_fs.empty()) out.push_back({conf.default_fs, "fs.defaultFS"});
+  for (const TokenFileSystem& fs : listed) {
+    bool seen = false;
+    for (const TokenFileSystem& o : out) seen = seen || o.uri == fs.uri;
+    if (!seen) out.push_back(fs);
+  }
+  return out;
+}
+
+Credentials AmCredentials(const std::string& secret, const std::map<std::string, std::string>& forwarded,
+                          const std::vector<Token>& delegation_tokens) {
+  Credentials creds;
+  for (const Token& t : delegation_tokens) creds.tokens.emplace_back(t.service, t);
+  creds.secrets.push_back({kSecretCredentialAlias, secret});
+  // The forwarded credentials (MLFLOW_TRACKING_TOKEN, ...): never in config.xml or HDFS.
+  for (const auto& [name, value] : forwarded) creds.secrets.push_back({kSecretEnvAliasPrefix + name, value});
+  return creds;
+}
+
+void SetAmCredentials(ypb::ApplicationSubmissionContextProto* asc, const Credentials& creds) {
+  asc->mutable_am_container_spec()->set_tokens(SerializeCredentials(creds));
+  // The RM's default, but said explicitly, as the issue asks: the tokens die with the job.
+  asc->set_cancel_tokens_when_complete(true);
+}
+
+Status YarnJobSubmitter::FetchDelegationTokens() {
+  delegation_tokens_.clear();
+  LOOM_ASSIGN_OR_RETURN(std::vector<TokenFileSystem> systems, TokenFileSystems(conf_, job_conf_));
+  if (systems.empty()) return Status::Ok();
+  if (Trim(conf_.rm_principal).empty()) {
+    return Status::InvalidArgument("yarn.resourcemanager.principal is not set in " + conf_.conf_dir +
+                                   ": HDFS delegation tokens name the ResourceManager as their renewer");
+  }
+  std::string renewer = RenewerPrincipal(conf_.rm_principal, conf_.rm.host);
+  auto site = LoadHdfsSiteProperties(conf_.conf_dir, JobSiteFiles(job_conf_, AbsolutePath(".")).hdfs_site);
+  if (!site.ok()) return Status::InvalidArgument(site.status().message());
+  IpcOptions base;
+  base.user = user_;
+  base.call_timeout = std::chrono::milliseconds(30000);
+  std::vector<std::string> services;
+  for (const TokenFileSystem& fs : systems) {
+    auto resolved = ResolveHdfsFileSystem(fs.uri, *site);
+    if (!resolved.ok()) return Status::InvalidArgument(fs.key + "=" + fs.uri + ": " + resolved.status().message());
+    if (std::find(services.begin(), services.end(), resolved->token_service) != services.end()) continue;
+    NameNodeClient nn(*resolved, base);
+    auto token = nn.GetDelegationToken(renewer);
+    if (!token.ok()) {
+      return Status::InvalidArgument("getting an HDFS delegation token for " + fs.uri + " (" + fs.key +
+                                     ", renewer " + renewer + "): " + token.status().message());
+    }
+    services.push_back(token->service);
+    delegation_tokens_.push_back(*token);
+  }
+  return Status::Ok();
+}
+
 Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(ApplyJobSiteFiles());
   LOOM_RETURN_IF_ERROR(LoginForCluster(conf_, job_conf_));
+  // The token keys' values before anything is asked (the tokens themselves come last).
+  LOOM_RETURN_IF_ERROR(TokenFileSystems(conf_, job_conf_).status());
   const HadoopConf& conf = conf_;
   for (const TaskTypeSpec& t : spec.types) {
     if (!t.extra_files.empty()) {
@@ -357,7 +451,9 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   nodes_ = *nodes;  // the AM places the gang from this snapshot (Stage)
   CapacityRules rules;
   rules.min_allocation_mb = conf.min_allocation_mb;
-  return CheckJobFits(spec, *nodes, *queue, rules);
+  LOOM_RETURN_IF_ERROR(CheckJobFits(spec, *nodes, *queue, rules));
+  // Last: the job fits, so these tokens will be used. Before anything is staged (Submit).
+  return FetchDelegationTokens();
 }
 
 Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, const JobSpec& spec,
@@ -499,15 +595,10 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
     entry->set_key(name);
     *entry->mutable_value() = staged->ToLocalResource(f);
   }
-  // The secret rides in the AM's credentials (the RM adds its AMRMToken beside it); the
-  // NodeManager keeps them only as long as the container.
-  Credentials creds;
-  creds.secrets.push_back({kSecretCredentialAlias, secret});
-  // So do the forwarded credentials (MLFLOW_TRACKING_TOKEN, ...): never in config.xml or HDFS.
-  for (const auto& [name, value] : ForwardedCredentials(CurrentEnvironment())) {
-    creds.secrets.push_back({kSecretEnvAliasPrefix + name, value});
-  }
-  clc->set_tokens(SerializeCredentials(creds));
+  // The secret, the forwarded credentials and the HDFS delegation tokens ride in the AM's
+  // credentials (the RM adds its AMRMToken beside them); the NodeManager keeps them only as
+  // long as the container.
+  SetAmCredentials(&asc, AmCredentials(secret, ForwardedCredentials(CurrentEnvironment()), delegation_tokens_));
   auto add_env = [&](const std::string& k, const std::string& v) {
     auto* e = clc->add_environment();
     e->set_key(k);

@@ -18,6 +18,7 @@
 #include "cluster/backend.h"
 #include "cluster/yarn/hdfs/hadoop_conf.h"
 #include "cluster/yarn/staging.h"
+#include "cluster/yarn/wire/credentials.h"
 #include "core/config/config.h"
 #include "core/job_spec.h"
 
@@ -54,6 +55,9 @@ struct YarnJobRecord {
 //   loom.application.hdfs-conf-path / yarn-conf-path  site files over HADOOP_CONF_DIR's
 //   loom.docker.*                            YARN's Docker runtime on every task container
 //                                            (docker_runtime.h)
+//   loom.application.file-systems            more hdfs:// file systems (tf-yarn's file_systems;
+//                                            TonY's tony.other.namenodes too) to get HDFS
+//                                            delegation tokens for, besides fs.defaultFS
 class YarnJobSubmitter : public Backend {
  public:
   // `conf` is the cluster's (HADOOP_CONF_DIR); `job_conf` the job's, for YARN's own keys.
@@ -78,6 +82,11 @@ class YarnJobSubmitter : public Backend {
   // Reloads conf_ with the job's loom.application.{hdfs,yarn}-conf-path files; InvalidArgument
   // naming the key when one is missing or malformed. Once per submit.
   Status ApplyJobSiteFiles();
+  // hadoop.security.authentication=kerberos: one HDFS delegation token per file system of
+  // TokenFileSystems, renewer the RM (NameNodeClient), into delegation_tokens_. Any failure is
+  // InvalidArgument (exit 2) naming the file system and the NameNode's words. Called by
+  // CheckFits, so that nothing is staged without them.
+  Status FetchDelegationTokens();
   std::string KeyAsWritten(const std::string& canonical_key) const;
   Status SyncLocked(const history::JobDir& dir);
   void Mirror(history::JobDir dir);
@@ -91,10 +100,33 @@ class YarnJobSubmitter : public Backend {
   config::Config job_conf_;
   std::unique_ptr<YarnLogReader> logs_;  // made on first use
   std::vector<hadoop::yarn::NodeReportProto> nodes_;  // from CheckFits, for Stage
+  std::vector<Token> delegation_tokens_;               // from CheckFits, for the AM's credentials
   std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
   std::atomic<bool> stop_{false};
 };
+
+// A file system to get an HDFS delegation token for, and the key that named it as the user
+// wrote it ("fs.defaultFS", "loom.application.file-systems", "tony.other.namenodes").
+struct TokenFileSystem {
+  std::string uri;
+  std::string key;
+  bool operator==(const TokenFileSystem&) const = default;
+};
+// The file systems a Kerberized job needs tokens for: fs.defaultFS, then each URI of
+// loom.application.file-systems and of loom.other.namenodes (TonY's tony.other.namenodes), each
+// once. Without Kerberos: none. InvalidArgument naming the key as written: a URI that is not
+// hdfs://, or either key set on a cluster without Kerberos (no token would be fetched or used).
+Result<std::vector<TokenFileSystem>> TokenFileSystems(const HadoopConf& conf, const config::Config& job_conf);
+
+// The AM container's credentials: the job secret, the forwarded credentials (alias -> value, as
+// ForwardedCredentials gives them) and the HDFS delegation tokens, each under its service as
+// alias (what Hadoop's clients do: K5.5).
+Credentials AmCredentials(const std::string& secret, const std::map<std::string, std::string>& forwarded,
+                          const std::vector<Token>& delegation_tokens);
+// Puts `creds` in the AM's launch context and asks the RM to cancel the tokens when the
+// application completes (cancel_tokens_when_complete, explicitly true).
+void SetAmCredentials(hadoop::yarn::ApplicationSubmissionContextProto* asc, const Credentials& creds);
 
 // Finds a YARN job that has no job dir here, by its application id or its Loom job id (the
 // application's loom-job:<id> tag), and makes its job dir under $LOOM_HOME from the RM's
@@ -106,12 +138,15 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& 
 // job.json, events.jsonl and status.json under <staging_dir>/history/. The AM passes
 // `replace_status` false: a client's status.json, once there, is the record (it knows why a
 // killed job was killed; the AM only sees SIGTERM).
+// `delegation`: the AM's HDFS delegation token on a Kerberized cluster (WebHdfs::UseDelegationToken).
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                     const history::JobDir& dir, bool replace_status = true);
+                     const history::JobDir& dir, bool replace_status = true,
+                     const std::optional<Token>& delegation = std::nullopt);
 
 // Ends a YARN job's staging: the job's own files go; config.xml and history/ stay, and the
 // shared binary cache is never touched. Idempotent; used by the client and the AM.
-Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir);
+Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                    const std::optional<Token>& delegation = std::nullopt);
 
 // The job's final state from an application report: (state, diagnostics), or nullopt while
 // the application is not finished.

@@ -172,12 +172,11 @@ TEST(Spelled, RespellTouchesKeysOnly) {
 }
 
 TEST(Refusal, HarmlessValuesAreTonysOwn) {
+  // Kerberos works now: TonY's default (true) and false are both accepted (false is refused
+  // later, by the YARN submitter, on a Kerberized cluster).
   const KeyInfo* security = FindKey("loom.application.security.enabled");
   ASSERT_NE(security, nullptr);
-  EXPECT_TRUE(security->refused());
-  EXPECT_TRUE(security->Harmless("false"));
-  EXPECT_TRUE(security->Harmless(" FALSE "));
-  EXPECT_FALSE(security->Harmless("true"));
+  EXPECT_FALSE(security->refused());
   const KeyInfo* jvm = FindKey("loom.task.executor.jvm.opts");
   EXPECT_TRUE(jvm->Harmless("-Xmx1536m"));
   EXPECT_TRUE(jvm->Harmless(""));
@@ -191,12 +190,14 @@ TEST(Refusal, HarmlessValuesAreTonysOwn) {
 
 TEST(Validate, RefusedKeysNameKeyValueReasonAndWhatToDo) {
   Config c;
-  c.Set("tony.other.namenodes", "hdfs://nn2:8020", "tony.xml");
+  c.Set("tony.application.hadoop.location", "/opt/hadoop", "tony.xml");
   c.Set("tony.keytab.user", "user1", "tony.xml");  // tony-default.xml's own placeholder: harmless
+  c.Set("tony.other.namenodes", "hdfs://nn2:8020", "tony.xml");  // a Kerberized YARN job's: the backend decides
   Status s = Validate(c);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("tony.other.namenodes=hdfs://nn2:8020 (from tony.xml): Loom fetches no HDFS "
-                                     "delegation tokens"));
+  EXPECT_THAT(s.message(), HasSubstr("tony.application.hadoop.location=/opt/hadoop (from tony.xml): Loom runs no "
+                                     "Hadoop Java client"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("other.namenodes")));
   EXPECT_THAT(s.message(), HasSubstr("Remove the key"));
   EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("keytab")));
 }
@@ -209,7 +210,7 @@ TEST(WithDefaults, LeavesOutRefusedAndAliasKeys) {
   EXPECT_FALSE(full.Has("loom.task.executor.jvm.opts"));
   // Unset, fail-on-worker-failure leaves the success policy to decide.
   EXPECT_FALSE(full.Has("loom.application.fail-on-worker-failure-enabled"));
-  EXPECT_FALSE(full.Has("loom.application.security.enabled"));
+  EXPECT_EQ(full.Get("loom.application.security.enabled").value_or(""), "true");  // TonY's default
 }
 
 TEST(WithDefaults, FillsGlobalAndPerTypeDefaults) {

@@ -32,10 +32,6 @@ constexpr char kPlacementRefusal[] =
     "YARN placement constraints are not supported yet: Loom sends no scheduling requests, so tasks would be "
     "placed as if the key were not there. Remove it; loom.<type>.node-label or loom.application.node-label "
     "keeps a type on labelled nodes";
-constexpr char kSecurityRefusal[] =
-    "Kerberos is not supported yet: Loom talks to YARN and HDFS with SIMPLE authentication and fetches no "
-    "delegation tokens. Set loom.application.security.enabled=false for a cluster without Kerberos; a "
-    "Kerberized cluster needs TonY for now";
 constexpr char kJvmRefusal[] =
     "Loom's AM and executors are native programs, not JVMs, so there are no JVM options to apply. Remove the "
     "key (loom.am.memory sizes the AM)";
@@ -51,9 +47,6 @@ constexpr char kPortalRefusal[] =
 constexpr char kClientWaitRefusal[] =
     "Loom's AM never waits for the client to collect the final status (the client reads the job's record), "
     "so there is no wait to time. Remove the key";
-constexpr char kNamenodesRefusal[] =
-    "Loom fetches no HDFS delegation tokens (Kerberos is not supported yet), so other NameNodes have no use. "
-    "Remove the key";
 constexpr char kHorovodTestRefusal[] =
     "this is a hook of TonY's own Horovod tests (a fake or failing driver); Loom has no such hook. Remove the "
     "key";
@@ -152,9 +145,10 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.success-policy", VT::kEnum, "all",
        "all: every tracked task must succeed. any: TonY's rule (job fails only if the chief or a stop-on-failure type fails, or every tracked task fails).",
        {"all", "any"}},
-      // TonY's default is true; Loom's is false, the only value it supports yet.
-      Refused({"loom.application.security.enabled", VT::kBool, "false", "Kerberos security on YARN (not supported yet)."},
-              kSecurityRefusal),
+      // TonY's default. true: Kerberos, delegation tokens and wire protection where the cluster's
+      // hadoop.security.authentication says kerberos; false is refused on such a cluster.
+      {"loom.application.security.enabled", VT::kBool, "true",
+       "Kerberos on YARN when the cluster uses it (false: refused on a Kerberized cluster)."},
       {"loom.application.hdfs-conf-path", VT::kString, "", "Explicit hdfs-site.xml."},
       {"loom.application.yarn-conf-path", VT::kString, "", "Explicit yarn-site.xml."},
       Refused({"loom.application.mapred-conf-path", VT::kString, "", "Explicit mapred-site.xml (TonY)."}, kMapredRefusal),
@@ -172,7 +166,11 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.src-dir", VT::kString, "", "Source directory shipped to every task (--src_dir)."},
       {"loom.application.python-venv", VT::kString, "", "Python environment for every task: a .zip, .tar.gz/.tgz (unpacked as venv/) or .pex (--python_venv)."},
       {"loom.application.python-binary-path", VT::kString, "python3", "Python interpreter; relative paths are inside the venv (--python_binary_path)."},
-      Refused({"loom.other.namenodes", VT::kList, "", "Extra NameNodes for delegation tokens."}, kNamenodesRefusal),
+      // Kerberized YARN only (the yarn backend refuses them elsewhere: TokenFileSystems).
+      {"loom.application.file-systems", VT::kList, "",
+       "More hdfs:// file systems (besides fs.defaultFS) whose HDFS delegation tokens the tasks get (tf-yarn's "
+       "file_systems)."},
+      {"loom.other.namenodes", VT::kList, "", "TonY's name for loom.application.file-systems."},
       {"loom.yarn.queue", VT::kString, "default", "YARN queue."},
       // Kerberos (hadoop.security.authentication=kerberos): unset, the ticket cache of kinit.
       {"loom.kerberos.keytab", VT::kString, "", "Keytab the client logs in with (with loom.kerberos.principal)."},

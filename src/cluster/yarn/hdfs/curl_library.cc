@@ -2,8 +2,15 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
+
+#include "cluster/yarn/hdfs/hadoop_conf.h"
+#include "cluster/yarn/hdfs/tls_trust.h"
+#include "core/strings.h"
 
 namespace loom::cluster::yarn {
 
@@ -38,6 +45,36 @@ size_t AppendToString(char* data, size_t size, size_t n, void* userdata) {
   return size * n;
 }
 
+// Collects the header lines of the response; a new status line (after "100 Continue") starts over.
+size_t AppendHeader(char* data, size_t size, size_t n, void* userdata) {
+  auto* headers = static_cast<std::vector<std::string>*>(userdata);
+  std::string line(data, size * n);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.rfind("HTTP/", 0) == 0) {
+    headers->clear();
+  } else if (!line.empty()) {
+    headers->push_back(std::move(line));
+  }
+  return size * n;
+}
+
+// SetHttpsTrust's bundle; unset until the first https:// exchange or Load of a configuration.
+std::mutex trust_mu;
+std::optional<std::shared_ptr<const std::string>> trust_pem;
+
+Result<std::shared_ptr<const std::string>> HttpsTrust() {
+  std::lock_guard<std::mutex> lock(trust_mu);
+  if (!trust_pem) {
+    std::string pem;
+    if (const char* dir = std::getenv("HADOOP_CONF_DIR"); dir != nullptr && *dir != '\0') {
+      LOOM_ASSIGN_OR_RETURN(TrustStoreSettings settings, ReadTrustStoreSettings(dir));
+      LOOM_ASSIGN_OR_RETURN(pem, LoadTrustStorePem(settings));
+    }
+    trust_pem = std::make_shared<const std::string>(std::move(pem));
+  }
+  return *trust_pem;
+}
+
 struct CurlDeleter {
   const CurlLibrary* lib;
   void operator()(CURL* h) const { lib->easy_cleanup(h); }
@@ -64,8 +101,25 @@ Result<HttpResponse> HttpExchange(const HttpRequest& request) {
 #if LIBCURL_VERSION_NUM >= 0x075500
   lib->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 #endif
+  std::shared_ptr<const std::string> trust;  // must outlive easy_perform
+  if (ToLower(request.url.substr(0, 8)) == "https://") {
+    Result<std::shared_ptr<const std::string>> t = HttpsTrust();
+    if (!t.ok()) return t.status().WithContext(request.method + " " + request.url);
+    trust = *t;
+  }
+  if (trust && !trust->empty()) {
+    curl_blob blob{const_cast<char*>(trust->data()), trust->size(), CURL_BLOB_NOCOPY};
+    lib->easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    // The blob replaces the CA file; the CA directory must go too for the truststore to be
+    // all that is trusted.
+    lib->easy_setopt(h, CURLOPT_CAPATH, static_cast<char*>(nullptr));
+  }
+  lib->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+  lib->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
   lib->easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendToString);
   lib->easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  lib->easy_setopt(h, CURLOPT_HEADERFUNCTION, AppendHeader);
+  lib->easy_setopt(h, CURLOPT_HEADERDATA, &response.headers);
   std::unique_ptr<curl_slist, CurlDeleter> headers(nullptr, CurlDeleter{lib});
   for (const std::string& header : request.headers) {
     curl_slist* list = lib->slist_append(headers.get(), header.c_str());
@@ -86,14 +140,40 @@ Result<HttpResponse> HttpExchange(const HttpRequest& request) {
   }
   CURLcode rc = lib->easy_perform(h);
   if (rc != CURLE_OK) {
-    return Status::Unavailable(request.method + " " + request.url + ": " +
-                               (error[0] != '\0' ? error : lib->easy_strerror(rc)));
+    std::string why = error[0] != '\0' ? error : lib->easy_strerror(rc);
+    if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+      why += " (Loom trusts the truststore that ssl.client.truststore.location names in $HADOOP_CONF_DIR/"
+             "ssl-client.xml, else the system's CA store)";
+    }
+    return Status::Unavailable(request.method + " " + request.url + ": " + why);
   }
   lib->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.code);
   char* location = nullptr;
   lib->easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
   if (location != nullptr) response.location = location;
   return response;
+}
+
+std::vector<std::string> HttpResponse::HeaderValues(std::string_view name) const {
+  std::vector<std::string> values;
+  for (const std::string& line : headers) {
+    size_t colon = line.find(':');
+    if (colon != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < colon && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(line[i])) == std::tolower(static_cast<unsigned char>(name[i]));
+    }
+    if (!same) continue;
+    size_t start = line.find_first_not_of(" \t", colon + 1);
+    values.push_back(start == std::string::npos ? "" : line.substr(start));
+  }
+  return values;
+}
+
+void SetHttpsTrust(std::optional<std::string> pem_bundle) {
+  std::lock_guard<std::mutex> lock(trust_mu);
+  trust_pem.reset();
+  if (pem_bundle) trust_pem = std::make_shared<const std::string>(std::move(*pem_bundle));
 }
 
 Result<const CurlLibrary*> Curl() {

@@ -7,7 +7,9 @@
 #include <curl/curl.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -53,7 +55,21 @@ struct HttpResponse {
   long code = 0;
   std::string body;
   std::string location;  // of a redirect
+  // The final response's header lines ("Name: value", as sent, without CRLF); an interim
+  // "100 Continue"'s are dropped.
+  std::vector<std::string> headers;
+  // The values of every header named `name` (case-insensitive), in order.
+  std::vector<std::string> HeaderValues(std::string_view name) const;
 };
+
+// What the HTTPS exchanges of this process trust: a PEM bundle of certificates that replaces
+// libcurl's default CA store (as a Java client's truststore replaces its cacerts; tls_trust.h),
+// or "" for the system's CA store. Peer and host name verification are always on. Until it is
+// set, the first https:// exchange takes the truststore of $HADOOP_CONF_DIR's ssl-client.xml
+// (no HADOOP_CONF_DIR or no truststore: the system store), so the client and a YARN AM trust
+// what the cluster's Java clients trust; HadoopConf::Load sets it too. std::nullopt unsets it
+// (the next https exchange reads HADOOP_CONF_DIR again). Thread-safe.
+void SetHttpsTrust(std::optional<std::string> pem_bundle);
 
 // The response, whatever its status code. Unavailable "<method> <url>: <why>" when no
 // response came (refused, timed out, stalled); libcurl's load errors as Curl().

@@ -7,6 +7,7 @@
 
 #include <pugixml.hpp>
 
+#include "cluster/yarn/hdfs/curl_library.h"
 #include "core/files.h"
 #include "core/strings.h"
 
@@ -35,6 +36,12 @@ Props Defaults() {
   set("yarn.resourcemanager.scheduler.address", "${yarn.resourcemanager.hostname}:8030");
   set("yarn.resourcemanager.webapp.address", "${yarn.resourcemanager.hostname}:8088");
   set("dfs.namenode.http-address", "0.0.0.0:9870");
+  set("dfs.namenode.https-address", "0.0.0.0:9871");
+  set("dfs.http.policy", "HTTP_ONLY");
+  set("yarn.http.policy", "HTTP_ONLY");
+  set("yarn.resourcemanager.webapp.https.address", "${yarn.resourcemanager.hostname}:8090");
+  set("yarn.nodemanager.webapp.https.address", "${yarn.nodemanager.hostname}:8044");
+  set("hadoop.ssl.client.conf", "ssl-client.xml");
   set("yarn.nodemanager.hostname", "0.0.0.0");
   set("yarn.nodemanager.webapp.address", "${yarn.nodemanager.hostname}:8042");
   set("yarn.log-aggregation-enable", "false");
@@ -154,6 +161,24 @@ Status ParseDefaultFs(const Props& props, HadoopConf& conf) {
   return Status::Ok();
 }
 
+// HttpConfig.Policy.fromString: the names, any case. Java's YARN side takes an unknown value
+// as "not HTTPS_ONLY" quietly; Loom refuses it on both sides rather than guess.
+Result<HttpPolicy> PolicyOf(const Props& props, const std::string& key) {
+  LOOM_ASSIGN_OR_RETURN(std::string value, Expand(props, key));
+  std::string v = ToLower(Trim(value));
+  if (v == "http_only") return HttpPolicy::kHttpOnly;
+  if (v == "https_only") return HttpPolicy::kHttpsOnly;
+  if (v == "http_and_https") return HttpPolicy::kHttpAndHttps;
+  return Status::InvalidArgument(SourceOf(props, key) + ": " + key + " = '" + value +
+                                 "' is not HTTP_ONLY, HTTPS_ONLY or HTTP_AND_HTTPS");
+}
+
+// "https://host:port", IPv6 hosts in brackets.
+std::string WebUrl(const std::string& scheme, const HostPort& hp) {
+  bool ipv6 = hp.host.find(':') != std::string::npos;
+  return scheme + "://" + (ipv6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(hp.port);
+}
+
 // Hadoop's getTrimmedStringCollection: comma-separated, trimmed, empty entries dropped.
 std::vector<std::string> TrimmedList(const std::string& text) {
   std::vector<std::string> out;
@@ -163,12 +188,13 @@ std::vector<std::string> TrimmedList(const std::string& text) {
   return out;
 }
 
-// dfs.namenode.http-address. With an HA nameservice as the fs host (DFSUtil's
+// dfs.namenode.http-address (https-address under HTTPS_ONLY). With an HA nameservice as the fs host (DFSUtil's
 // dfs.nameservices / dfs.ha.namenodes.<ns>), the per-NameNode key of each NameNode listed, in
 // order: WebHdfs tries them and skips a standby. A wildcard host means "the NameNode's own
 // host", which a client knows from fs.defaultFS.
 Result<std::vector<HostPort>> NameNodeHttps(const Props& props, const HadoopConf& conf) {
-  std::string key = "dfs.namenode.http-address";
+  std::string key = conf.dfs_http_policy == HttpPolicy::kHttpsOnly ? "dfs.namenode.https-address"
+                                                                   : "dfs.namenode.http-address";
   std::vector<std::string> keys = {key};
   LOOM_ASSIGN_OR_RETURN(std::string nameservices, Expand(props, "dfs.nameservices"));
   for (const std::string& ns : TrimmedList(nameservices)) {
@@ -243,6 +269,10 @@ Status FillRmHa(const Props& props, HadoopConf& conf) {
   conf.rms = {conf.rm};
   conf.schedulers = {conf.scheduler};
   conf.rm_webapps = {conf.rm_webapp};
+  LOOM_ASSIGN_OR_RETURN(HostPort web, HostPortOf(props, conf.yarn_http_policy == HttpPolicy::kHttpsOnly
+                                                            ? "yarn.resourcemanager.webapp.https.address"
+                                                            : "yarn.resourcemanager.webapp.address"));
+  conf.rm_web_urls = {WebUrl(conf.nm_web_scheme, web)};
   if (!conf.rm_ha_enabled) return Status::Ok();
   LOOM_ASSIGN_OR_RETURN(std::string ids, Expand(props, "yarn.resourcemanager.ha.rm-ids"));
   conf.rm_ids = TrimmedList(ids);
@@ -254,6 +284,7 @@ Status FillRmHa(const Props& props, HadoopConf& conf) {
   conf.rms.clear();
   conf.schedulers.clear();
   conf.rm_webapps.clear();
+  conf.rm_web_urls.clear();
   for (const std::string& id : conf.rm_ids) {
     LOOM_ASSIGN_OR_RETURN(HostPort rm, RmAddressOf(props, "yarn.resourcemanager.address", id, 8032));
     LOOM_ASSIGN_OR_RETURN(HostPort sched, RmAddressOf(props, "yarn.resourcemanager.scheduler.address", id, 8030));
@@ -261,6 +292,10 @@ Status FillRmHa(const Props& props, HadoopConf& conf) {
     conf.rms.push_back(rm);
     conf.schedulers.push_back(sched);
     conf.rm_webapps.push_back(web.ToString());
+    if (conf.yarn_http_policy == HttpPolicy::kHttpsOnly) {
+      LOOM_ASSIGN_OR_RETURN(web, RmAddressOf(props, "yarn.resourcemanager.webapp.https.address", id, 8090));
+    }
+    conf.rm_web_urls.push_back(WebUrl(conf.nm_web_scheme, web));
   }
   conf.rm = conf.rms.front();
   conf.scheduler = conf.schedulers.front();
@@ -271,7 +306,9 @@ Status FillRmHa(const Props& props, HadoopConf& conf) {
 // Log aggregation and the NodeManager web address. Like Hadoop's Configuration.getBoolean,
 // anything but "true"/"false" (any case) leaves the default.
 Status FillLogSettings(const Props& props, HadoopConf& conf) {
-  LOOM_ASSIGN_OR_RETURN(conf.nm_webapp, HostPortOf(props, "yarn.nodemanager.webapp.address"));
+  LOOM_ASSIGN_OR_RETURN(conf.nm_webapp, HostPortOf(props, conf.yarn_http_policy == HttpPolicy::kHttpsOnly
+                                                               ? "yarn.nodemanager.webapp.https.address"
+                                                               : "yarn.nodemanager.webapp.address"));
   LOOM_ASSIGN_OR_RETURN(std::string enable, Expand(props, "yarn.log-aggregation-enable"));
   conf.log_aggregation_enable = ToLower(Trim(enable)) == "true";
   LOOM_ASSIGN_OR_RETURN(std::string min_mb, Expand(props, "yarn.scheduler.minimum-allocation-mb"));
@@ -302,12 +339,19 @@ Status FillLogSettings(const Props& props, HadoopConf& conf) {
 
 Status Fill(const Props& props, HadoopConf& conf) {
   LOOM_RETURN_IF_ERROR(ParseDefaultFs(props, conf));
+  LOOM_ASSIGN_OR_RETURN(conf.dfs_http_policy, PolicyOf(props, "dfs.http.policy"));
+  LOOM_ASSIGN_OR_RETURN(conf.yarn_http_policy, PolicyOf(props, "yarn.http.policy"));
+  conf.nm_web_scheme = conf.yarn_http_policy == HttpPolicy::kHttpsOnly ? "https" : "http";
   LOOM_ASSIGN_OR_RETURN(conf.rm, HostPortOf(props, "yarn.resourcemanager.address"));
   LOOM_ASSIGN_OR_RETURN(conf.scheduler, HostPortOf(props, "yarn.resourcemanager.scheduler.address"));
   LOOM_ASSIGN_OR_RETURN(HostPort webapp, HostPortOf(props, "yarn.resourcemanager.webapp.address"));
   conf.rm_webapp = webapp.ToString();
   LOOM_ASSIGN_OR_RETURN(conf.namenode_https, NameNodeHttps(props, conf));
   conf.namenode_http = conf.namenode_https.front();
+  conf.namenode_web_urls.clear();
+  for (const HostPort& nn : conf.namenode_https) {
+    conf.namenode_web_urls.push_back(WebUrl(conf.dfs_http_policy == HttpPolicy::kHttpsOnly ? "https" : "http", nn));
+  }
   LOOM_ASSIGN_OR_RETURN(conf.security, Expand(props, "hadoop.security.authentication"));
   conf.security = ToLower(conf.security);
   LOOM_ASSIGN_OR_RETURN(conf.rpc_protection, Expand(props, "hadoop.rpc.protection"));
@@ -320,7 +364,36 @@ Status Fill(const Props& props, HadoopConf& conf) {
   return FillRmHa(props, conf);
 }
 
+// SSLFactory's client configuration: hadoop.ssl.client.conf (from core-site) is a resource of
+// its own, read apart from the site files; its ${var}s refer to its own properties.
+Result<TrustStoreSettings> TrustStoreSettingsOf(const std::string& conf_dir, const Props& core) {
+  LOOM_ASSIGN_OR_RETURN(std::string name, Expand(core, "hadoop.ssl.client.conf"));
+  name = Trim(name);
+  std::string path = StartsWith(name, "/") ? name : conf_dir + "/" + name;
+  TrustStoreSettings settings;
+  settings.source = path;
+  if (!PathExists(path)) {
+    if (SourceOf(core, "hadoop.ssl.client.conf") == kDefaultSource) return settings;
+    return Status::FailedPrecondition(path + " does not exist (hadoop.ssl.client.conf in " +
+                                      SourceOf(core, "hadoop.ssl.client.conf") + ")");
+  }
+  Props ssl;
+  ssl["ssl.client.truststore.type"] = {"jks", kDefaultSource};
+  LOOM_RETURN_IF_ERROR(MergeSiteFile(path, ssl));
+  LOOM_ASSIGN_OR_RETURN(settings.location, Expand(ssl, "ssl.client.truststore.location"));
+  LOOM_ASSIGN_OR_RETURN(settings.type, Expand(ssl, "ssl.client.truststore.type"));
+  LOOM_ASSIGN_OR_RETURN(settings.password, Expand(ssl, "ssl.client.truststore.password"));
+  settings.location = Trim(settings.location);
+  return settings;
+}
+
 }  // namespace
+
+Result<TrustStoreSettings> ReadTrustStoreSettings(const std::string& conf_dir) {
+  Props core = Defaults();
+  LOOM_RETURN_IF_ERROR(MergeSiteFile(conf_dir + "/core-site.xml", core));
+  return TrustStoreSettingsOf(conf_dir, core);
+}
 
 Result<HadoopConf> HadoopConf::Load(const std::string& conf_dir, const std::string& user,
                                     const ExtraSiteFiles& extra) {
@@ -343,6 +416,13 @@ Result<HadoopConf> HadoopConf::Load(const std::string& conf_dir, const std::stri
   conf.conf_dir = conf_dir;
   LOOM_RETURN_IF_ERROR(Fill(props, conf));
   conf.staging_dir = "/user/" + user + "/.loom";
+  // The truststore only matters to https; an HTTP-only cluster with a stale ssl-client.xml
+  // keeps working, as a Java client only opens it for an https connection.
+  if (conf.dfs_http_policy == HttpPolicy::kHttpsOnly || conf.yarn_http_policy == HttpPolicy::kHttpsOnly) {
+    LOOM_ASSIGN_OR_RETURN(conf.truststore, TrustStoreSettingsOf(conf_dir, props));
+    LOOM_ASSIGN_OR_RETURN(conf.https_trust_pem, LoadTrustStorePem(conf.truststore));
+    SetHttpsTrust(conf.https_trust_pem);
+  }
   return conf;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/yarn/hdfs/tls_trust.h"
 #include "core/status.h"
 
 namespace loom::cluster::yarn {
@@ -30,6 +31,17 @@ struct ExtraSiteFiles {
   std::string yarn_site;
 };
 
+// Hadoop's HttpConfig.Policy: which web servers (NameNode, ResourceManager, NodeManagers) a
+// cluster runs. Clients use https only under kHttpsOnly (DFSUtil.getHttpClientScheme,
+// YarnConfiguration.useHttps); kHttpAndHttps still serves http.
+enum class HttpPolicy { kHttpOnly, kHttpsOnly, kHttpAndHttps };
+
+// ssl.client.truststore.* from the ssl-client.xml of `conf_dir` (the file core-site.xml's
+// hadoop.ssl.client.conf names, "ssl-client.xml" by default, relative to conf_dir). A missing
+// default file means no truststore; a missing file named explicitly, or a malformed one, is
+// an error naming it.
+Result<TrustStoreSettings> ReadTrustStoreSettings(const std::string& conf_dir);
+
 struct HadoopConf {
   std::string conf_dir;
   std::string default_fs;            // fs.defaultFS, e.g. "hdfs://127.0.0.1:9000"
@@ -39,11 +51,17 @@ struct HadoopConf {
   HostPort rm;                       // yarn.resourcemanager.address (default <rm host>:8032)
   HostPort scheduler;                // yarn.resourcemanager.scheduler.address (default <rm host>:8030)
   std::string rm_webapp;             // yarn.resourcemanager.webapp.address (default <rm host>:8088)
+  // dfs.http.policy (HTTP_ONLY; any case): under HTTPS_ONLY the NameNode web addresses below
+  // are the https ones, dfs.namenode.https-address[.<ns>.<nn>] (default 0.0.0.0:9871).
+  HttpPolicy dfs_http_policy = HttpPolicy::kHttpOnly;
   HostPort namenode_http;            // dfs.namenode.http-address (default 0.0.0.0:9870 -> fs host)
   // NameNode HA: fs.defaultFS names a nameservice of dfs.nameservices with dfs.ha.namenodes.<ns>:
   // dfs.namenode.http-address.<ns>.<nn> of each, in that order (namenode_http is the first).
   // Otherwise namenode_http alone.
   std::vector<HostPort> namenode_https;
+  // The WebHDFS base URL of each of namenode_https, with the policy's scheme:
+  // "https://127.0.0.1:19871" (IPv6 hosts in brackets). What WebHdfs takes.
+  std::vector<std::string> namenode_web_urls;
   // RM HA (yarn.resourcemanager.ha.enabled): yarn.resourcemanager.ha.rm-ids and per id
   // yarn.resourcemanager.{address,scheduler.address,webapp.address}.<id>, each defaulting to
   // yarn.resourcemanager.hostname.<id> with the standard port (HAUtil). rm, scheduler and
@@ -72,7 +90,15 @@ struct HadoopConf {
   int64_t rm_connect_retry_interval_ms = 30000;
   // Where containers' logs are (yarn-site.xml), for `loom logs`: a NodeManager's web server
   // while it keeps them, then HDFS if the cluster aggregates logs.
+  // yarn.http.policy (HTTP_ONLY): under HTTPS_ONLY NodeManagers and ResourceManagers serve
+  // https only, nm_webapp is yarn.nodemanager.webapp.https.address (default 0.0.0.0:8044),
+  // and the node http address the RM reports for a container is that https one.
+  HttpPolicy yarn_http_policy = HttpPolicy::kHttpOnly;
+  std::string nm_web_scheme = "http";            // "https" under HTTPS_ONLY
   HostPort nm_webapp;                            // yarn.nodemanager.webapp.address (default 0.0.0.0:8042)
+  // The RM web of each of rms, with scheme: yarn.resourcemanager.webapp[.https].address[.<id>]
+  // (defaults <rm host>:8088 / :8090).
+  std::vector<std::string> rm_web_urls;
   bool log_aggregation_enable = false;           // yarn.log-aggregation-enable
   std::string remote_app_log_dir;                // yarn.nodemanager.remote-app-log-dir ("/tmp/logs")
   std::string remote_app_log_dir_suffix;         // yarn.nodemanager.remote-app-log-dir-suffix ("logs")
@@ -81,6 +107,12 @@ struct HadoopConf {
   // and yarn.log-aggregation.<format>.remote-app-log-dir-suffix (they override the two above).
   std::map<std::string, std::string> log_aggregation_format_dirs;
   std::map<std::string, std::string> log_aggregation_format_suffixes;
+  // The HTTPS trust (ssl-client.xml), read when a policy above is HTTPS_ONLY: the truststore
+  // settings and its certificates as PEM ("" = the system CA store). Load fails, naming the
+  // file and key, when the truststore cannot be read or opened, and otherwise makes the bundle
+  // this process's HTTPS trust (curl_library.h SetHttpsTrust).
+  TrustStoreSettings truststore;
+  std::string https_trust_pem;
   // Reads the three files (missing files mean defaults; a malformed one is an error naming it),
   // then `extra` over them (a file named there must exist: FailedPrecondition naming it).
   // yarn.resourcemanager.hostname fills unset addresses, ${var} references are expanded.

@@ -141,6 +141,37 @@ TEST_F(HadoopConfHaTest, NameNodesOfAnHaNameservice) {
   EXPECT_STATUS(Load(), kInvalidArgument, HasSubstr("dfs.namenode.http-address.mycluster.nn2 is not set"));
 }
 
+TEST_F(HadoopConfHaTest, HttpsOnlyUsesEachNameNodesAndRmsHttpsAddress) {
+  Write("core-site.xml", Site({{"fs.defaultFS", "hdfs://mycluster"}}));
+  Write("hdfs-site.xml", Site({{"dfs.http.policy", "HTTPS_ONLY"},
+                               {"dfs.nameservices", "mycluster"},
+                               {"dfs.ha.namenodes.mycluster", "nn1,nn2"},
+                               {"dfs.namenode.http-address.mycluster.nn1", "nn1.example.com:9870"},
+                               {"dfs.namenode.http-address.mycluster.nn2", "nn2.example.com:9870"},
+                               {"dfs.namenode.https-address.mycluster.nn1", "nn1.example.com:9871"},
+                               {"dfs.namenode.https-address.mycluster.nn2", "nn2.example.com:50470"}}));
+  Write("yarn-site.xml", Site({{"yarn.http.policy", "HTTPS_ONLY"},
+                               {"yarn.resourcemanager.ha.enabled", "true"},
+                               {"yarn.resourcemanager.ha.rm-ids", "rm1,rm2"},
+                               {"yarn.resourcemanager.hostname.rm1", "a.example.com"},
+                               {"yarn.resourcemanager.hostname.rm2", "b.example.com"},
+                               {"yarn.resourcemanager.webapp.https.address.rm2", "b.example.com:18090"}}));
+  auto conf = Load();
+  ASSERT_OK(conf);
+  EXPECT_THAT(conf->namenode_web_urls, ElementsAre("https://nn1.example.com:9871", "https://nn2.example.com:50470"));
+  EXPECT_THAT(Strings(conf->namenode_https), ElementsAre("nn1.example.com:9871", "nn2.example.com:50470"));
+  EXPECT_THAT(conf->rm_web_urls, ElementsAre("https://a.example.com:8090", "https://b.example.com:18090"));
+
+  // Under HTTPS_ONLY it is the https key of each NameNode that must be there.
+  Write("hdfs-site.xml", Site({{"dfs.http.policy", "HTTPS_ONLY"},
+                               {"dfs.nameservices", "mycluster"},
+                               {"dfs.ha.namenodes.mycluster", "nn1,nn2"},
+                               {"dfs.namenode.http-address.mycluster.nn1", "nn1.example.com:9870"},
+                               {"dfs.namenode.http-address.mycluster.nn2", "nn2.example.com:9870"},
+                               {"dfs.namenode.https-address.mycluster.nn1", "nn1.example.com:9871"}}));
+  EXPECT_STATUS(Load(), kInvalidArgument, HasSubstr("dfs.namenode.https-address.mycluster.nn2 is not set"));
+}
+
 TEST(HostPortList, RoundTrips) {
   auto list = ParseHostPortList("a:1, b:2");
   ASSERT_OK(list);

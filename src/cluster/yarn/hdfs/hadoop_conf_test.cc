@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cluster/yarn/hdfs/tls_test_util.h"
 #include "core/files.h"
 #include "core/testing.h"
 
@@ -187,6 +188,99 @@ TEST_F(HadoopConfTest, ExplicitSiteFileMustExistAndParse) {
   Write("bad-hdfs.xml", "<configuration><property>");
   EXPECT_STATUS(HadoopConf::Load(dir_, "u", {dir_ + "/bad-hdfs.xml", ""}), kInvalidArgument,
                 HasSubstr(dir_ + "/bad-hdfs.xml"));
+}
+
+// The recorded Kerberized cluster (kerberos/ K1): dfs.http.policy=HTTPS_ONLY, WebHDFS on
+// https://127.0.0.1:19871 only, ssl-client.xml naming /hadoop/ssl/truststore.jks ("loomtest").
+const std::string kKerberosConf = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/cluster-conf";
+
+TEST(HadoopConfKerberosCaptured, TheRecordedTruststoreIsNotHereAndSaysSo) {
+  EXPECT_STATUS(HadoopConf::Load(kKerberosConf, "root"), kFailedPrecondition,
+                ::testing::AllOf(HasSubstr("/hadoop/ssl/truststore.jks"), HasSubstr("ssl.client.truststore.location"),
+                                 HasSubstr(kKerberosConf + "/ssl-client.xml")));
+}
+
+TEST_F(HadoopConfTest, HttpsOnlyClusterGetsHttpsUrlsAndItsTruststore) {
+  // The recorded files, with the truststore rebuilt here from the recorded certificate and
+  // the recorded password.
+  for (const char* f : {"core-site.xml", "hdfs-site.xml", "yarn-site.xml"}) {
+    Result<std::string> text = ReadFile(kKerberosConf + "/" + f);
+    ASSERT_OK(text);
+    Write(f, *text);
+  }
+  Result<std::string> der = testing::PemFileToDer(kKerberosConf + "/localhost-cert.pem", dir_ + "/cert.der");
+  ASSERT_OK(der);
+  Write("truststore.jks", testing::JksTrustStore({*der}, "loomtest"));
+  Result<std::string> ssl = ReadFile(kKerberosConf + "/ssl-client.xml");
+  ASSERT_OK(ssl);
+  std::string text = *ssl;
+  text.replace(text.find("/hadoop/ssl/truststore.jks"), 26, dir_ + "/truststore.jks");
+  Write("ssl-client.xml", text);
+
+  Result<HadoopConf> conf = HadoopConf::Load(dir_, "root");
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->dfs_http_policy, HttpPolicy::kHttpsOnly);
+  EXPECT_THAT(conf->namenode_web_urls, ::testing::ElementsAre("https://127.0.0.1:19871"));
+  EXPECT_EQ(conf->namenode_http.ToString(), "127.0.0.1:19871");
+  // yarn.http.policy=HTTP_ONLY there: the NodeManager and RM webs stay http.
+  EXPECT_EQ(conf->yarn_http_policy, HttpPolicy::kHttpOnly);
+  EXPECT_EQ(conf->nm_web_scheme, "http");
+  EXPECT_EQ(conf->nm_webapp.ToString(), "127.0.0.1:18042");
+  EXPECT_THAT(conf->rm_web_urls, ::testing::ElementsAre("http://127.0.0.1:18088"));
+  EXPECT_EQ(conf->truststore.location, dir_ + "/truststore.jks");
+  // The PEM is the recorded certificate (the same base64, whatever the line breaks).
+  Result<std::string> pem = ReadFile(kKerberosConf + "/localhost-cert.pem");
+  ASSERT_OK(pem);
+  auto base64 = [](std::string s) {
+    s = s.substr(s.find("-----", 5) + 5);
+    s = s.substr(0, s.find("-----"));
+    std::string out;
+    for (char c : s) if (c != '\n' && c != '\r') out += c;
+    return out;
+  };
+  EXPECT_EQ(base64(conf->https_trust_pem), base64(*pem));
+
+  // The recorded password is what the digest was keyed with.
+  text = *ssl;
+  text.replace(text.find("/hadoop/ssl/truststore.jks"), 26, dir_ + "/truststore.jks");
+  text.replace(text.find("loomtest"), 8, "loomtes");
+  Write("ssl-client.xml", text);
+  EXPECT_STATUS(HadoopConf::Load(dir_, "root"), kFailedPrecondition, HasSubstr("ssl.client.truststore.password"));
+}
+
+TEST_F(HadoopConfTest, YarnHttpsOnlyMovesTheNodeManagerAndRmWebs) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  Write("yarn-site.xml", Site(Prop("yarn.http.policy", "https_only") +  // any case, as HttpConfig.Policy.fromString
+                              Prop("yarn.resourcemanager.hostname", "rm.example.com") +
+                              Prop("yarn.nodemanager.webapp.address", "0.0.0.0:18042")));
+  Result<HadoopConf> conf = HadoopConf::Load(dir_, "u");
+  ASSERT_OK(conf);
+  EXPECT_EQ(conf->nm_web_scheme, "https");
+  EXPECT_EQ(conf->nm_webapp.ToString(), "0.0.0.0:8044");  // yarn.nodemanager.webapp.https.address's default
+  EXPECT_THAT(conf->rm_web_urls, ::testing::ElementsAre("https://rm.example.com:8090"));
+  // HDFS stays http: dfs.http.policy is its own.
+  EXPECT_THAT(conf->namenode_web_urls, ::testing::ElementsAre("http://nn:9870"));
+  // HTTP_AND_HTTPS serves both; clients use http (DFSUtil.getHttpClientScheme).
+  Write("hdfs-site.xml", Site(Prop("dfs.http.policy", "HTTP_AND_HTTPS")));
+  conf = HadoopConf::Load(dir_, "u");
+  ASSERT_OK(conf);
+  EXPECT_THAT(conf->namenode_web_urls, ::testing::ElementsAre("http://nn:9870"));
+  // The https default port on the fs host, like the http one.
+  Write("hdfs-site.xml", Site(Prop("dfs.http.policy", "HTTPS_ONLY")));
+  conf = HadoopConf::Load(dir_, "u");
+  ASSERT_OK(conf);
+  EXPECT_THAT(conf->namenode_web_urls, ::testing::ElementsAre("https://nn:9871"));
+}
+
+TEST_F(HadoopConfTest, ABadHttpPolicyNamesTheKeyAndFile) {
+  Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
+  Write("hdfs-site.xml", Site(Prop("dfs.http.policy", "HTTPS")));
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u"), kInvalidArgument,
+                ::testing::AllOf(HasSubstr("dfs.http.policy = 'HTTPS'"), HasSubstr(dir_ + "/hdfs-site.xml"),
+                                 HasSubstr("HTTPS_ONLY")));
+  Write("hdfs-site.xml", Site(""));
+  Write("yarn-site.xml", Site(Prop("yarn.http.policy", "SSL")));
+  EXPECT_STATUS(HadoopConf::Load(dir_, "u"), kInvalidArgument, HasSubstr("yarn.http.policy = 'SSL'"));
 }
 
 TEST(HadoopConfEnvironment, UnsetHadoopConfDirSaysWhatToDo) {

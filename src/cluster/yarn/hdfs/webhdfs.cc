@@ -1,6 +1,7 @@
 #include "cluster/yarn/hdfs/webhdfs.h"
 
 #include "cluster/yarn/hdfs/curl_library.h"
+#include "cluster/yarn/hdfs/spnego.h"
 #include "core/strings.h"
 
 #include <sys/stat.h>
@@ -74,7 +75,9 @@ using Response = HttpResponse;
 // One WebHDFS exchange. Redirects are never followed: WebHDFS's second step must carry the
 // body to the DataNode, which libcurl would not resend on a 307 of a body-less PUT. The
 // DataNode's unsolicited "100 Continue" is an informational reply that libcurl skips.
-Result<Response> Perform(const std::string& method, const std::string& url, Body* body) {
+// `authenticate`: through SPNEGO when the process has a Kerberos login (NameNode calls without
+// a delegation token); DataNode steps and delegation-token calls go as they are.
+Result<Response> Perform(const std::string& method, const std::string& url, Body* body, bool authenticate = false) {
   HttpRequest request;
   request.method = method;
   request.url = url;
@@ -87,7 +90,7 @@ Result<Response> Perform(const std::string& method, const std::string& url, Body
     // regardless, and a server that sent none would cost curl's 1 s wait per file.
     request.headers = {"Content-Type: application/octet-stream", "Expect:"};
   }
-  auto response = HttpExchange(request);
+  auto response = authenticate ? AuthenticatedExchange(request) : HttpExchange(request);
   if (!response.ok() && response.status().code() == StatusCode::kUnavailable) {
     return Status::Unavailable("WebHDFS " + response.status().message());
   }
@@ -117,7 +120,8 @@ Status RemoteError(const std::string& op, const std::string& path, const Respons
     text += ": " + r.body.substr(0, 300);
   }
   if (exception == "FileNotFoundException") return Status::NotFound(text);
-  if (exception == "AccessControlException") return Status::PermissionDenied(text);
+  // InvalidToken: a delegation token that is cancelled, expired or not the NameNode's.
+  if (exception == "AccessControlException" || exception == "InvalidToken") return Status::PermissionDenied(text);
   if (exception == "FileAlreadyExistsException") return Status::AlreadyExists(text);
   if (r.code == 401 || exception == "SecurityException") return Status::Unauthenticated(text);
   if (exception == "StandbyException" || exception == "RetriableException" || r.code >= 500) {
@@ -154,11 +158,19 @@ Result<bool> ParseBoolean(const std::string& op, const std::string& path, const 
   return j["boolean"].get<bool>();
 }
 
-// http://nn:9870/webhdfs/v1/<path>?op=OP&user.name=U<extra>
-std::string Url(const std::string& base, const std::string& user, const std::string& path,
+// Who a NameNode call is from: user.name= (with SPNEGO when logged in), or a delegation token.
+struct Auth {
+  const std::string& user;
+  const std::string& delegation;  // a token's URL string; "" for none
+};
+
+// http://nn:9870/webhdfs/v1/<path>?op=OP&user.name=U<extra> (or &delegation=T)
+std::string Url(const std::string& base, const Auth& auth, const std::string& path,
                 const std::string& op, const std::string& extra = "") {
-  return base + "/webhdfs/v1" + EncodePath(path) + "?op=" + op + "&user.name=" +
-         PercentEncode(user) + extra;
+  // The URL string is URL-safe Base64 without padding: nothing to escape.
+  std::string who = auth.delegation.empty() ? "&user.name=" + PercentEncode(auth.user)
+                                            : "&delegation=" + auth.delegation;
+  return base + "/webhdfs/v1" + EncodePath(path) + "?op=" + op + who + extra;
 }
 
 Status CheckPath(const std::string& op, const std::string& path) {
@@ -192,7 +204,7 @@ std::map<std::string, size_t>& ActiveNameNodes() {
 // standby or unreachable (as DFSClient's failover proxy does, without its backoff: WebHDFS
 // callers retry whole operations themselves). The last answer or error is returned.
 Result<Response> NameNodeCall(const std::vector<std::string>& bases, const std::string& method,
-                              const std::string& user, const std::string& path, const std::string& op,
+                              const Auth& auth, const std::string& path, const std::string& op,
                               const std::string& extra) {
   std::string key = Join(bases, ",");
   size_t first = 0;
@@ -203,7 +215,8 @@ Result<Response> NameNodeCall(const std::vector<std::string>& bases, const std::
   Result<Response> last = Status::Unavailable("WebHDFS: no NameNode address");
   for (size_t i = 0; i < bases.size(); ++i) {
     size_t index = (first + i) % bases.size();
-    last = Perform(method, Url(bases[index], user, path, op, extra), nullptr);
+    last = Perform(method, Url(bases[index], auth, path, op, extra), nullptr,
+                   /*authenticate=*/auth.delegation.empty());
     bool skip = last.ok() ? IsStandby(*last) : last.status().code() == StatusCode::kUnavailable;
     if (!skip || bases.size() == 1) {
       if (index != first) {
@@ -223,11 +236,11 @@ Result<Response> NameNodeCall(const std::vector<std::string>& bases, const std::
 
 // CREATE in its two steps: a body-less PUT to the NameNode, which redirects to a DataNode,
 // then the bytes to that DataNode.
-Status CreateTwoSteps(const std::vector<std::string>& bases, const std::string& user, const std::string& path,
+Status CreateTwoSteps(const std::vector<std::string>& bases, const Auth& auth, const std::string& path,
                       const std::string& permission, Body& body) {
   LOOM_RETURN_IF_ERROR(CheckPath("CREATE", path));
   std::string extra = "&overwrite=true&permission=" + PercentEncode(permission);
-  LOOM_ASSIGN_OR_RETURN(Response step1, NameNodeCall(bases, "PUT", user, path, "CREATE", extra));
+  LOOM_ASSIGN_OR_RETURN(Response step1, NameNodeCall(bases, "PUT", auth, path, "CREATE", extra));
   std::string location = step1.location;
   if (step1.code == 200) {  // a gateway that answers as if noredirect=true
     json j = ParseJson(step1.body);
@@ -261,13 +274,13 @@ WebHdfs WebHdfs::ForConf(const HadoopConf& conf, const std::string& user) {
     bool ipv6 = nn.host.find(':') != std::string::npos;
     bases.push_back("http://" + (ipv6 ? "[" + nn.host + "]" : nn.host) + ":" + std::to_string(nn.port));
   }
-  return WebHdfs(Join(bases, ","), user);
+  return WebHdfs(Join(conf.namenode_web_urls.empty() ? bases : conf.namenode_web_urls, ","), user);
 }
 
 Status WebHdfs::Mkdirs(const std::string& path, const std::string& permission) {
   LOOM_RETURN_IF_ERROR(CheckPath("MKDIRS", path));
   std::string extra = "&permission=" + PercentEncode(permission);
-  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", user_, path, "MKDIRS", extra));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", Auth{user_, delegation_}, path, "MKDIRS", extra));
   if (r.code != 200) return RemoteError("MKDIRS", path, r);
   LOOM_ASSIGN_OR_RETURN(bool made, ParseBoolean("MKDIRS", path, r.body));
   // HDFS reports failures as exceptions; false would mean something it did not explain.
@@ -287,7 +300,7 @@ Result<HdfsFileStatus> WebHdfs::Upload(const std::string& local_file, const std:
   Body body;
   body.file = file.get();
   body.size = st.st_size;
-  LOOM_RETURN_IF_ERROR(CreateTwoSteps(bases_, user_, path, permission, body));
+  LOOM_RETURN_IF_ERROR(CreateTwoSteps(bases_, Auth{user_, delegation_}, path, permission, body));
   // The NodeManager compares a LocalResource's size and timestamp with HDFS's exactly, so
   // they must come from the NameNode, not from the local file or clock.
   return GetFileStatus(path);
@@ -298,7 +311,7 @@ Result<HdfsFileStatus> WebHdfs::Create(const std::string& path, const std::strin
   Body body;
   body.bytes = bytes;
   body.size = static_cast<int64_t>(bytes.size());
-  LOOM_RETURN_IF_ERROR(CreateTwoSteps(bases_, user_, path, permission, body));
+  LOOM_RETURN_IF_ERROR(CreateTwoSteps(bases_, Auth{user_, delegation_}, path, permission, body));
   // The NodeManager compares a LocalResource's size and timestamp with HDFS's exactly, so
   // they must come from the NameNode, not from the local file or clock.
   return GetFileStatus(path);
@@ -306,7 +319,7 @@ Result<HdfsFileStatus> WebHdfs::Create(const std::string& path, const std::strin
 
 Result<HdfsFileStatus> WebHdfs::GetFileStatus(const std::string& path) {
   LOOM_RETURN_IF_ERROR(CheckPath("GETFILESTATUS", path));
-  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "GET", user_, path, "GETFILESTATUS", ""));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "GET", Auth{user_, delegation_}, path, "GETFILESTATUS", ""));
   if (r.code != 200) return RemoteError("GETFILESTATUS", path, r);
   try {
     json j = ParseJson(r.body);
@@ -321,7 +334,7 @@ Result<HdfsFileStatus> WebHdfs::GetFileStatus(const std::string& path) {
 
 Result<std::vector<HdfsFileStatus>> WebHdfs::ListStatus(const std::string& path) {
   LOOM_RETURN_IF_ERROR(CheckPath("LISTSTATUS", path));
-  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "GET", user_, path, "LISTSTATUS", ""));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "GET", Auth{user_, delegation_}, path, "LISTSTATUS", ""));
   if (r.code != 200) return RemoteError("LISTSTATUS", path, r);
   try {
     json j = ParseJson(r.body);
@@ -347,7 +360,7 @@ Result<std::string> WebHdfs::OpenRange(const std::string& path, int64_t offset, 
   std::string extra;
   if (offset > 0) extra += "&offset=" + std::to_string(offset);
   if (length >= 0) extra += "&length=" + std::to_string(length);
-  LOOM_ASSIGN_OR_RETURN(Response step1, NameNodeCall(bases_, "GET", user_, path, "OPEN", extra));
+  LOOM_ASSIGN_OR_RETURN(Response step1, NameNodeCall(bases_, "GET", Auth{user_, delegation_}, path, "OPEN", extra));
   if (step1.code == 200) return std::move(step1.body);  // HttpFS serves the bytes itself
   if (step1.code != 307 || step1.location.empty()) return RemoteError("OPEN", path, step1);
   LOOM_ASSIGN_OR_RETURN(Response step2, Perform("GET", step1.location, nullptr));
@@ -358,7 +371,7 @@ Result<std::string> WebHdfs::OpenRange(const std::string& path, int64_t offset, 
 Result<bool> WebHdfs::Delete(const std::string& path, bool recursive) {
   LOOM_RETURN_IF_ERROR(CheckPath("DELETE", path));
   std::string extra = recursive ? "&recursive=true" : "&recursive=false";
-  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "DELETE", user_, path, "DELETE", extra));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "DELETE", Auth{user_, delegation_}, path, "DELETE", extra));
   if (r.code == 404) return false;  // HDFS answers false itself; a gateway may say 404
   if (r.code != 200) return RemoteError("DELETE", path, r);
   return ParseBoolean("DELETE", path, r.body);
@@ -368,9 +381,47 @@ Result<bool> WebHdfs::Rename(const std::string& from, const std::string& to) {
   LOOM_RETURN_IF_ERROR(CheckPath("RENAME", from));
   LOOM_RETURN_IF_ERROR(CheckPath("RENAME", to));
   std::string extra = "&destination=" + PercentEncode(to);
-  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", user_, from, "RENAME", extra));
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", Auth{user_, delegation_}, from, "RENAME", extra));
   if (r.code != 200) return RemoteError("RENAME", from, r);
   return ParseBoolean("RENAME", from, r.body);
+}
+
+void WebHdfs::UseDelegationToken(const Token& token) { delegation_ = EncodeTokenUrlString(token); }
+
+Result<Token> WebHdfs::GetDelegationToken(const std::string& renewer) {
+  // Token operations need the Kerberos login itself (Java's getRequireAuth): never a token.
+  const std::string none;
+  std::string extra = renewer.empty() ? "" : "&renewer=" + PercentEncode(renewer);
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "GET", Auth{user_, none}, "/", "GETDELEGATIONTOKEN", extra));
+  if (r.code != 200) return RemoteError("GETDELEGATIONTOKEN", "/", r);
+  json j = ParseJson(r.body);
+  if (!j.is_object() || !j.contains("Token") || !j["Token"].is_object() || !j["Token"].contains("urlString") ||
+      !j["Token"]["urlString"].is_string()) {
+    return BadJson("GETDELEGATIONTOKEN", "/", r.body, "no Token.urlString");
+  }
+  Result<Token> token = DecodeTokenUrlString(j["Token"]["urlString"].get<std::string>());
+  if (!token.ok()) return BadJson("GETDELEGATIONTOKEN", "/", r.body, token.status().message());
+  return token;
+}
+
+Result<int64_t> WebHdfs::RenewDelegationToken(const Token& token) {
+  const std::string none;
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", Auth{user_, none}, "/", "RENEWDELEGATIONTOKEN",
+                                                 "&token=" + EncodeTokenUrlString(token)));
+  if (r.code != 200) return RemoteError("RENEWDELEGATIONTOKEN", "/", r);
+  json j = ParseJson(r.body);
+  if (!j.is_object() || !j.contains("long") || !j["long"].is_number_integer()) {
+    return BadJson("RENEWDELEGATIONTOKEN", "/", r.body, "no \"long\"");
+  }
+  return j["long"].get<int64_t>();
+}
+
+Status WebHdfs::CancelDelegationToken(const Token& token) {
+  const std::string none;
+  LOOM_ASSIGN_OR_RETURN(Response r, NameNodeCall(bases_, "PUT", Auth{user_, none}, "/", "CANCELDELEGATIONTOKEN",
+                                                 "&token=" + EncodeTokenUrlString(token)));
+  if (r.code != 200) return RemoteError("CANCELDELEGATIONTOKEN", "/", r);
+  return Status::Ok();
 }
 
 }  // namespace loom::cluster::yarn

@@ -4,12 +4,20 @@
 // "100 Continue"), GETFILESTATUS for the exact length and modificationTime the NodeManager
 // will check, MKDIRS, DELETE, LISTSTATUS, RENAME. Errors name the operation, path and the
 // RemoteException WebHDFS returned.
+//
+// Authentication, per call to the NameNode: with a delegation token (UseDelegationToken: the
+// AM and containers, which have no Kerberos) `delegation=<token>` and nothing else; otherwise
+// `user.name=<user>` plus SPNEGO when the process has a Kerberos login (spnego.h: Negotiate on
+// the first request, then the server's hadoop.auth cookie). The DataNode step of CREATE and
+// OPEN only follows the NameNode's redirect, whose URL carries what the DataNode checks (a
+// secure NameNode puts a fresh delegation token in it, kerberos/ K5.8).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "cluster/yarn/hdfs/hadoop_conf.h"
+#include "cluster/yarn/wire/credentials.h"
 #include "core/status.h"
 
 namespace loom::cluster::yarn {
@@ -49,9 +57,23 @@ class WebHdfs {
   // existing directory receives `from` inside it, so callers pass a file path.
   Result<bool> Rename(const std::string& from, const std::string& to);
 
+  // From now on every call authenticates with `token` (an HDFS delegation token, as
+  // HADOOP_TOKEN_FILE_LOCATION holds it): `&delegation=<EncodeTokenUrlString(token)>` instead
+  // of user.name=, and no SPNEGO (kerberos/webhdfs/04). Not thread-safe with calls in flight.
+  void UseDelegationToken(const Token& token);
+  // GETDELEGATIONTOKEN (needs the Kerberos login, never a token): a token `renewer` may renew
+  // (kind "WEBHDFS delegation", or "SWEBHDFS delegation" over https; service as the NameNode
+  // set it).
+  Result<Token> GetDelegationToken(const std::string& renewer);
+  // RENEWDELEGATIONTOKEN: the new expiry (ms); PermissionDenied unless this user is the renewer.
+  Result<int64_t> RenewDelegationToken(const Token& token);
+  // CANCELDELEGATIONTOKEN (the owner or the renewer may).
+  Status CancelDelegationToken(const Token& token);
+
  private:
   std::vector<std::string> bases_;
   std::string user_;
+  std::string delegation_;  // EncodeTokenUrlString of UseDelegationToken's token; "" if none
 };
 
 }  // namespace loom::cluster::yarn

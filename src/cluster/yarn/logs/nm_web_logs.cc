@@ -8,6 +8,7 @@
 
 #include "cluster/yarn/hdfs/curl_library.h"
 #include "cluster/yarn/hdfs/hadoop_conf.h"
+#include "cluster/yarn/hdfs/spnego.h"
 #include "core/strings.h"
 
 namespace loom::cluster::yarn {
@@ -25,14 +26,15 @@ using HttpAnswer = HttpResponse;
 // One GET on its own connection. Redirects are not followed: a NodeManager redirects only
 // to a log server (yarn.log.server.url) once it no longer has the container. A NodeManager
 // that is gone must not hold `loom logs -f` up for long; a stalled transfer of a large log
-// fails too, but a slow one is fine.
+// fails too, but a slow one is fine. A Kerberized cluster's NodeManager web is SPNEGO
+// (kerberos/ K1): with a Kerberos login the request negotiates as WebHDFS does.
 Result<HttpAnswer> Get(const std::string& url, const char* accept) {
   HttpRequest request;
   request.url = url;
   request.headers = {accept};
   request.connect_timeout_s = 10;
   request.stall_timeout_s = 60;
-  return HttpExchange(request);
+  return AuthenticatedExchange(request);
 }
 
 // The message of a {"RemoteException":{...}} body, or the body itself (cut short).
@@ -211,11 +213,17 @@ NmWebLogs::NmWebLogs(std::string http_address, std::string user)
 
 namespace {
 
-Result<std::string> BaseUrl(const std::string& http_address) {
+Result<std::string> BaseUrl(std::string http_address) {
+  std::string scheme = "http";
+  if (size_t at = http_address.find("://"); at != std::string::npos) {
+    scheme = ToLower(http_address.substr(0, at));
+    http_address = http_address.substr(at + 3);
+  }
+  if (scheme != "http" && scheme != "https") return Status::InvalidArgument("NodeManager web scheme '" + scheme + "'");
   Result<HostPort> hp = ParseHostPort(http_address);
   if (!hp.ok()) return Status::InvalidArgument("NodeManager web address '" + http_address + "' is not host:port");
   bool ipv6 = hp->host.find(':') != std::string::npos;
-  return "http://" + (ipv6 ? "[" + hp->host + "]" : hp->host) + ":" + std::to_string(hp->port) + "/ws/v1/node";
+  return scheme + "://" + (ipv6 ? "[" + hp->host + "]" : hp->host) + ":" + std::to_string(hp->port) + "/ws/v1/node";
 }
 
 }  // namespace

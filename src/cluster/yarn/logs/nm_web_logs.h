@@ -50,8 +50,11 @@ struct NmLogListing {
 
 class NmWebLogs {
  public:
-  // `http_address` is the NM web server's "host:port" (a container's node_http_address);
-  // `user` is sent as user.name= (simple HTTP authentication) when not empty.
+  // `http_address` is the NM web server's "host:port" (a container's node_http_address),
+  // http; or "https://host:port" (yarn.http.policy=HTTPS_ONLY, HadoopConf::nm_web_scheme);
+  // `user` is sent as user.name= (simple HTTP authentication) when not empty. With the process's
+  // Kerberos login, requests also negotiate SPNEGO (cluster/yarn/hdfs/spnego.h); a NodeManager
+  // that demands it of a process without one is Unauthenticated, naming kinit.
   NmWebLogs(std::string http_address, std::string user);
 
   // One log file. `size`: absent, the whole file; N > 0 its first N bytes; N < 0 its last

@@ -74,7 +74,7 @@ Result<LogChunk> YarnLogReader::ReadFrom(const std::string& app_id, const Contai
   Status nm_status;
   std::string nm_said;
   if (!http.empty()) {
-    NmWebLogs nm(http, user_);
+    NmWebLogs nm(conf_.nm_web_scheme == "https" ? "https://" + http : http, user_);  // yarn.http.policy
     // Following: ask for the tail only. It covers the new bytes unless more than the window
     // arrived since the last read, which then costs one whole-file request.
     std::optional<int64_t> size;
@@ -134,7 +134,7 @@ Result<std::vector<std::string>> YarnLogReader::List(const std::string& app_id, 
   Status nm_status;
   std::string nm_said;
   if (!http.empty()) {
-    NmWebLogs nm(http, user_);
+    NmWebLogs nm(conf_.nm_web_scheme == "https" ? "https://" + http : http, user_);  // yarn.http.policy
     Result<NmLogListing> r = nm.ListLogs(where.container_id);
     if (r.ok() && r->answer == NmLogAnswer::kServed) {
       std::vector<std::string> names;

@@ -296,5 +296,56 @@ TEST(Base64, RejectsMalformed) {
   }
 }
 
+// webhdfs/03: the NameNode's GETDELEGATIONTOKEN answer, decoded and encoded back to the same text.
+TEST(TokenUrlString, RecordedGetDelegationTokenAnswer) {
+  auto reply = ReadFile(kCaptures + "kerberos/webhdfs/03-nn-19871-GETDELEGATIONTOKEN-spnego.s2c.bin");
+  ASSERT_OK(reply);
+  size_t at = reply->find("\"urlString\":\"");
+  ASSERT_NE(at, std::string::npos);
+  at += 13;
+  std::string text = reply->substr(at, reply->find('"', at) - at);
+  auto token = DecodeTokenUrlString(text);
+  ASSERT_OK(token);
+  EXPECT_EQ(token->kind, "SWEBHDFS delegation");
+  EXPECT_EQ(token->service, "127.0.0.1:19000");
+  EXPECT_EQ(token->password.size(), 20u);
+  auto id = ParseDelegationTokenIdentifier(token->identifier);
+  ASSERT_OK(id);
+  EXPECT_EQ(id->owner, "root");  // WebHDFS stores the short name (K5.5)
+  EXPECT_EQ(id->renewer, "rm");
+  EXPECT_EQ(id->real_user, "");
+  EXPECT_GT(id->max_date_ms, id->issue_date_ms);
+  EXPECT_EQ(SerializeDelegationTokenIdentifier(*id), token->identifier);
+  EXPECT_EQ(EncodeTokenUrlString(*token), text);
+}
+
+// container/am-container_tokens.bin: the HDFS delegation token the DS client got over RPC.
+TEST(DelegationTokenIdentifier, RecordedContainerToken) {
+  auto creds = ReadCredentialsFile(kCaptures + "kerberos/container/am-container_tokens.bin");
+  ASSERT_OK(creds);
+  std::optional<Token> hdfs = creds->FindKind(kHdfsDelegationKind);
+  ASSERT_TRUE(hdfs.has_value());
+  EXPECT_EQ(hdfs->service, "127.0.0.1:19000");
+  auto id = ParseDelegationTokenIdentifier(hdfs->identifier);
+  ASSERT_OK(id);
+  EXPECT_EQ(id->owner, "root@LOOM.TEST");
+  EXPECT_EQ(id->renewer, "rm");
+  EXPECT_EQ(id->sequence_number, 2);
+  EXPECT_EQ(id->master_key_id, 2);
+  EXPECT_EQ(SerializeDelegationTokenIdentifier(*id), hdfs->identifier);
+  auto back = DecodeTokenUrlString(EncodeTokenUrlString(*hdfs));
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, *hdfs);
+}
+
+TEST(TokenUrlString, RejectsMalformed) {
+  EXPECT_FALSE(DecodeTokenUrlString("!!!").ok());
+  Token t{"id", "pw", "K", "S"};
+  std::string text = EncodeTokenUrlString(t);
+  EXPECT_FALSE(DecodeTokenUrlString(text.substr(0, text.size() - 3)).ok());
+  EXPECT_FALSE(ParseDelegationTokenIdentifier("\x01").ok());
+  EXPECT_FALSE(ParseDelegationTokenIdentifier(std::string("\0\x04ro", 4)).ok());
+}
+
 }  // namespace
 }  // namespace loom::cluster::yarn

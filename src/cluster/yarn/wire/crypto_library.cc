@@ -42,6 +42,17 @@ CryptoLibrary Load() {
   Resolve(lib, "EVP_CipherInit_ex", &c.cipher_init);
   Resolve(lib, "EVP_CipherUpdate", &c.cipher_update);
   Resolve(lib, "EVP_CIPHER_CTX_set_padding", &c.cipher_set_padding);
+  Resolve(lib, "EVP_sha1", &c.sha1);
+  Resolve(lib, "d2i_PKCS12", &c.d2i_pkcs12);
+  Resolve(lib, "PKCS12_free", &c.pkcs12_free);
+  Resolve(lib, "PKCS12_verify_mac", &c.pkcs12_verify_mac);
+  Resolve(lib, "PKCS12_parse", &c.pkcs12_parse);
+  Resolve(lib, "i2d_X509", &c.i2d_x509);
+  Resolve(lib, "X509_free", &c.x509_free);
+  Resolve(lib, "EVP_PKEY_free", &c.evp_pkey_free);
+  Resolve(lib, "OPENSSL_sk_num", &c.sk_num);
+  Resolve(lib, "OPENSSL_sk_value", &c.sk_value);
+  Resolve(lib, "OPENSSL_sk_free", &c.sk_free);
   return c;  // the library stays loaded for the life of the process
 }
 

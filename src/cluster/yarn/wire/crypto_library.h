@@ -4,6 +4,8 @@
 // make every executor map and relocate it at start for nothing.
 
 #include <openssl/evp.h>
+#include <openssl/pkcs12.h>
+#include <openssl/x509.h>
 
 namespace loom::cluster::yarn {
 
@@ -29,6 +31,19 @@ struct CryptoLibrary {
                      const unsigned char* iv, int enc);
   int (*cipher_update)(EVP_CIPHER_CTX* ctx, unsigned char* out, int* out_len, const unsigned char* in, int in_len);
   int (*cipher_set_padding)(EVP_CIPHER_CTX* ctx, int pad);
+  // Reading an HTTPS truststore (hdfs/tls_trust.h): SHA-1 for a JKS file's integrity digest,
+  // and a PKCS12 file's certificates.
+  const EVP_MD* (*sha1)();
+  PKCS12* (*d2i_pkcs12)(PKCS12** a, const unsigned char** in, long len);
+  void (*pkcs12_free)(PKCS12* p12);
+  int (*pkcs12_verify_mac)(PKCS12* p12, const char* pass, int passlen);
+  int (*pkcs12_parse)(PKCS12* p12, const char* pass, EVP_PKEY** pkey, X509** cert, STACK_OF(X509)** ca);
+  int (*i2d_x509)(const X509* a, unsigned char** out);
+  void (*x509_free)(X509* a);
+  void (*evp_pkey_free)(EVP_PKEY* key);
+  int (*sk_num)(const OPENSSL_STACK* st);
+  void* (*sk_value)(const OPENSSL_STACK* st, int i);
+  void (*sk_free)(OPENSSL_STACK* st);
 };
 
 // The loaded library. libcrypto is a dependency of the package; its absence is fatal.

@@ -1,0 +1,310 @@
+// Loom on a Kerberized YARN cluster (issue 11), end to end: a real MIT KDC (tests/kerberos/
+// kdc_harness.h) in a throwaway realm, and the YARN test double in its Kerberos mode, shaped as
+// the recorded secure cluster (yarn-captures kerberos/): the RM client port and the NameNode
+// speak SASL GSSAPI only to the principals yarn.resourcemanager.principal and
+// dfs.namenode.kerberos.principal name, WebHDFS wants SPNEGO, hadoop.rpc.protection=privacy,
+// and the RM renews the submitted HDFS delegation tokens as the RM principal and cancels them
+// when the application ends. Containers get no ticket: the tasks read HDFS with the delegation
+// token Loom passes them. The `loom` binary is the real one; only its environment has the
+// user's ticket cache.
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gmock/gmock.h>
+
+#include "cluster/yarn/wire/credentials.h"
+#include "core/files.h"
+#include "core/strings.h"
+#include "core/testing.h"
+#include "delegation_token_store.h"
+#include "kerberos/kdc_harness.h"
+#include "yarn_double_cluster.h"
+
+namespace loom::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+namespace ypb = ::hadoop::yarn;
+
+const std::string kUser = "root@LOOM.TEST";
+
+// A KDC with the recorded cluster's principals, and the user's ticket.
+class Realm {
+ public:
+  Realm() {
+    Status started = kdc_.Start({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"});
+    EXPECT_OK(started);
+    ok_ = started.ok();
+    if (ok_) EXPECT_OK(kdc_.Kinit("root"));
+  }
+  bool ok() const { return ok_; }
+  KdcHarness& kdc() { return kdc_; }
+  // The double's Kerberos mode with this realm's service keytabs.
+  void Configure(yarn_double::YarnTestDouble::Options& o, const std::string& protection = "privacy") {
+    o.rpc_protection = protection;
+    o.kerberos.enabled = true;
+    o.kerberos.rm_principal = "rm/localhost@LOOM.TEST";
+    o.kerberos.rm_keytab = kdc_.Keytab("rm/localhost");
+    o.kerberos.nn_principal = "nn/localhost@LOOM.TEST";
+    o.kerberos.nn_keytab = kdc_.Keytab("nn/localhost");
+    o.kerberos.http_principal = "HTTP/localhost@LOOM.TEST";
+    o.kerberos.http_keytab = kdc_.Keytab("HTTP/localhost");
+  }
+  // The client's environment: the cluster's conf dir plus the realm's krb5.conf and cache.
+  std::map<std::string, std::string> Env(YarnDoubleCluster& cluster) const {
+    std::map<std::string, std::string> env = cluster.Env();
+    for (const auto& [k, v] : kdc_.Env()) env[k] = v;
+    return env;
+  }
+
+ private:
+  KdcHarness kdc_;
+  bool ok_ = false;
+};
+
+// The double's NodeManager passes its own environment to containers: this test process's,
+// which must hold no Kerberos cache (a container authenticates with tokens only, K3), and
+// HADOOP_CONF_DIR as a NodeManager's env-whitelist would pass it.
+void ContainerEnvironment(YarnDoubleCluster& cluster) {
+  ::setenv("HADOOP_CONF_DIR", (cluster.root() + "/conf").c_str(), 1);
+  ::setenv("KRB5CCNAME", "FILE:/nonexistent/loom-test-no-cache", 1);
+}
+
+std::vector<std::string> DdpJob(const std::string& extra_params) {
+  return {"--src_dir", MiniLoom::Source("examples/pytorch"), "--executes", "train_ddp.py",
+          "--python_binary_path", "/usr/bin/python3", "--task_params", "--epochs 2 " + extra_params,
+          "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+          "--conf", "tony.am.memory=512m", "--conf", "tony.worker.memory=1g"};
+}
+
+std::vector<std::string> QuickJob() {
+  return {"--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes", "fail_with.py",
+          "--python_binary_path", "/usr/bin/python3", "--task_params", "--task none:9 --lines 2",
+          "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m", "--conf", "tony.worker.memory=512m"};
+}
+
+RunResult Submit(YarnDoubleCluster& cluster, const Realm& realm, std::vector<std::string> args,
+                 const std::map<std::string, std::string>& env_changes = {}) {
+  args.insert(args.begin(), {"submit", "--cluster", "yarn"});
+  auto env = realm.Env(cluster);
+  for (const auto& [k, v] : env_changes) env[k] = v;
+  return cluster.loom().Run(args, env);
+}
+
+// The tokens the user (not the NameNode's redirects) got, and how many of them the RM cancelled.
+std::vector<cluster::yarn::Token> UserTokens(yarn_double::DelegationTokenStore& store) {
+  std::vector<cluster::yarn::Token> out;
+  for (const auto& id : store.Minted()) {
+    if (id.owner == kUser) {
+      out.push_back(cluster::yarn::Token{cluster::yarn::SerializeDelegationTokenIdentifier(id), "",
+                                         cluster::yarn::kHdfsDelegationKind, ""});
+    }
+  }
+  return out;
+}
+int CancelledCount(yarn_double::DelegationTokenStore& store) {
+  int n = 0;
+  for (const auto& t : UserTokens(store)) n += store.Cancelled(t) ? 1 : 0;
+  return n;
+}
+
+// Nothing of a refused submission reached the cluster: no application, no byte in HDFS.
+void ExpectNothingStaged(YarnDoubleCluster& cluster) {
+  EXPECT_THAT(cluster.hdfs().CreatedFiles(), ::testing::IsEmpty());
+  for (const auto& c : cluster.yarn().ServedCalls()) EXPECT_NE(c.method, "submitApplication");
+}
+
+// The acceptance of issue 11 on the double: the DDP example reads its data from HDFS in every
+// task with the delegation token, under privacy.
+TEST(YarnKerberos, DdpExampleReadsHdfsWithTheDelegationToken) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  ContainerEnvironment(cluster);
+  // 1797 samples as the example's --export-digits writes them.
+  const std::string csv = cluster.root() + "/digits.csv";
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + MiniLoom::Source("examples/pytorch/train_ddp.py") +
+                         " --export-digits " + csv + " >/dev/null").c_str()),
+            0);
+  Result<std::string> bytes = ReadFile(csv);
+  ASSERT_OK(bytes);
+  const std::string data = *bytes;
+  ASSERT_OK(cluster.hdfs().PutFile("/user/root/digits.csv", data, "root", "600"));
+
+  RunResult r = Submit(cluster, realm, DdpJob("--data hdfs:///user/root/digits.csv"));
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log") << cluster.ContainerLogs("stderr");
+  std::string stdout_all = cluster.ContainerLogs("stdout");
+  for (int rank : {0, 1}) {
+    EXPECT_THAT(stdout_all, HasSubstr("[rank " + std::to_string(rank) + "] read " + std::to_string(data.size()) +
+                                      " bytes (1797 samples) from hdfs:///user/root/digits.csv"))
+        << stdout_all;
+  }
+  EXPECT_THAT(stdout_all, HasSubstr("parameters agree across 2 ranks"));
+
+  // One token for the job: the user's, renewable by the RM only, renewed at submission by the
+  // RM and cancelled when the application ended.
+  yarn_double::DelegationTokenStore& store = cluster.hdfs().tokens();
+  std::vector<cluster::yarn::Token> tokens = UserTokens(store);
+  ASSERT_EQ(tokens.size(), 1u) << store.Minted().size() << " minted";
+  auto id_fields = cluster::yarn::ParseDelegationTokenIdentifier(tokens[0].identifier);
+  ASSERT_OK(id_fields);
+  EXPECT_EQ(id_fields->renewer, "rm");
+  EXPECT_EQ(store.RenewCount(tokens[0]), 1);
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(store) == 1; }, 20s))
+      << "the RM did not cancel the job's token when the application ended";
+
+  // The tasks' token file holds the delegation token and none of Loom's secrets.
+  std::vector<std::string> token_files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(cluster.nm_local())) {
+    if (entry.path().filename() == ".loom.hdfs-tokens") token_files.push_back(entry.path().string());
+  }
+  ASSERT_FALSE(token_files.empty());
+  for (const std::string& file : token_files) {
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
+    auto creds = cluster::yarn::ReadCredentialsFile(file);
+    ASSERT_OK(creds);
+    EXPECT_TRUE(creds->secrets.empty()) << file;
+    ASSERT_TRUE(creds->FindKind(cluster::yarn::kHdfsDelegationKind).has_value()) << file;
+  }
+
+  // status and logs work over Kerberos too.
+  RunResult status = cluster.loom().Run({"status", id}, realm.Env(cluster));
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED"));
+  RunResult logs = cluster.loom().Run({"logs", id, "--task", "worker:1"}, realm.Env(cluster));
+  EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("[rank 1] read"));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+}
+
+TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o, "integrity"); });
+  ContainerEnvironment(cluster);
+  std::vector<std::string> args = {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"),
+                                   "--executes", "sleep_forever.py", "--python_binary_path", "/usr/bin/python3",
+                                   "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m",
+                                   "--conf", "tony.worker.memory=512m", "--conf", "loom.task.stop-grace-ms=1000"};
+  Subprocess submit = cluster.loom().Start(args, "submit", realm.Env(cluster));
+  std::string id = cluster.loom().WaitUntilRunning(1, 60s);
+  ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
+  RunResult kill = cluster.loom().Run({"kill", id}, realm.Env(cluster));
+  EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
+  EXPECT_OK(cluster.WaitForAppEnd(id, 30s));
+  auto report = cluster.yarn().ApplicationReport(cluster.ApplicationId(id));
+  ASSERT_OK(report);
+  EXPECT_EQ(report->yarn_application_state(), ypb::KILLED);
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 15s));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens()) == 1; }, 20s));
+}
+
+// A keytab instead of the ticket cache: the user's own cache is never needed nor touched.
+TEST(YarnKerberos, KeytabLoginSubmits) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  ContainerEnvironment(cluster);
+  std::vector<std::string> args = QuickJob();
+  args.insert(args.end(), {"--conf", "tony.keytab.location=" + realm.kdc().Keytab("root"), "--conf",
+                           "tony.keytab.user=root@LOOM.TEST"});
+  RunResult r = Submit(cluster, realm, args, {{"KRB5CCNAME", "FILE:" + cluster.root() + "/no-such-cache"}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  EXPECT_FALSE(std::filesystem::exists(cluster.root() + "/no-such-cache"));
+}
+
+// ---- refusals: each a clear error (exit 2), nothing staged, no application ----
+
+TEST(YarnKerberos, NoTicketIsRefusedBeforeStaging) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  RunResult r = Submit(cluster, realm, QuickJob(), {{"KRB5CCNAME", "FILE:" + cluster.root() + "/empty-cache"}});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("kinit"));
+  ExpectNothingStaged(cluster);
+}
+
+TEST(YarnKerberos, ExpiredTicketIsRefusedBeforeStaging) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  ASSERT_OK(realm.kdc().Kinit("root", "2s"));
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return !realm.kdc().TicketValid(); }, 10s));
+  RunResult r = Submit(cluster, realm, QuickJob());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("expired"));
+  EXPECT_THAT(r.err, HasSubstr("kinit"));
+  ExpectNothingStaged(cluster);
+}
+
+TEST(YarnKerberos, MissingKeytabIsRefusedBeforeStaging) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  std::vector<std::string> args = QuickJob();
+  args.insert(args.end(), {"--conf", "loom.kerberos.keytab=/nonexistent/user.keytab", "--conf",
+                           "loom.kerberos.principal=root@LOOM.TEST"});
+  RunResult r = Submit(cluster, realm, args);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/user.keytab"));
+  ExpectNothingStaged(cluster);
+}
+
+// The cluster's configuration names a principal the RM does not have: the client refuses to
+// authenticate to whoever answers (it could be anyone), before anything is staged.
+TEST(YarnKerberos, WrongServicePrincipalIsRefusedBeforeStaging) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  const std::string conf = cluster.root() + "/conf/yarn-site.xml";
+  Result<std::string> site = ReadFile(conf);
+  ASSERT_OK(site);
+  std::string changed = *site;
+  size_t at = changed.find("rm/localhost@LOOM.TEST");
+  ASSERT_NE(at, std::string::npos) << changed;
+  changed.replace(at, 22, "rm/elsewhere@LOOM.TEST");
+  ASSERT_OK(WriteFileAtomic(conf, changed));
+  RunResult r = Submit(cluster, realm, QuickJob());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rm/elsewhere@LOOM.TEST"));
+  ExpectNothingStaged(cluster);
+}
+
+// The cluster demands privacy; a client configured for authentication only must not talk.
+TEST(YarnKerberos, ClientOfferingLessProtectionIsRefusedBeforeStaging) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o, "privacy"); });
+  const std::string conf = cluster.root() + "/conf/core-site.xml";
+  Result<std::string> site = ReadFile(conf);
+  ASSERT_OK(site);
+  std::string changed = *site;
+  size_t at = changed.find("<value>privacy</value>");
+  ASSERT_NE(at, std::string::npos) << changed;
+  changed.replace(at, 22, "<value>authentication</value>");
+  ASSERT_OK(WriteFileAtomic(conf, changed));
+  RunResult r = Submit(cluster, realm, QuickJob());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("hadoop.rpc.protection"));
+  ExpectNothingStaged(cluster);
+}
+
+}  // namespace
+}  // namespace loom::testing
