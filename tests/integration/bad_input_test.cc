@@ -93,12 +93,6 @@ TEST_F(BadInputTest, MisspeltTaskType) {
   EXPECT_THAT(r.err, HasSubstr("declare it with tony.application.custom-types=workr"));
 }
 
-TEST_F(BadInputTest, KerberosIsRefused) {
-  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.application.security.enabled=true"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.application.security.enabled=true (from --conf): Kerberos is not supported yet"));
-}
-
 TEST_F(BadInputTest, KerberosLoginKeysOnTheLocalBackendAreRefused) {
   RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.keytab.location=/etc/alice.keytab"});
   ExpectNothingStarted(r);

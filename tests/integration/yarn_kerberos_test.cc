@@ -265,6 +265,20 @@ TEST(YarnKerberos, MissingKeytabIsRefusedBeforeStaging) {
   ExpectNothingStaged(cluster);
 }
 
+// TonY's security switch off on a Kerberized cluster: nothing could authenticate.
+TEST(YarnKerberos, SecurityDisabledIsRefusedBeforeStaging) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  std::vector<std::string> args = QuickJob();
+  args.insert(args.end(), {"--conf", "tony.application.security.enabled=false"});
+  RunResult r = Submit(cluster, realm, args);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tony.application.security.enabled=false, but the cluster uses Kerberos"));
+  ExpectNothingStaged(cluster);
+}
+
 // The cluster's configuration names a principal the RM does not have: the client refuses to
 // authenticate to whoever answers (it could be anyone), before anything is staged.
 TEST(YarnKerberos, WrongServicePrincipalIsRefusedBeforeStaging) {
