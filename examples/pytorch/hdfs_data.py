@@ -8,8 +8,10 @@ Hadoop client (no JVM) is needed in the task. On a cluster without Kerberos (no 
 file) it asks as `user.name=$USER`, as WebHDFS's simple auth wants.
 
 The NameNode's web address, the HTTP policy (dfs.http.policy) and, for HTTPS, the trusted
-certificates (ssl-client.xml's JKS or PEM truststore) come from $HADOOP_CONF_DIR, which every
+certificates (ssl-client.xml's JKS or PKCS12 truststore) come from $HADOOP_CONF_DIR, which every
 YARN container has. NameNode HA: each NameNode of the nameservice is tried, a standby skipped.
+Each file system's token is picked by its service, as Hadoop does: ha-hdfs:<nameservice>, else
+the NameNode's ip:port (other file systems: loom.application.file-systems).
 
     import hdfs_data
     raw = hdfs_data.read("hdfs:///user/alice/digits.csv")
@@ -19,7 +21,9 @@ import hashlib
 import json
 import os
 import ssl
+import socket
 import struct
+import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -118,6 +122,8 @@ def _namenode_urls(conf_dir, host_of_uri):
     if fs_host in nameservices:
         ids = [i.strip() for i in hdfs.get(f"dfs.ha.namenodes.{fs_host}", "").split(",") if i.strip()]
         addresses = [hdfs.get(f"{key}.{fs_host}.{i}", "") for i in ids] or [hdfs.get(f"{key}.{fs_host}", "")]
+    elif host_of_uri and host_of_uri != urllib.parse.urlparse(core.get("fs.defaultFS", "")).hostname:
+        addresses = [f"{host_of_uri}:{default_port}"]  # another NameNode: its web port
     else:
         addresses = [hdfs.get(key, f"{fs_host}:{default_port}")]
     scheme = "https" if https else "http"
@@ -132,50 +138,74 @@ def _jks_certificates(data, password):
         digest = hashlib.sha1(password.encode("utf-16-be") + b"Mighty Aphrodite" + data[:-20]).digest()
         if digest != data[-20:]:
             raise ValueError("JKS integrity check failed: wrong ssl.client.truststore.password?")
-    at = 8
-    count = struct.unpack_from(">I", data, at)[0]
-    at += 4
+    version, count = struct.unpack_from(">II", data, 4)
+    at = 12
     certs = []
     for _ in range(count):
         tag = struct.unpack_from(">I", data, at)[0]
         at += 4
         alias_len = struct.unpack_from(">H", data, at)[0]
         at += 2 + alias_len + 8  # alias, timestamp
-        if tag == 1:  # a private key entry: skip the key, then its chain
+        if tag == 1:  # a private key entry: skip the key, then its chain (Java trusts its first cert)
             key_len = struct.unpack_from(">I", data, at)[0]
             at += 4 + key_len
             chain = struct.unpack_from(">I", data, at)[0]
             at += 4
         else:
             chain = 1
-        for _ in range(chain):
-            type_len = struct.unpack_from(">H", data, at)[0]
-            at += 2 + type_len
+        for index in range(chain):
+            if version == 2:  # version 1 has no certificate type
+                type_len = struct.unpack_from(">H", data, at)[0]
+                at += 2 + type_len
             cert_len = struct.unpack_from(">I", data, at)[0]
             at += 4
-            if tag == 2:
+            if index == 0:
                 certs.append(data[at:at + cert_len])
             at += cert_len
     return certs
 
 
+def _pkcs12_certificates(location, password):
+    """PKCS12 truststores (keytool's default since Java 9) through the openssl tool."""
+    try:
+        pem = subprocess.run(["openssl", "pkcs12", "-in", location, "-nokeys", "-passin", "stdin"],
+                             input=(password or "").encode(), capture_output=True, check=True).stdout
+    except FileNotFoundError:
+        raise ValueError(f"{location} is a PKCS12 truststore: reading it needs the openssl tool") from None
+    except subprocess.CalledProcessError as e:
+        raise ValueError(f"{location}: openssl could not read the PKCS12 truststore (wrong "
+                         f"ssl.client.truststore.password?): {e.stderr.decode(errors='replace')[:200]}") from None
+    return pem.decode()
+
+
 def _ssl_context(conf_dir):
     ssl_client = _site(conf_dir, _site(conf_dir, "core-site.xml").get("hadoop.ssl.client.conf", "ssl-client.xml"))
     location = ssl_client.get("ssl.client.truststore.location", "")
-    context = ssl.create_default_context()
     if not location:
-        return context
+        return ssl.create_default_context()
     with open(location, "rb") as f:
         data = f.read()
-    kind = ssl_client.get("ssl.client.truststore.type", "jks").lower()
-    if kind == "jks":
-        context = ssl.create_default_context(cadata=b"".join(
-            _jks_certificates(data, ssl_client.get("ssl.client.truststore.password"))))
-    elif kind == "pem":
-        context = ssl.create_default_context(cadata=data.decode())
-    else:
-        raise ValueError(f"{location}: truststore type {kind} is not readable here (use jks or pem)")
-    return context
+    password = ssl_client.get("ssl.client.truststore.password")
+    # The content decides, as Java's keystore loading does: "jks" files are often PKCS12.
+    if data[:4] == b"\xfe\xed\xfe\xed":
+        return ssl.create_default_context(cadata=b"".join(_jks_certificates(data, password)))
+    if data[:1] == b"\x30":
+        return ssl.create_default_context(cadata=_pkcs12_certificates(location, password))
+    raise ValueError(f"{location}: not a JKS or PKCS12 truststore (ssl.client.truststore.location)")
+
+
+def _token_service(parsed, core, hdfs):
+    """The service Hadoop names a file system's token by: ha-hdfs:<nameservice>, else ip:port."""
+    fs = parsed if parsed.hostname else urllib.parse.urlparse(core.get("fs.defaultFS", ""))
+    host = fs.hostname or ""
+    nameservices = [n.strip() for n in hdfs.get("dfs.nameservices", "").split(",") if n.strip()]
+    if host in nameservices and fs.port is None:
+        return f"ha-hdfs:{host}"
+    try:
+        ip = socket.gethostbyname(host)
+    except OSError:
+        ip = host
+    return f"{ip}:{fs.port or 8020}"
 
 
 # ---- WebHDFS -------------------------------------------------------------------------------
@@ -189,8 +219,16 @@ def read(uri):
     bases, https = _namenode_urls(conf_dir, parsed.hostname)
     context = _ssl_context(conf_dir) if https else None
     tokens = [t for t in read_tokens() if t["kind"] == HDFS_DELEGATION_KIND]
-    auth = (f"delegation={url_string(tokens[0])}" if tokens
-            else "user.name=" + urllib.parse.quote(os.environ.get("USER", "")))
+    if tokens:
+        service = _token_service(parsed, _site(conf_dir, "core-site.xml"), _site(conf_dir, "hdfs-site.xml"))
+        token = next((t for t in tokens if t["service"] == service), None)
+        if token is None:
+            raise OSError(f"{uri}: the job has no delegation token for {service} (it has "
+                          f"{', '.join(t['service'] for t in tokens)}): list the file system in "
+                          "loom.application.file-systems")
+        auth = f"delegation={url_string(token)}"
+    else:
+        auth = "user.name=" + urllib.parse.quote(os.environ.get("USER", ""))
     path = urllib.parse.quote(parsed.path or "/")
     errors = []
     for base in bases:

@@ -2,10 +2,14 @@
 // list in backends.cc, wired here to the backend-agnostic ApplicationMaster.
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -172,30 +176,41 @@ int ExecutorCommand(std::vector<std::string> args) {
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ [executor] %v");
   auto env = CurrentEnvironment();
   auto wiring = control::ExecutorEnv::FromEnv(env);
+  std::optional<std::string> secret;  // YARN: handed over in memory, never through a file
   if (wiring.ok() && wiring->secret_file.empty()) {
-    // On YARN the secret is in the container's credentials: a private file for the executor.
+    // On YARN the secret is in the container's credentials, which the NodeManager wrote into
+    // the working dir that user code shares (same Unix user): read what the executor needs,
+    // hand user code its tokens alone, then remove the file before any user process starts.
     auto token_file = env.find("HADOOP_TOKEN_FILE_LOCATION");
     if (token_file == env.end()) return UsageError("executor: the secret's credential without HADOOP_TOKEN_FILE_LOCATION");
-    auto creds = cluster::yarn::ReadCredentialsFile(token_file->second);
+    const std::string container_file = token_file->second;
+    auto creds = cluster::yarn::ReadCredentialsFile(container_file);
     if (!creds.ok()) return UsageError("executor: " + creds.status().message());
-    std::optional<std::string> secret = creds->FindSecret(wiring->secret_credential);
-    if (!secret) return UsageError("executor: " + token_file->second + " holds no " + wiring->secret_credential);
+    secret = creds->FindSecret(wiring->secret_credential);
+    if (!secret) return UsageError("executor: " + container_file + " holds no " + wiring->secret_credential);
     // The submitter's forwarded credentials (MLFLOW_TRACKING_TOKEN, ...) for the user process;
     // a value the job set itself (loom.execution.envs, in the container's env) wins.
     for (const auto& [alias, value] : creds->secrets) {
       if (StartsWith(alias, kSecretEnvAliasPrefix)) env.emplace(alias.substr(std::strlen(kSecretEnvAliasPrefix)), value);
     }
-    wiring->secret_file = AbsolutePath(".loom.secret");
-    if (Status s = WriteFileAtomic(wiring->secret_file, *secret + "\n", 0600); !s.ok()) return UsageError("executor: " + s.message());
     // User code's HADOOP_TOKEN_FILE_LOCATION: the HDFS delegation tokens alone, never the
     // container's file with the secret keys above (also when there is no token).
     if (Status s = cluster::yarn::HandTokensToUserCode(*creds, AbsolutePath(cluster::yarn::kUserTokenFile), &env);
         !s.ok()) {
       return UsageError("executor: " + s.message());
     }
-    wiring->AddTo(env);
+    // The NodeManager gives each container its own copy and reads it no more once the
+    // container runs; a file left behind would show user code the job secret.
+    if (::unlink(container_file.c_str()) != 0 && errno != ENOENT) {
+      return UsageError("executor: cannot remove " + container_file + " (it holds the job secret): " +
+                        std::strerror(errno));
+    }
+    // Nor may another process of the same user read the secret from this one's memory,
+    // environment or descriptors (/proc/<pid>/mem, environ, fd). User processes exec, which
+    // makes them dumpable again; the executor only looks at its own /proc/self.
+    if (::prctl(PR_SET_DUMPABLE, 0) != 0) spdlog::warn("prctl(PR_SET_DUMPABLE, 0): {}", std::strerror(errno));
   }
-  return executor::RunTaskExecutor(env);
+  return executor::RunTaskExecutor(env, std::move(secret));
 }
 
 }  // namespace loom::cli

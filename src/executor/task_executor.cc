@@ -46,7 +46,8 @@ using std::chrono::milliseconds;
 
 class TaskExecutor {
  public:
-  explicit TaskExecutor(std::map<std::string, std::string> env) : env_(std::move(env)) {}
+  TaskExecutor(std::map<std::string, std::string> env, std::optional<std::string> secret)
+      : env_(std::move(env)), given_secret_(std::move(secret)) {}
   ~TaskExecutor();
   int Run();
 
@@ -95,6 +96,7 @@ class TaskExecutor {
   TaskId task_;
   std::string log_dir_;
   std::string secret_;
+  std::optional<std::string> given_secret_;  // RunTaskExecutor's `secret`
   std::unique_ptr<control::Control::Stub> stub_;
   ReservedPort port_;
   ReservedPort tb_port_;        // TB_PORT, for the task that serves TensorBoard (wiring_.reserve_tb_port)
@@ -224,7 +226,12 @@ Status TaskExecutor::Init() {
     wiring_.am_address = "127.0.0.1:1";
   }
   std::string am = wiring_.am_address;
-  LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(wiring_.secret_file));
+  if (given_secret_) {
+    secret_ = std::move(*given_secret_);
+    given_secret_.reset();
+  } else {
+    LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(wiring_.secret_file));
+  }
   log_dir_ = wiring_.log_dir.empty() ? "." : wiring_.log_dir;
   if (!wiring_.link_into_workdir.empty()) LinkIntoWorkdir(wiring_.link_into_workdir);
   int low = wiring_.port_low, high = wiring_.port_high, preferred = wiring_.preferred_port;
@@ -790,6 +797,8 @@ int TaskExecutor::Run() {
 
 }  // namespace
 
-int RunTaskExecutor(const std::map<std::string, std::string>& env) { return TaskExecutor(env).Run(); }
+int RunTaskExecutor(const std::map<std::string, std::string>& env, std::optional<std::string> secret) {
+  return TaskExecutor(env, std::move(secret)).Run();
+}
 
 }  // namespace loom::executor

@@ -11,6 +11,7 @@
 // is control::ExecutorEnv (control/executor_env.h).
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -22,6 +23,9 @@ inline constexpr int kExitConfigError = 2;
 inline constexpr int kExitAmUnreachable = 70;
 
 // Runs the executor; returns the process exit code (the user process's, in shell convention).
-int RunTaskExecutor(const std::map<std::string, std::string>& env);
+// `secret`: the job secret when the caller already holds it (YARN: read from the container's
+// credentials, so that it never lies in a file user code could read); without it, the executor
+// reads the file LOOM_SECRET_FILE names (the local backend's, shared by the job: never removed).
+int RunTaskExecutor(const std::map<std::string, std::string>& env, std::optional<std::string> secret = std::nullopt);
 
 }  // namespace loom::executor

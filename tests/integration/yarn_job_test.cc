@@ -24,6 +24,7 @@ namespace loom::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 namespace ypb = ::hadoop::yarn;
@@ -125,6 +126,60 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
   EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << Describe(MiniLoom::JobProcesses(id)) << cluster.ContainerLogs("am.log");
+}
+
+// User code shares the container's working dir and Unix user with the executor: the
+// NodeManager's container_tokens (the job secret, the forwarded MLFLOW_TRACKING_TOKEN) must be
+// gone before it starts, and the executor keeps the secret in memory, in no file. The task
+// lists every 64-hex-digit string in its working dir's files (the secret's form) for the test
+// to look for the job's secret.
+TEST(YarnJob, UserCodeFindsNoContainerCredentialsNorTheJobSecret) {
+  LOOM_REQUIRE_YARN_DOUBLE("reads the job's container dirs");
+  YarnDoubleCluster cluster;
+  const std::string src = cluster.root() + "/secret-probe";
+  std::filesystem::create_directories(src);
+  ASSERT_OK(WriteFileAtomic(src + "/probe.py", R"PY(import os, re, sys
+bad = [f"{n} exists" for n in ("container_tokens", ".loom.secret") if os.path.lexists(n)]
+tokens = os.environ.get("HADOOP_TOKEN_FILE_LOCATION", "")
+if os.path.basename(tokens) != ".loom.hdfs-tokens":
+    bad.append("HADOOP_TOKEN_FILE_LOCATION=" + tokens)
+mlflow = os.environ.get("MLFLOW_TRACKING_TOKEN", "")
+if not mlflow:
+    bad.append("no MLFLOW_TRACKING_TOKEN")
+hexes = set()
+for name in sorted(os.listdir(".")):
+    if not os.path.isfile(name):
+        continue
+    data = open(name, "rb").read()
+    if mlflow and mlflow.encode() in data:
+        bad.append("the MLflow token is in " + name)
+    hexes.update(m.decode() for m in re.findall(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])", data))
+for h in sorted(hexes):
+    print("hex64", h)
+print("probe:", "; ".join(bad) if bad else "clean")
+sys.exit(1 if bad else 0)
+)PY"));
+  const std::string mlflow = "mlflow-token-" + std::to_string(::getpid());
+  auto env = cluster.Env();
+  env["MLFLOW_TRACKING_TOKEN"] = mlflow;
+  Subprocess submit = cluster.loom().Start({"submit", "--cluster", "yarn", "--src_dir", src, "--executes", "probe.py",
+                                            "--python_binary_path", "/usr/bin/python3", "--conf",
+                                            "tony.worker.instances=1", "--conf", "tony.am.memory=512m", "--conf",
+                                            "tony.worker.memory=512m"},
+                                           "submit", env);
+  // The client removes its copy of the secret when the job ends: read it while it runs.
+  std::string secret;
+  ASSERT_TRUE(MiniLoom::Eventually([&] {
+    std::vector<std::string> ids = cluster.loom().JobIds();
+    if (ids.size() == 1) secret = Trim(ReadFile(cluster.loom().Dir(ids[0]).secret()).value_or(""));
+    return !secret.empty();
+  }, 30s));
+  RunResult r = cluster.loom().Collect(submit, "submit");
+  std::string out = cluster.ContainerLogs("stdout");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << out << cluster.ContainerLogs("executor.log");
+  EXPECT_THAT(out, HasSubstr("probe: clean"));
+  ASSERT_EQ(secret.size(), 64u);
+  EXPECT_THAT(out, Not(HasSubstr("hex64 " + secret))) << "the job secret is in a file user code can read";
 }
 
 TEST(YarnJob, TaskLargerThanAnyNodeIsRefusedAtSubmit) {

@@ -472,8 +472,10 @@ class SecureRmTest : public KerberosDoubleTest {
     KerberosDoubleTest::TearDown();
   }
 
-  // Submits an AM running `command` whose CLC carries `token` (HDTS, alias = its service).
-  ypb::ApplicationIdProto Submit(const yc::Token& token, const std::string& command, bool cancel = true) {
+  // Submits an AM running `command` whose CLC carries `token` (HDTS, alias = its service; none
+  // when its kind is empty) and the HDFS file `resource` ("": none) as a LocalResource.
+  ypb::ApplicationIdProto Submit(const yc::Token& token, const std::string& command, bool cancel = true,
+                                 const std::string& resource = "") {
     auto fresh = rm_->GetNewApplication();
     EXPECT_OK(fresh);
     ypb::ApplicationSubmissionContextProto asc;
@@ -483,8 +485,23 @@ class SecureRmTest : public KerberosDoubleTest {
     asc.mutable_resource()->set_memory(128);
     asc.mutable_resource()->set_virtual_cores(1);
     asc.mutable_am_container_spec()->add_command(command);
+    if (!resource.empty()) {
+      Result<FakeHdfs::Entry> entry = hdfs_->Stat(resource);
+      EXPECT_OK(entry);
+      auto* lr = asc.mutable_am_container_spec()->add_localresources();
+      lr->set_key(resource.substr(resource.rfind('/') + 1));
+      ypb::LocalResourceProto& v = *lr->mutable_value();
+      v.mutable_resource()->set_scheme("hdfs");
+      v.mutable_resource()->set_host("127.0.0.1");
+      v.mutable_resource()->set_port(double_->namenode_rpc_port());
+      v.mutable_resource()->set_file(resource);
+      v.set_size(entry.ok() ? entry->length : 0);
+      v.set_timestamp(entry.ok() ? entry->mtime_ms : 0);
+      v.set_type(ypb::FILE);
+      v.set_visibility(ypb::APPLICATION);
+    }
     yc::Credentials creds;
-    creds.tokens.emplace_back(token.service, token);
+    if (!token.kind.empty()) creds.tokens.emplace_back(token.service, token);
     asc.mutable_am_container_spec()->set_tokens(yc::SerializeCredentials(creds));
     if (!cancel) asc.set_cancel_tokens_when_complete(false);
     EXPECT_OK(rm_->SubmitApplication(asc));
@@ -546,6 +563,62 @@ TEST_F(SecureRmTest, TokenWithAnotherRenewerFailsTheApplication) {
   EXPECT_THAT(report->diagnostics(), HasSubstr("with non-matching renewer root"));
   EXPECT_EQ(hdfs_->tokens().RenewCount(token), 0);
   EXPECT_TRUE(double_->Containers().empty());  // no AM was started
+}
+
+// A real RM's renewer connects to the NameNode the token's service names (K5.5): one that names
+// no NameNode of this cluster fails the application as Hadoop's DelegationTokenRenewer does.
+TEST_F(SecureRmTest, TokenForAnotherNameNodeFailsTheApplication) {
+  struct Case {
+    std::string service;
+    std::string why;
+  };
+  int closed = double_->namenode_rpc_port() == 1 ? 2 : 1;
+  for (const Case& c : {Case{"127.0.0.1:" + std::to_string(closed), "Connection refused"},
+                        Case{"ha-hdfs:otherns", "Unable to map logical nameservice URI 'hdfs://otherns'"},
+                        Case{"ha-hdfs:loomns", "Unable to map logical nameservice URI"},  // no HA configured
+                        Case{"", "Does not contain a valid host:port authority"}}) {
+    yc::Token token = HdfsToken(kRm);  // the right renewer: only the service is wrong
+    token.service = c.service;
+    ypb::ApplicationIdProto app = Submit(token, "exec sleep 300");
+    auto report = double_->ApplicationReport(yc::ApplicationIdString(app));
+    ASSERT_OK(report);
+    EXPECT_EQ(report->yarn_application_state(), ypb::FAILED) << c.service;
+    EXPECT_THAT(report->diagnostics(), HasSubstr("Failed to renew token: Kind: HDFS_DELEGATION_TOKEN, Service: " +
+                                                 c.service + ", Ident: "));
+    EXPECT_THAT(report->diagnostics(), HasSubstr(c.why));
+    EXPECT_EQ(hdfs_->tokens().RenewCount(token), 0) << c.service;
+  }
+  EXPECT_TRUE(double_->Containers().empty());  // no AM was started
+}
+
+// With Kerberos an NM's localizer reads HDFS with the HDFS_DELEGATION_TOKEN of the container's
+// CLC (rpc/07): without one for this NameNode the container fails at localization.
+TEST_F(SecureRmTest, LocalizationNeedsTheContainersHdfsToken) {
+  ASSERT_OK(hdfs_->PutFile("/user/root/app/hello.txt", "hello", "root", "644"));
+  std::string out = work_.string() + "/localized.txt";
+  // With the token: localized, and the AM reads it.
+  ypb::ApplicationIdProto good = Submit(HdfsToken(kRm), "cp hello.txt " + out + "; exit 0", true,
+                                        "/user/root/app/hello.txt");
+  ASSERT_OK(double_->WaitForAppEnd(yc::ApplicationIdString(good), 20s));
+  auto read = ReadFile(out);
+  ASSERT_OK(read);
+  EXPECT_EQ(*read, "hello");
+
+  // Without an HDFS token, or with one for another service the localizer cannot select.
+  yc::Token none;
+  ypb::ApplicationIdProto bad = Submit(none, "exit 0", true, "/user/root/app/hello.txt");
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& c : double_->Containers()) {
+      if (c.app_id == yc::ApplicationIdString(bad) && c.state == ypb::C_COMPLETE) return true;
+    }
+    return false;
+  }, 20s));
+  for (const auto& c : double_->Containers()) {
+    if (c.app_id != yc::ApplicationIdString(bad)) continue;
+    EXPECT_EQ(c.exit_status, -1000);
+    EXPECT_THAT(c.diagnostics, HasSubstr("Client cannot authenticate via:[TOKEN, KERBEROS]"));
+    EXPECT_EQ(c.pid, -1);  // never started
+  }
 }
 
 TEST_F(SecureRmTest, ClientPortOffersKerberosNotSimple) {

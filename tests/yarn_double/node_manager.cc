@@ -204,11 +204,31 @@ bool PubliclyReadable(const FakeHdfs& hdfs, const std::string& path) {
 
 }  // namespace
 
+std::string YarnDoubleImpl::LocalizerTokenRefusal(const std::string& tokens) const {
+  Result<wire::Credentials> creds =
+      tokens.empty() ? Result<wire::Credentials>(wire::Credentials{}) : wire::ParseCredentials(tokens);
+  if (!creds.ok()) return "java.io.IOException: Exception reading tokens: " + creds.status().message();
+  for (const auto& [alias, token] : creds->tokens) {
+    // The client's token selector: the first HDFS token for this NameNode; the NameNode judges it.
+    if (token.kind != wire::kHdfsDelegationKind || !HdfsTokenServiceRefusal(token.service).empty()) continue;
+    Result<wire::DelegationTokenIdentifier> known = options_.hdfs->tokens().Verify(token);
+    if (known.ok()) return "";
+    return "org.apache.hadoop.ipc.RemoteException(org.apache.hadoop.security.token.SecretManager$InvalidToken): " +
+           known.status().message();
+  }
+  // No token for it, and the localizer has no Kerberos login: SASL has nothing to offer.
+  int port = namenode_rpc_ ? namenode_rpc_->port() : 0;
+  return "java.io.IOException: DestHost:destPort 127.0.0.1:" + std::to_string(port) +
+         " , LocalHost:localPort localhost/127.0.0.1:0. Failed on local exception: java.io.IOException: "
+         "org.apache.hadoop.security.AccessControlException: Client cannot authenticate via:[TOKEN, KERBEROS]";
+}
+
 // Result: the local path, or the diagnostics the container fails with. A resource is localized
 // once per cache (PUBLIC: the node; PRIVATE: the user; APPLICATION: the app); a container that
 // asks for one being localized waits for it, as the NM's LocalizedResource makes it.
+// With Options::kerberos the localizer reads HDFS as the NameNode lets it with the CLC's `tokens`.
 static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const LaunchPlan& plan,
-                                                     const yp::LocalResourceProto& lr) {
+                                                     const yp::LocalResourceProto& lr, const std::string& tokens) {
   const yp::URLProto& u = lr.resource();
   std::string url = u.scheme() + "://" + u.host() + (u.has_port() && u.port() >= 0 ? ":" + std::to_string(u.port()) : "") +
                     u.file();
@@ -219,6 +239,10 @@ static std::variant<Localized, std::string> Localize(YarnDoubleImpl& d, const La
   if (!StartsWith(url, fs + "/")) {
     return "java.net.ConnectException: Call to " + u.host() + ":" + std::to_string(u.port()) +
            " failed on connection exception: the test double's file system is " + fs + ", not the one of " + url;
+  }
+  if (d.options_.kerberos.enabled) {
+    std::string refusal = d.LocalizerTokenRefusal(tokens);
+    if (!refusal.empty()) return refusal;
   }
   Result<FakeHdfs::Entry> entry = d.options_.hdfs->Stat(u.file());
   if (!entry.ok()) return "java.io.FileNotFoundException: File does not exist: " + url;
@@ -361,7 +385,7 @@ void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::
   int64_t started = NowMs(), missed_bytes = 0, cached_bytes = 0, missed = 0, cached = 0;
   std::vector<std::pair<std::string, std::string>> links;
   for (const auto& r : clc.localresources()) {
-    auto got = Localize(*this, p, r.value());
+    auto got = Localize(*this, p, r.value(), tokens);
     if (auto* diag = std::get_if<std::string>(&got)) return fail(-1000, Timestamp() + *diag + "\n");
     const Localized& l = std::get<Localized>(got);
     (l.cached ? cached_bytes : missed_bytes) += l.bytes;

@@ -505,6 +505,28 @@ void YarnDoubleImpl::LaunchAm(const std::string& container_id) {
   cv_.notify_all();
 }
 
+// ---- HDFS delegation tokens: which NameNode a token's service names ------------------------------
+
+std::string YarnDoubleImpl::HdfsTokenServiceRefusal(const std::string& service) const {
+  constexpr std::string_view kHaPrefix = "ha-hdfs:";  // HAUtilClient.HA_DT_SERVICE_PREFIX
+  if (StartsWith(service, kHaPrefix)) {
+    std::string nameservice = service.substr(kHaPrefix.size());
+    if (options_.standby_namenode && nameservice == "loomns") return "";
+    return "java.io.IOException: Unable to map logical nameservice URI 'hdfs://" + nameservice +
+           "' to a NameNode. Local configuration does not have a failover proxy provider configured.";
+  }
+  size_t colon = service.rfind(':');
+  if (service.empty() || colon == std::string::npos || colon == 0 || colon + 1 == service.size()) {
+    return "java.lang.IllegalArgumentException: Does not contain a valid host:port authority: " + service;
+  }
+  std::string host = service.substr(0, colon), port = service.substr(colon + 1);
+  int rpc_port = namenode_rpc_ ? namenode_rpc_->port() : 0;
+  if ((host == "127.0.0.1" || host == "localhost") && rpc_port > 0 && port == std::to_string(rpc_port)) return "";
+  return "java.net.ConnectException: Call From localhost/127.0.0.1 to " + service +
+         " failed on connection exception: java.net.ConnectException: Connection refused; For more details see:  "
+         "http://wiki.apache.org/hadoop/ConnectionRefused";
+}
+
 // ---- the application life cycle ---------------------------------------------------------------
 
 void YarnDoubleImpl::EndAppLocked(App& app, yp::YarnApplicationStateProto state,
@@ -966,7 +988,10 @@ struct ClientCalls {
     DelegationTokenStore& store = d.options_.hdfs->tokens();
     for (const auto& [alias, token] : creds.tokens) {
       if (token.kind != wire::kHdfsDelegationKind) continue;
-      Result<int64_t> renewed = store.Renew(token, d.options_.kerberos.rm_principal);
+      // The renewer connects to the NameNode the token's service names, then renews there.
+      std::string unreachable = d.HdfsTokenServiceRefusal(token.service);
+      Result<int64_t> renewed = unreachable.empty() ? store.Renew(token, d.options_.kerberos.rm_principal)
+                                                    : Result<int64_t>(Status::Unavailable(unreachable));
       if (!renewed.ok()) {
         Result<wire::DelegationTokenIdentifier> id = wire::ParseDelegationTokenIdentifier(token.identifier);
         std::string ident = id.ok() ? "(" + FormatTokenId(*id) + ")" : "(unparseable identifier)";

@@ -242,6 +242,18 @@ class YarnDoubleImpl {
   void CompleteLocked(Container& c, int exit_status, const std::string& diagnostics);
   yp::ContainerStatusProto StatusLocked(const Container& c) const;
   std::string Marker(const std::string& container_id) const;
+
+  // Options::kerberos: why a NameNode client of the cluster (the RM's DelegationTokenRenewer,
+  // an NM's localizer) could not reach the NameNode that an HDFS delegation token's service
+  // names, in Hadoop's words; "" when it names this double's NameNode RPC server
+  // ("127.0.0.1:<port>", "localhost:<port>") or its nameservice ("ha-hdfs:loomns" with
+  // Options::standby_namenode), as hdfs's token selector and renewer resolve it (K5.5).
+  std::string HdfsTokenServiceRefusal(const std::string& service) const;
+  // Options::kerberos: why an NM's localizer cannot read HDFS with the container's CLC `tokens`
+  // (HDTS bytes): it authenticates to the NameNode with the first HDFS_DELEGATION_TOKEN whose
+  // service names it (it has no Kerberos login), which the NameNode must know (not cancelled,
+  // not expired); "" when it can (kerberos/ rpc/07).
+  std::string LocalizerTokenRefusal(const std::string& tokens) const;
 };
 
 }  // namespace loom::yarn_double

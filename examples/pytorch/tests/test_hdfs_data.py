@@ -59,3 +59,40 @@ def test_namenode_urls_follow_the_http_policy(tmp_path):
             "dfs.namenode.https-address.ns1.nn1": "a:9871", "dfs.namenode.https-address.ns1.nn2": "b:9871"}.items())
         + "</configuration>")
     assert hdfs_data._namenode_urls(str(conf), None) == (["https://a:9871", "https://b:9871"], True)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl tool")
+def test_trusts_a_pkcs12_truststore_whatever_its_type_says(tmp_path):
+    p12 = tmp_path / "truststore.jks"  # keytool's default format since Java 9, under a .jks name
+    subprocess.run(["openssl", "pkcs12", "-export", "-nokeys", "-in", CERT, "-out", str(p12), "-passout",
+                    "pass:loomtest"], check=True, capture_output=True)
+    (tmp_path / "ssl-client.xml").write_text("<configuration>" + "".join(
+        f"<property><name>{k}</name><value>{v}</value></property>" for k, v in {
+            "ssl.client.truststore.location": str(p12), "ssl.client.truststore.type": "jks",
+            "ssl.client.truststore.password": "loomtest"}.items()) + "</configuration>")
+    context = hdfs_data._ssl_context(str(tmp_path))
+    assert context.cert_store_stats()["x509"] == 1
+    (tmp_path / "ssl-client.xml").write_text((tmp_path / "ssl-client.xml").read_text().replace(
+        ">loomtest<", ">wrong<"))
+    with pytest.raises(ValueError, match="ssl.client.truststore.password"):
+        hdfs_data._ssl_context(str(tmp_path))
+
+
+def test_token_is_picked_by_service(tmp_path, monkeypatch):
+    import urllib.parse
+    core = {"fs.defaultFS": "hdfs://127.0.0.1:19000"}
+    hdfs = {"dfs.nameservices": "ns1"}
+    service = hdfs_data._token_service
+    assert service(urllib.parse.urlparse("hdfs:///user/a"), core, hdfs) == "127.0.0.1:19000"
+    assert service(urllib.parse.urlparse("hdfs://ns1/user/a"), core, hdfs) == "ha-hdfs:ns1"
+    assert service(urllib.parse.urlparse("hdfs://127.0.0.2/x"), core, hdfs) == "127.0.0.2:8020"
+    # A job whose only token is for another NameNode says which key to set.
+    tokens = hdfs_data.read_tokens(os.path.join(CAPTURES, "container", "am-container_tokens.bin"))
+    assert tokens[0]["service"] == "127.0.0.1:19000"
+    (tmp_path / "core-site.xml").write_text(
+        "<configuration><property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:19000</value></property>"
+        "</configuration>")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    monkeypatch.setenv("HADOOP_TOKEN_FILE_LOCATION", os.path.join(CAPTURES, "container", "am-container_tokens.bin"))
+    with pytest.raises(OSError, match="no delegation token for 127.0.0.2:8020.*loom.application.file-systems"):
+        hdfs_data.read("hdfs://127.0.0.2/user/root/x")

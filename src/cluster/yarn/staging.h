@@ -40,13 +40,16 @@ inline constexpr char kManifestResource[] = "loom-staging.json";
 inline constexpr char kSecretCredentialAlias[] = "loom.job.secret";
 
 // In a task container, user code's $HADOOP_TOKEN_FILE_LOCATION: this file in the executor's
-// working dir, not the container's own credentials file (which holds Loom's secret keys).
+// working dir, not the container's own credentials file (which holds Loom's secret keys): the
+// executor reads that one, writes this one, and removes that one before any user process
+// starts (`loom executor`, cli/role_commands.cc); the job secret stays in its memory only.
 inline constexpr char kUserTokenFile[] = ".loom.hdfs-tokens";
 // Writes `path` (mode 0600, HDTS format 0): the tokens of `container` (the HDFS delegation
 // tokens the AM passed on) and none of its secret keys (the job secret, the forwarded
-// credentials), also when there are no tokens, so that user code never sees the container's
-// file; then points (*env)["HADOOP_TOKEN_FILE_LOCATION"] at it for the user's processes
-// (Hadoop clients such as `hdfs dfs` or pyarrow read it; K3: containers have tokens only).
+// credentials), also when there are no tokens, so that user code never needs the container's
+// file (which the caller then removes); then points (*env)["HADOOP_TOKEN_FILE_LOCATION"] at
+// it for the user's processes (Hadoop clients such as `hdfs dfs` or pyarrow read it; K3:
+// containers have tokens only).
 Status HandTokensToUserCode(const Credentials& container, const std::string& path,
                             std::map<std::string, std::string>* env);
 

@@ -113,8 +113,9 @@ std::string KerberosKey(const config::Config& conf, const std::string& key, cons
 // hadoop.security.authentication=kerberos: logs in (kinit's ticket cache, or the job's keytab)
 // before anything is asked or staged, and makes this process's ResourceManager connections
 // authenticate with SASL GSSAPI. InvalidArgument (exit 2): no or expired ticket, a keytab that
-// does not exist, keytab keys on a cluster without Kerberos.
-Status LoginForCluster(const HadoopConf& conf, const config::Config& job_conf) {
+// does not exist, keytab keys on a cluster without Kerberos. Returns the logged-in principal
+// ("alice@REALM"), or "" on a cluster without Kerberos.
+Result<std::string> LoginForCluster(const HadoopConf& conf, const config::Config& job_conf) {
   KerberosLoginOptions o;
   o.keytab = KerberosKey(job_conf, "loom.kerberos.keytab", config::GetString(job_conf, "loom.kerberos.keytab"),
                          "loom.keytab.location", config::GetString(job_conf, "loom.keytab.location"),
@@ -124,7 +125,7 @@ Status LoginForCluster(const HadoopConf& conf, const config::Config& job_conf) {
                             &o.principal_key);
   if (conf.security != "kerberos") {
     SetProcessKerberos(nullptr);
-    if (o.keytab.empty() && o.principal.empty()) return Status::Ok();
+    if (o.keytab.empty() && o.principal.empty()) return std::string();
     return Status::InvalidArgument((o.keytab.empty() ? o.principal_key + "=" + o.principal : o.keytab_key + "=" + o.keytab) +
                                    ": the cluster does not use Kerberos (hadoop.security.authentication=" + conf.security +
                                    " in " + conf.conf_dir + "); remove the key");
@@ -136,16 +137,21 @@ Status LoginForCluster(const HadoopConf& conf, const config::Config& job_conf) {
                                    "remove the key");
   }
   LOOM_ASSIGN_OR_RETURN(std::shared_ptr<KerberosLogin> login, KerberosLogin::Acquire(o));
+  std::string principal = login->principal();
   auto kerberos = std::make_shared<KerberosClientConf>();
   kerberos->login = std::move(login);
   kerberos->rpc_protection = conf.rpc_protection;
   kerberos->rm_principal = conf.rm_principal;
   kerberos->nn_principal = conf.nn_principal;
   SetProcessKerberos(std::move(kerberos));
-  return Status::Ok();
+  return principal;
 }
 
 }  // namespace
+
+std::string KerberosShortName(const std::string& principal) {
+  return principal.substr(0, principal.find_first_of("/@"));
+}
 
 Status YarnJobRecord::Write(const history::JobDir& dir) const {
   json j = {{"application_id", application_id}, {"rm", rm}, {"user", user}, {"staging_dir", staging_dir},
@@ -265,8 +271,10 @@ Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir&
     config::Config job_conf;
     auto job = ReadFile(dir.job_json());
     bool have_job_conf = job_conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true).ok();
-    // Kerberos before anything is asked, with the keytab keys the job was submitted with.
-    LOOM_RETURN_IF_ERROR(LoginForCluster(b->conf_, job_conf));
+    // Kerberos before anything is asked, with the keytab keys the job was submitted with. The
+    // record names the user the job was submitted as (the principal's short name, Login).
+    LOOM_ASSIGN_OR_RETURN(std::string principal, LoginForCluster(b->conf_, job_conf));
+    if (record.user.empty() && !principal.empty()) b->UseUser(KerberosShortName(principal));
     if (have_job_conf && job.ok()) {
       json j = json::parse(*job, nullptr, false);
       std::string cwd = j.is_object() ? j.value("cwd", "") : "";
@@ -360,6 +368,75 @@ void SetAmCredentials(ypb::ApplicationSubmissionContextProto* asc, const Credent
   asc->set_cancel_tokens_when_complete(true);
 }
 
+Result<std::vector<FetchedToken>> FetchHdfsDelegationTokens(const std::vector<TokenFileSystem>& systems,
+                                                            const SiteProperties& site, const IpcOptions& base,
+                                                            const std::string& renewer) {
+  std::vector<FetchedToken> fetched;
+  auto fail = [&](Status s) {
+    CancelDelegationTokens(fetched, base);  // none may outlive a submission that failed
+    return s;
+  };
+  std::vector<std::string> services;
+  for (const TokenFileSystem& fs : systems) {
+    auto resolved = ResolveHdfsFileSystem(fs.uri, site);
+    if (!resolved.ok()) return fail(Status::InvalidArgument(fs.key + "=" + fs.uri + ": " + resolved.status().message()));
+    if (std::find(services.begin(), services.end(), resolved->token_service) != services.end()) continue;
+    NameNodeClient nn(*resolved, base);
+    auto token = nn.GetDelegationToken(renewer);
+    if (!token.ok()) {
+      std::string what = "getting an HDFS delegation token for " + fs.uri + " (" + fs.key + ", renewer " + renewer +
+                         "): " + token.status().message();
+      // A NameNode that does not answer is the cluster's state, not the user's mistake: it may
+      // be tried again (exit 1, as an unreachable ResourceManager), unlike a refusal (exit 2).
+      StatusCode code = token.status().code();
+      bool unreachable = code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded;
+      return fail(unreachable ? Status(code, what) : Status::InvalidArgument(what));
+    }
+    services.push_back(token->service);
+    fetched.push_back({*token, *resolved});
+  }
+  return fetched;
+}
+
+int CancelDelegationTokens(const std::vector<FetchedToken>& tokens, const IpcOptions& base) {
+  int cancelled = 0;
+  for (const FetchedToken& t : tokens) {
+    Status s = NameNodeClient(t.fs, base).CancelDelegationToken(t.token);
+    if (s.ok()) {
+      ++cancelled;
+    } else {
+      spdlog::warn("cancelling the HDFS delegation token for {} (it expires by itself): {}", t.fs.uri, s.ToString());
+    }
+  }
+  return cancelled;
+}
+
+IpcOptions YarnJobSubmitter::NameNodeOptions() const {
+  IpcOptions base;
+  base.user = user_;
+  base.call_timeout = std::chrono::milliseconds(30000);
+  return base;
+}
+
+Status YarnJobSubmitter::Login() {
+  LOOM_ASSIGN_OR_RETURN(std::string principal, LoginForCluster(conf_, job_conf_));
+  if (principal.empty()) return Status::Ok();
+  // The NameNode (WebHDFS's user.name must be the authenticated short name) and the RM (the
+  // application's user) both know the user by the principal's short name, not by $USER.
+  std::string short_name = KerberosShortName(principal);
+  if (short_name != user_) {
+    std::fprintf(stderr, "loom: running as %s, the short name of the Kerberos principal %s (not $USER=%s)\n",
+                 short_name.c_str(), principal.c_str(), user_.c_str());
+  }
+  UseUser(short_name);
+  return Status::Ok();
+}
+
+void YarnJobSubmitter::UseUser(const std::string& user) {
+  user_ = user;
+  conf_.staging_dir = "/user/" + user + "/.loom";  // as HadoopConf::Load makes it
+}
+
 Status YarnJobSubmitter::FetchDelegationTokens() {
   delegation_tokens_.clear();
   LOOM_ASSIGN_OR_RETURN(std::vector<TokenFileSystem> systems, TokenFileSystems(conf_, job_conf_));
@@ -371,29 +448,13 @@ Status YarnJobSubmitter::FetchDelegationTokens() {
   std::string renewer = RenewerPrincipal(conf_.rm_principal, conf_.rm.host);
   auto site = LoadHdfsSiteProperties(conf_.conf_dir, JobSiteFiles(job_conf_, AbsolutePath(".")).hdfs_site);
   if (!site.ok()) return Status::InvalidArgument(site.status().message());
-  IpcOptions base;
-  base.user = user_;
-  base.call_timeout = std::chrono::milliseconds(30000);
-  std::vector<std::string> services;
-  for (const TokenFileSystem& fs : systems) {
-    auto resolved = ResolveHdfsFileSystem(fs.uri, *site);
-    if (!resolved.ok()) return Status::InvalidArgument(fs.key + "=" + fs.uri + ": " + resolved.status().message());
-    if (std::find(services.begin(), services.end(), resolved->token_service) != services.end()) continue;
-    NameNodeClient nn(*resolved, base);
-    auto token = nn.GetDelegationToken(renewer);
-    if (!token.ok()) {
-      return Status::InvalidArgument("getting an HDFS delegation token for " + fs.uri + " (" + fs.key +
-                                     ", renewer " + renewer + "): " + token.status().message());
-    }
-    services.push_back(token->service);
-    delegation_tokens_.push_back(*token);
-  }
+  LOOM_ASSIGN_OR_RETURN(delegation_tokens_, FetchHdfsDelegationTokens(systems, *site, NameNodeOptions(), renewer));
   return Status::Ok();
 }
 
 Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(ApplyJobSiteFiles());
-  LOOM_RETURN_IF_ERROR(LoginForCluster(conf_, job_conf_));
+  LOOM_RETURN_IF_ERROR(Login());
   // The token keys' values before anything is asked (the tokens themselves come last).
   LOOM_RETURN_IF_ERROR(TokenFileSystems(conf_, job_conf_).status());
   const HadoopConf& conf = conf_;
@@ -547,6 +608,19 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
 }
 
 Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir) {
+  Status s = SubmitOnce(spec, dir);
+  if (!s.ok() && !tokens_with_rm_ && !delegation_tokens_.empty()) {
+    // Fetched for this submission alone; the RM, which would cancel them with the application,
+    // never got them.
+    int n = CancelDelegationTokens(delegation_tokens_, NameNodeOptions());
+    std::fprintf(stderr, "loom: cancelled %d of the %zu HDFS delegation tokens fetched for the failed submission\n", n,
+                 delegation_tokens_.size());
+    delegation_tokens_.clear();
+  }
+  return s;
+}
+
+Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& dir) {
   const HadoopConf& hconf = conf_;
   const config::Config& conf = job_conf_;
   LOOM_ASSIGN_OR_RETURN(std::string secret, control::ReadSecretFile(dir.secret()));
@@ -598,7 +672,9 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   // The secret, the forwarded credentials and the HDFS delegation tokens ride in the AM's
   // credentials (the RM adds its AMRMToken beside them); the NodeManager keeps them only as
   // long as the container.
-  SetAmCredentials(&asc, AmCredentials(secret, ForwardedCredentials(CurrentEnvironment()), delegation_tokens_));
+  std::vector<Token> tokens;
+  for (const FetchedToken& t : delegation_tokens_) tokens.push_back(t.token);
+  SetAmCredentials(&asc, AmCredentials(secret, ForwardedCredentials(CurrentEnvironment()), tokens));
   auto add_env = [&](const std::string& k, const std::string& v) {
     auto* e = clc->add_environment();
     e->set_key(k);
@@ -616,6 +692,7 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
   clc->add_command("1><LOG_DIR>/am.log 2>&1");
 
   Status submitted = rm.SubmitApplication(asc);
+  tokens_with_rm_ = submitted.ok();  // from here on the RM renews and cancels them
   if (!submitted.ok()) {
     (void)CleanStaging(record.webhdfs, user_, record.staging_dir);
     return submitted.WithContext("submitting " + app_id + " to " + hconf.rm.ToString());

@@ -17,6 +17,7 @@
 
 #include "cluster/backend.h"
 #include "cluster/yarn/hdfs/hadoop_conf.h"
+#include "cluster/yarn/rpc/namenode_client.h"
 #include "cluster/yarn/staging.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "core/config/config.h"
@@ -44,6 +45,13 @@ struct YarnJobRecord {
   static std::string PathIn(const history::JobDir& dir) { return dir.root() + "/yarn.json"; }
   Status Write(const history::JobDir& dir) const;
   static Result<YarnJobRecord> Read(const history::JobDir& dir);
+};
+
+// An HDFS delegation token `loom submit` fetched, and the file system whose NameNode issued it
+// (to cancel it there).
+struct FetchedToken {
+  Token token;
+  HdfsFileSystem fs;
 };
 
 // YARN's own keys of a job, each refused with exit 2 when it cannot do what it says:
@@ -82,11 +90,20 @@ class YarnJobSubmitter : public Backend {
   // Reloads conf_ with the job's loom.application.{hdfs,yarn}-conf-path files; InvalidArgument
   // naming the key when one is missing or malformed. Once per submit.
   Status ApplyJobSiteFiles();
+  // Logs in (Kerberos when the cluster uses it: the ticket cache or the job's keytab); with
+  // Kerberos the user becomes the principal's short name (KerberosShortName), for the RM, the
+  // staging dir, every WebHDFS call and the job's record, said on stderr when it is not $USER.
+  Status Login();
+  // user_ and the staging root under /user/<user>.
+  void UseUser(const std::string& user);
   // hadoop.security.authentication=kerberos: one HDFS delegation token per file system of
-  // TokenFileSystems, renewer the RM (NameNodeClient), into delegation_tokens_. Any failure is
-  // InvalidArgument (exit 2) naming the file system and the NameNode's words. Called by
-  // CheckFits, so that nothing is staged without them.
+  // TokenFileSystems, renewer the RM (FetchHdfsDelegationTokens), into delegation_tokens_.
+  // Called by CheckFits, so that nothing is staged without them.
   Status FetchDelegationTokens();
+  // The NameNodes' connection options (the SIMPLE user; Kerberos is the process's).
+  IpcOptions NameNodeOptions() const;
+  // Submit but for cancelling the tokens when it fails before the RM has them.
+  Status SubmitOnce(const JobSpec& spec, const history::JobDir& dir);
   std::string KeyAsWritten(const std::string& canonical_key) const;
   Status SyncLocked(const history::JobDir& dir);
   void Mirror(history::JobDir dir);
@@ -100,11 +117,17 @@ class YarnJobSubmitter : public Backend {
   config::Config job_conf_;
   std::unique_ptr<YarnLogReader> logs_;  // made on first use
   std::vector<hadoop::yarn::NodeReportProto> nodes_;  // from CheckFits, for Stage
-  std::vector<Token> delegation_tokens_;               // from CheckFits, for the AM's credentials
+  std::vector<FetchedToken> delegation_tokens_;        // from CheckFits, for the AM's credentials
+  bool tokens_with_rm_ = false;                        // submitApplication took them
   std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
   std::atomic<bool> stop_{false};
 };
+
+// Hadoop's DEFAULT auth_to_local rule for the realm's principals: the principal's first
+// component ("alice/host@R" -> "alice", "root@LOOM.TEST" -> "root"), the name the NameNode and
+// the RM know a Kerberos user by.
+std::string KerberosShortName(const std::string& principal);
 
 // A file system to get an HDFS delegation token for, and the key that named it as the user
 // wrote it ("fs.defaultFS", "loom.application.file-systems", "tony.other.namenodes").
@@ -118,6 +141,19 @@ struct TokenFileSystem {
 // once. Without Kerberos: none. InvalidArgument naming the key as written: a URI that is not
 // hdfs://, or either key set on a cluster without Kerberos (no token would be fetched or used).
 Result<std::vector<TokenFileSystem>> TokenFileSystems(const HadoopConf& conf, const config::Config& job_conf);
+
+// One HDFS delegation token for each of `systems` (DFSClient's NameNodes and token service from
+// `site`; a service already asked is not asked again), renewer `renewer`, over connections
+// like `base`. On a failure the tokens already fetched are cancelled and the error names the
+// file system and its key as written: Unavailable or DeadlineExceeded when no NameNode
+// answered (the cluster's state: try again), InvalidArgument for anything else (a refusal, an
+// unresolvable URI: the user's to fix, exit 2).
+Result<std::vector<FetchedToken>> FetchHdfsDelegationTokens(const std::vector<TokenFileSystem>& systems,
+                                                            const SiteProperties& site, const IpcOptions& base,
+                                                            const std::string& renewer);
+// Best effort: cancels each token at its NameNode (its owner may), logging a warning for any
+// that fails (it then expires by itself); returns how many were cancelled.
+int CancelDelegationTokens(const std::vector<FetchedToken>& tokens, const IpcOptions& base);
 
 // The AM container's credentials: the job secret, the forwarded credentials (alias -> value, as
 // ForwardedCredentials gives them) and the HDFS delegation tokens, each under its service as

@@ -3,6 +3,10 @@
 
 #include "cluster/yarn/yarn_job_submitter.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "core/testing.h"
 
 namespace loom::cluster::yarn {
@@ -68,6 +72,61 @@ TEST(AmCredentials, TokensUnderTheirServiceBesideTheSecretsAndTheRmCancelsThem) 
   EXPECT_EQ(creds->tokens[1], std::make_pair(std::string("ha-hdfs:ns2"), ha));
   EXPECT_EQ(creds->FindSecret(kSecretCredentialAlias), std::optional<std::string>("s3cret"));
   EXPECT_EQ(creds->FindSecret("loom.env.MLFLOW_TRACKING_TOKEN"), std::optional<std::string>("m"));
+}
+
+// Hadoop's DEFAULT auth_to_local: what the NameNode and the RM call a Kerberos user.
+TEST(KerberosShortName, FirstComponentOfThePrincipal) {
+  EXPECT_EQ(KerberosShortName("alice@LOOM.TEST"), "alice");
+  EXPECT_EQ(KerberosShortName("alice/host.example.com@LOOM.TEST"), "alice");
+  EXPECT_EQ(KerberosShortName("root@LOOM.TEST"), "root");
+  EXPECT_EQ(KerberosShortName("bob"), "bob");
+}
+
+// A port on this machine where nothing listens (bound, then closed).
+int ClosedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A NameNode that does not answer is the cluster's state (Unavailable: exit 1, try again), not
+// a mistake in the job (InvalidArgument: exit 2); the message still names the file system.
+TEST(FetchHdfsDelegationTokens, UnreachableNameNodeStaysUnavailable) {
+  const std::string uri = "hdfs://127.0.0.1:" + std::to_string(ClosedPort());
+  IpcOptions base;
+  base.user = "alice";
+  base.connect_timeout = std::chrono::milliseconds(2000);
+  auto tokens = FetchHdfsDelegationTokens({{uri, "fs.defaultFS"}}, {}, base, "rm/localhost@LOOM.TEST");
+  ASSERT_FALSE(tokens.ok());
+  EXPECT_EQ(tokens.status().code(), StatusCode::kUnavailable) << tokens.status().ToString();
+  EXPECT_THAT(tokens.status().message(), HasSubstr(uri + " (fs.defaultFS"));
+}
+
+// A URI that names no NameNode is the user's to fix.
+TEST(FetchHdfsDelegationTokens, UnresolvableFileSystemIsInvalidArgumentNamingTheKey) {
+  auto tokens = FetchHdfsDelegationTokens({{"hdfs://", "loom.application.file-systems"}}, {}, IpcOptions{},
+                                          "rm/localhost@LOOM.TEST");
+  ASSERT_FALSE(tokens.ok());
+  EXPECT_EQ(tokens.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(tokens.status().message(), HasSubstr("loom.application.file-systems=hdfs://"));
+}
+
+// Nothing to cancel is nothing asked; a NameNode that is gone is logged, not fatal.
+TEST(CancelDelegationTokens, BestEffortCountsWhatWasCancelled) {
+  EXPECT_EQ(CancelDelegationTokens({}, IpcOptions{}), 0);
+  const int port = ClosedPort();
+  const std::string service = "127.0.0.1:" + std::to_string(port);
+  FetchedToken gone{Token{"id", "pw", kHdfsDelegationKind, service},
+                    HdfsFileSystem{"hdfs://" + service, {HostPort{"127.0.0.1", port}}, service}};
+  IpcOptions base;
+  base.connect_timeout = std::chrono::milliseconds(2000);
+  EXPECT_EQ(CancelDelegationTokens({gone}, base), 0);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <memory>
@@ -75,6 +76,16 @@ Result<std::shared_ptr<const std::string>> HttpsTrust() {
   return *trust_pem;
 }
 
+// True when `text` at `at` starts `name` (ASCII, case-insensitive: Hadoop's WebHDFS parameter
+// names are).
+bool StartsWithNoCase(std::string_view text, size_t at, std::string_view name) {
+  if (text.size() - at < name.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[at + i])) != name[i]) return false;
+  }
+  return true;
+}
+
 struct CurlDeleter {
   const CurlLibrary* lib;
   void operator()(CURL* h) const { lib->easy_cleanup(h); }
@@ -104,18 +115,29 @@ Result<HttpResponse> HttpExchange(const HttpRequest& request) {
   std::shared_ptr<const std::string> trust;  // must outlive easy_perform
   if (ToLower(request.url.substr(0, 8)) == "https://") {
     Result<std::shared_ptr<const std::string>> t = HttpsTrust();
-    if (!t.ok()) return t.status().WithContext(request.method + " " + request.url);
+    if (!t.ok()) return t.status().WithContext(request.method + " " + RedactUrlSecrets(request.url));
     trust = *t;
   }
+  // A libcurl (or its TLS backend) that refuses an option would otherwise go on with its
+  // defaults: the system's CA store instead of the cluster's truststore, or no verification.
+  auto tls_option = [&](CURLcode code, const char* what) -> Status {
+    if (code == CURLE_OK) return Status::Ok();
+    return Status::FailedPrecondition(request.method + " " + RedactUrlSecrets(request.url) + ": libcurl refused " +
+                                      what + " (" + lib->easy_strerror(code) + "); Loom will not fall back to " +
+                                      "another trust: use a libcurl 7.77 or later built with OpenSSL");
+  };
   if (trust && !trust->empty()) {
     curl_blob blob{const_cast<char*>(trust->data()), trust->size(), CURL_BLOB_NOCOPY};
-    lib->easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob),
+                                    "the HTTPS truststore (ssl.client.truststore.location in $HADOOP_CONF_DIR/"
+                                    "ssl-client.xml) as CURLOPT_CAINFO_BLOB"));
     // The blob replaces the CA file; the CA directory must go too for the truststore to be
     // all that is trusted.
-    lib->easy_setopt(h, CURLOPT_CAPATH, static_cast<char*>(nullptr));
+    LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_CAPATH, static_cast<char*>(nullptr)),
+                                    "to drop its CA directory (CURLOPT_CAPATH) for the HTTPS truststore"));
   }
-  lib->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-  lib->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+  LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L), "CURLOPT_SSL_VERIFYPEER"));
+  LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L), "CURLOPT_SSL_VERIFYHOST"));
   lib->easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendToString);
   lib->easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
   lib->easy_setopt(h, CURLOPT_HEADERFUNCTION, AppendHeader);
@@ -145,13 +167,40 @@ Result<HttpResponse> HttpExchange(const HttpRequest& request) {
       why += " (Loom trusts the truststore that ssl.client.truststore.location names in $HADOOP_CONF_DIR/"
              "ssl-client.xml, else the system's CA store)";
     }
-    return Status::Unavailable(request.method + " " + request.url + ": " + why);
+    return Status::Unavailable(request.method + " " + RedactUrlSecrets(request.url) + ": " + RedactUrlSecrets(why));
   }
   lib->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.code);
   char* location = nullptr;
   lib->easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
   if (location != nullptr) response.location = location;
   return response;
+}
+
+std::string RedactUrlSecrets(std::string_view text) {
+  static constexpr std::string_view kSecret[] = {"delegation=", "token="};
+  std::string out;
+  out.reserve(text.size());
+  size_t at = 0;
+  while (at < text.size()) {
+    char c = text[at];
+    out += c;
+    ++at;
+    if (c != '?' && c != '&') continue;  // a query parameter starts after these only
+    for (std::string_view name : kSecret) {
+      if (!StartsWithNoCase(text, at, name)) continue;
+      out.append(text.substr(at, name.size()));
+      at += name.size();
+      // A token's URL string is URL-safe Base64; percent-escapes and standard Base64 too are
+      // taken. Anything else (':' of "<url>: why", '&', a quote, a space) ends it.
+      while (at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) ||
+                                  std::string_view("-_.~%+=/").find(text[at]) != std::string_view::npos)) {
+        ++at;
+      }
+      out += "<redacted>";
+      break;
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> HttpResponse::HeaderValues(std::string_view name) const {
@@ -176,7 +225,14 @@ void SetHttpsTrust(std::optional<std::string> pem_bundle) {
   if (pem_bundle) trust_pem = std::make_shared<const std::string>(std::move(*pem_bundle));
 }
 
+namespace {
+std::atomic<const CurlLibrary*> g_test_library{nullptr};
+}  // namespace
+
+void SetCurlLibraryForTest(const CurlLibrary* library) { g_test_library.store(library); }
+
 Result<const CurlLibrary*> Curl() {
+  if (const CurlLibrary* test = g_test_library.load()) return test;
   static std::once_flag once;
   static Result<CurlLibrary> loaded = Status::Internal("not loaded");
   std::call_once(once, [] { loaded = Load(); });

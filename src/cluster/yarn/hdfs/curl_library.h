@@ -30,6 +30,9 @@ struct CurlLibrary {
 
 // The loaded library (curl_global_init done), or why it cannot be loaded. Thread-safe.
 Result<const CurlLibrary*> Curl();
+// Tests: Curl() returns `library` instead (e.g. the loaded one with an option refused), until
+// called again with nullptr. `library` must outlive its use; not for exchanges in flight.
+void SetCurlLibraryForTest(const CurlLibrary* library);
 
 // One HTTP exchange with a cluster service (WebHDFS, a NodeManager) on its own connection:
 // no proxy (cluster-internal addresses, like Hadoop's own RPC: an http_proxy meant for the
@@ -72,7 +75,16 @@ struct HttpResponse {
 void SetHttpsTrust(std::optional<std::string> pem_bundle);
 
 // The response, whatever its status code. Unavailable "<method> <url>: <why>" when no
-// response came (refused, timed out, stalled); libcurl's load errors as Curl().
+// response came (refused, timed out, stalled), the URL as RedactUrlSecrets gives it;
+// FailedPrecondition when libcurl refuses the truststore or TLS verification (never a silent
+// fall back to the system's CA store); libcurl's load errors as Curl().
 Result<HttpResponse> HttpExchange(const HttpRequest& request);
+
+// `text` (a URL, or a message quoting URLs) with the value of every `delegation=` and `token=`
+// query parameter replaced by "<redacted>". A delegation token in a URL (WebHDFS with
+// delegation=, a DataNode redirect, RENEW/CANCELDELEGATIONTOKEN's token=) is a bearer
+// credential, and messages built from URLs reach logs: the AM's is aggregated and shown in the
+// YARN UI. Every message built from a URL goes through this.
+std::string RedactUrlSecrets(std::string_view text);
 
 }  // namespace loom::cluster::yarn

@@ -1,10 +1,5 @@
 #include "cluster/yarn/hdfs/spnego.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -16,6 +11,8 @@
 #include "cluster/yarn/wire/credentials.h"
 #include "cluster/yarn/wire/gssapi_library.h"
 #include "cluster/yarn/wire/kerberos_login.h"
+#include "cluster/yarn/wire/sasl_gssapi.h"
+#include "core/strings.h"
 
 namespace loom::cluster::yarn {
 namespace {
@@ -27,7 +24,7 @@ struct UrlParts {
 
 Result<UrlParts> ParseUrl(const std::string& url) {
   size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return Status::InvalidArgument("not an http(s) URL: " + url);
+  if (scheme_end == std::string::npos) return Status::InvalidArgument("not an http(s) URL: " + RedactUrlSecrets(url));
   size_t start = scheme_end + 3;
   size_t end = url.find_first_of("/?#", start);
   std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
@@ -35,18 +32,13 @@ Result<UrlParts> ParseUrl(const std::string& url) {
   parts.origin = url.substr(0, scheme_end + 3) + authority;
   if (!authority.empty() && authority[0] == '[') {
     size_t close = authority.find(']');
-    if (close == std::string::npos) return Status::InvalidArgument("bad IPv6 host in " + url);
+    if (close == std::string::npos) return Status::InvalidArgument("bad IPv6 host in " + RedactUrlSecrets(url));
     parts.host = authority.substr(1, close - 1);
   } else {
     parts.host = authority.substr(0, authority.find(':'));
   }
-  if (parts.host.empty()) return Status::InvalidArgument("no host in URL " + url);
+  if (parts.host.empty()) return Status::InvalidArgument("no host in URL " + RedactUrlSecrets(url));
   return parts;
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // ---- the hadoop.auth cookie jar ----------------------------------------------------------
@@ -119,7 +111,7 @@ void StoreCookies(const std::string& origin, const HttpResponse& response) {
 // The Negotiate token of a `WWW-Authenticate: Negotiate <token>` header; "" when bare.
 std::optional<std::string> NegotiateToken(const HttpResponse& response) {
   for (const std::string& value : response.HeaderValues("WWW-Authenticate")) {
-    if (Lower(value.substr(0, 9)) != "negotiate") continue;
+    if (ToLower(value.substr(0, 9)) != "negotiate") continue;
     size_t start = value.find_first_not_of(' ', 9);
     return start == std::string::npos ? "" : value.substr(start);
   }
@@ -203,25 +195,7 @@ void Rewind(const HttpRequest& request) {
 
 Result<std::string> SpnegoServiceHost(const std::string& url) {
   LOOM_ASSIGN_OR_RETURN(UrlParts parts, ParseUrl(url));
-  std::string host = parts.host;
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    len = sizeof(sockaddr_in);
-  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    len = sizeof(sockaddr_in6);
-  }
-  if (len != 0) {
-    char name[NI_MAXHOST];
-    if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, name, sizeof name, nullptr, 0, NI_NAMEREQD) == 0) {
-      host = name;
-    }
-  }
-  return Lower(host);
+  return ServicePrincipalHost(parts.host);
 }
 
 Result<HttpResponse> AuthenticatedExchange(const HttpRequest& request) {
@@ -248,7 +222,7 @@ Result<HttpResponse> AuthenticatedExchange(const HttpRequest& request, const Ker
   if (login == nullptr) {
     LOOM_ASSIGN_OR_RETURN(HttpResponse response, HttpExchange(request));
     if (response.code == 401 && NegotiateToken(response)) {
-      return Status::Unauthenticated(request.method + " " + request.url +
+      return Status::Unauthenticated(request.method + " " + RedactUrlSecrets(request.url) +
                                      ": the server requires Kerberos (SPNEGO, HTTP 401 Negotiate) and this "
                                      "process has no Kerberos login: " + KinitHint(nullptr));
     }
@@ -261,7 +235,7 @@ Result<HttpResponse> AuthenticatedExchange(const HttpRequest& request, const Ker
   SpnegoContext context(gss, principal);
   Result<std::string> token = context.Start(*login);
   if (!token.ok()) {
-    return Status::Unauthenticated(request.method + " " + request.url + ": no Kerberos ticket for " + principal +
+    return Status::Unauthenticated(request.method + " " + RedactUrlSecrets(request.url) + ": no Kerberos ticket for " + principal +
                                    " (the server's SPNEGO principal): " + token.status().message() + "; " +
                                    KinitHint(login));
   }
@@ -269,12 +243,12 @@ Result<HttpResponse> AuthenticatedExchange(const HttpRequest& request, const Ker
   negotiated.headers.push_back("Authorization: Negotiate " + Base64Encode(*token));
   LOOM_ASSIGN_OR_RETURN(HttpResponse response, HttpExchange(negotiated));
   if (response.code == 401) {
-    return Status::Unauthenticated(request.method + " " + request.url + ": the server refused the Kerberos ticket for " +
+    return Status::Unauthenticated(request.method + " " + RedactUrlSecrets(request.url) + ": the server refused the Kerberos ticket for " +
                                    principal + " as " + login->principal() + " (HTTP 401); " + KinitHint(login) +
                                    ", and that the server's SPNEGO keytab holds " + principal);
   }
   if (response.code == 403 && !IsRemoteException(response.body)) {
-    return Status::PermissionDenied(request.method + " " + request.url + ": the server refused " + login->principal() +
+    return Status::PermissionDenied(request.method + " " + RedactUrlSecrets(request.url) + ": the server refused " + login->principal() +
                                     " authenticated for " + principal + " (HTTP 403): " +
                                     response.body.substr(0, 200) + "; " + KinitHint(login));
   }
@@ -282,7 +256,7 @@ Result<HttpResponse> AuthenticatedExchange(const HttpRequest& request, const Ker
     Result<std::string> bytes = Base64Decode(*answer);
     Status mutual = bytes.ok() ? context.Finish(*login, *bytes) : bytes.status();
     if (!mutual.ok()) {
-      return Status::Unauthenticated(request.method + " " + request.url + ": the server's SPNEGO mutual-authentication "
+      return Status::Unauthenticated(request.method + " " + RedactUrlSecrets(request.url) + ": the server's SPNEGO mutual-authentication "
                                      "token for " + principal + " is not valid (" + mutual.message() +
                                      "): it is not the service the ticket was for");
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "cluster/yarn/wire/credentials.h"
 #include "cluster/yarn/wire/crypto_library.h"
 #include "core/files.h"
 #include "core/strings.h"
@@ -189,10 +190,7 @@ Result<std::vector<std::string>> TrustStoreCertificates(const std::string& bytes
 std::string CertificatesToPem(const std::vector<std::string>& ders) {
   std::string pem;
   for (const std::string& der : ders) {
-    std::string b64(4 * ((der.size() + 2) / 3) + 1, '\0');
-    int n = Crypto().encode_block(reinterpret_cast<unsigned char*>(b64.data()),
-                                  reinterpret_cast<const unsigned char*>(der.data()), static_cast<int>(der.size()));
-    b64.resize(static_cast<size_t>(n));
+    std::string b64 = Base64Encode(der);
     pem += "-----BEGIN CERTIFICATE-----\n";
     for (size_t at = 0; at < b64.size(); at += 64) pem += b64.substr(at, 64) + "\n";
     pem += "-----END CERTIFICATE-----\n";

@@ -119,6 +119,8 @@ Status RemoteError(const std::string& op, const std::string& path, const Respons
   } else if (!r.body.empty()) {
     text += ": " + r.body.substr(0, 300);
   }
+  // A server's message may quote the request's URL, with its delegation token.
+  text = RedactUrlSecrets(text);
   if (exception == "FileNotFoundException") return Status::NotFound(text);
   // InvalidToken: a delegation token that is cancelled, expired or not the NameNode's.
   if (exception == "AccessControlException" || exception == "InvalidToken") return Status::PermissionDenied(text);
@@ -227,7 +229,7 @@ Result<Response> NameNodeCall(const std::vector<std::string>& bases, const std::
     }
     if (i + 1 < bases.size()) {
       spdlog::warn("NameNode {} is {} for WebHDFS {}; trying {}", bases[index],
-                   last.ok() ? "standby" : "unreachable (" + last.status().message() + ")", op,
+                   last.ok() ? "standby" : "unreachable (" + RedactUrlSecrets(last.status().message()) + ")", op,
                    bases[(index + 1) % bases.size()]);
     }
   }

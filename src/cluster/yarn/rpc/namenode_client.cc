@@ -33,11 +33,6 @@ std::vector<std::string> ListOf(const std::string& value) {
   return out;
 }
 
-bool IsIpLiteral(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
 hc::TokenProto ToProto(const Token& t) {
   hc::TokenProto p;
   p.set_identifier(t.identifier);
@@ -151,8 +146,8 @@ std::string RenewerPrincipal(const std::string& rm_principal, const std::string&
   if (host.empty() || host == "0.0.0.0") {
     char name[256] = {};
     host = ::gethostname(name, sizeof name - 1) == 0 ? CanonicalHostName(name) : "localhost";
-  } else if (IsIpLiteral(host)) {
-    host = CanonicalHostName(host);
+  } else {
+    host = ServicePrincipalHost(host);
   }
   return ExpandHostInPrincipal(rm_principal, host);
 }

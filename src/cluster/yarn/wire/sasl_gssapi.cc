@@ -1,6 +1,8 @@
 #include "cluster/yarn/wire/sasl_gssapi.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cctype>
@@ -166,6 +168,15 @@ std::string CanonicalHostName(const std::string& host) {
   int rc = ::getnameinfo(res->ai_addr, res->ai_addrlen, name, sizeof name, nullptr, 0, NI_NAMEREQD);
   ::freeaddrinfo(res);
   return rc == 0 ? ToLower(name) : ToLower(host);
+}
+
+bool IsIpLiteral(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+std::string ServicePrincipalHost(const std::string& host) {
+  return IsIpLiteral(host) ? CanonicalHostName(host) : ToLower(host);
 }
 
 std::unique_ptr<SaslSecurityLayer> MakeGssapiSecurityLayer(gss_ctx_id_t context, bool privacy) {

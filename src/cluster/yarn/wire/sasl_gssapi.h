@@ -54,6 +54,13 @@ std::string ExpandHostInPrincipal(std::string_view pattern, std::string_view hos
 // The host name Java's InetAddress.getCanonicalHostName() gives for `host`: the reverse lookup
 // of its first address, lowercased ("127.0.0.1" -> "localhost"); `host` itself when none.
 std::string CanonicalHostName(const std::string& host);
+// Whether `host` is an IPv4 or IPv6 address literal (without brackets).
+bool IsIpLiteral(const std::string& host);
+// The host part of a service principal for a server reached at `host`, as Java's clients
+// build it: an IP literal becomes CanonicalHostName(host) ("127.0.0.1" -> "localhost"), a name
+// is kept, lowercased. The SPNEGO principal of a URL (HTTP/<host>) and the RM principal's
+// _HOST for a renewer both use it.
+std::string ServicePrincipalHost(const std::string& host);
 
 // A security layer over an established GSSAPI context (client or acceptor side: gss_wrap and
 // gss_unwrap are the same calls). Takes ownership of `context` (deleted with the layer).
