@@ -199,7 +199,20 @@ TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
   Subprocess submit = cluster.loom().Start(args, "submit", realm.Env(cluster));
   std::string id = cluster.loom().WaitUntilRunning(1, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
-  RunResult kill = cluster.loom().Run({"kill", id}, realm.Env(cluster));
+  // Another session (its own $LOOM_HOME, the same ticket) finds the job by its application id
+  // through the Kerberized RM and WebHDFS, and kills it.
+  const std::string app = cluster.ApplicationId(id);
+  MiniLoom elsewhere;
+  RunResult status;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        status = elsewhere.Run({"status", app}, realm.Env(cluster));
+        return status.out.find("RUNNING") != std::string::npos;
+      },
+      15s))
+      << status.out << status.err;
+  EXPECT_THAT(status.out, HasSubstr(id));
+  RunResult kill = elsewhere.Run({"kill", app}, realm.Env(cluster));
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   EXPECT_OK(cluster.WaitForAppEnd(id, 30s));
   auto report = cluster.yarn().ApplicationReport(cluster.ApplicationId(id));

@@ -888,7 +888,7 @@ std::vector<std::string> YarnJobSubmitter::Describe(const history::JobDir& dir) 
   return lines;
 }
 
-Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& user) {
+Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   if (!StartsWith(id, "application_") && !StartsWith(id, "job_")) return Status::NotFound("not a YARN or Loom job id");
   auto conf = HadoopConf::FromEnvironment(user);
   if (!conf.ok()) return Status::NotFound("HADOOP_CONF_DIR is not set, so YARN was not asked");
@@ -898,6 +898,11 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& 
     history::JobDir dir(entry.path().string());
     if (auto r = YarnJobRecord::Read(dir); r.ok() && r->application_id == id) return dir;
   }
+  // A Kerberized cluster: the ticket cache (no job file here names a keytab), and the user is
+  // the principal's short name, as for submit.
+  auto principal = LoginForCluster(*conf, config::Config{});
+  if (!principal.ok()) return principal.status();
+  if (!principal->empty()) user = KerberosShortName(*principal);
   ApplicationClient rm(RmsOf(*conf), user, FailoverOf(*conf));
   std::optional<ypb::ApplicationReportProto> report;
   if (StartsWith(id, "application_")) {

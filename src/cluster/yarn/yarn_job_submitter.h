@@ -168,7 +168,7 @@ void SetAmCredentials(hadoop::yarn::ApplicationSubmissionContextProto* asc, cons
 // application's loom-job:<id> tag), and makes its job dir under $LOOM_HOME from the RM's
 // report and the history in HDFS. NotFound when HADOOP_CONF_DIR is not set or YARN does not
 // know the id.
-Result<history::JobDir> ImportYarnJob(const std::string& id, const std::string& user);
+Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user);
 
 // The job's record, readable from any machine with the cluster's configuration: `dir`'s
 // job.json, events.jsonl and status.json under <staging_dir>/history/. The AM passes
