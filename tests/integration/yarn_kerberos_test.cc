@@ -222,6 +222,39 @@ TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
   EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens()) == 1; }, 20s));
 }
 
+// Kerberos on an HA cluster: rm1 is standby (the client and the AM skip it), the NameNodes are a
+// nameservice: one token with service ha-hdfs:<nameservice>, renewed and cancelled by the RM.
+TEST(YarnKerberos, HaClusterGetsOneTokenForItsNameservice) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos and HA mode");
+  Realm realm;
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) {
+    realm.Configure(o);
+    o.rm_ha = true;
+    o.active_rm = 1;
+    o.standby_namenode = true;
+  });
+  ContainerEnvironment(cluster);
+  RunResult r = Submit(cluster, realm, QuickJob());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  std::vector<cluster::yarn::Token> tokens = UserTokens(cluster.hdfs().tokens());
+  ASSERT_EQ(tokens.size(), 1u);
+  EXPECT_EQ(cluster.hdfs().tokens().RenewCount(tokens[0]), 1);
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens()) == 1; }, 20s));
+  // The service the client set, as the AM's container received it.
+  bool ha_service = false;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(cluster.nm_local())) {
+    if (entry.path().filename() != ".loom.hdfs-tokens") continue;
+    auto creds = cluster::yarn::ReadCredentialsFile(entry.path().string());
+    ASSERT_OK(creds);
+    auto token = creds->FindKind(cluster::yarn::kHdfsDelegationKind);
+    ASSERT_TRUE(token.has_value());
+    EXPECT_EQ(token->service, "ha-hdfs:loomns");
+    ha_service = true;
+  }
+  EXPECT_TRUE(ha_service);
+}
+
 // A keytab instead of the ticket cache: the user's own cache is never needed nor touched.
 TEST(YarnKerberos, KeytabLoginSubmits) {
   LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
