@@ -402,7 +402,8 @@ Result<Token> WebHdfs::GetDelegationToken(const std::string& renewer) {
     return BadJson("GETDELEGATIONTOKEN", "/", r.body, "no Token.urlString");
   }
   Result<Token> token = DecodeTokenUrlString(j["Token"]["urlString"].get<std::string>());
-  if (!token.ok()) return BadJson("GETDELEGATIONTOKEN", "/", r.body, token.status().message());
+  // Not the body: it holds the token, and errors reach logs.
+  if (!token.ok()) return BadJson("GETDELEGATIONTOKEN", "/", "", token.status().message());
   return token;
 }
 
