@@ -19,9 +19,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
-#include "delegation_token_store.h"
-#include "kerberos/kdc_harness.h"
-#include "yarn_double_cluster.h"
+#include "kerberized_cluster.h"
 
 namespace loom::testing {
 namespace {
@@ -33,47 +31,11 @@ namespace ypb = ::hadoop::yarn;
 
 const std::string kUser = "root@LOOM.TEST";
 
-// A KDC with the recorded cluster's principals, and the user's ticket.
-class Realm {
+// The user root, with a ticket from kinit.
+class Realm : public KerberosRealm {
  public:
-  Realm() {
-    Status started = kdc_.Start({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"});
-    EXPECT_OK(started);
-    ok_ = started.ok();
-    if (ok_) EXPECT_OK(kdc_.Kinit("root"));
-  }
-  bool ok() const { return ok_; }
-  KdcHarness& kdc() { return kdc_; }
-  // The double's Kerberos mode with this realm's service keytabs.
-  void Configure(yarn_double::YarnTestDouble::Options& o, const std::string& protection = "privacy") {
-    o.rpc_protection = protection;
-    o.kerberos.enabled = true;
-    o.kerberos.rm_principal = "rm/localhost@LOOM.TEST";
-    o.kerberos.rm_keytab = kdc_.Keytab("rm/localhost");
-    o.kerberos.nn_principal = "nn/localhost@LOOM.TEST";
-    o.kerberos.nn_keytab = kdc_.Keytab("nn/localhost");
-    o.kerberos.http_principal = "HTTP/localhost@LOOM.TEST";
-    o.kerberos.http_keytab = kdc_.Keytab("HTTP/localhost");
-  }
-  // The client's environment: the cluster's conf dir plus the realm's krb5.conf and cache.
-  std::map<std::string, std::string> Env(YarnDoubleCluster& cluster) const {
-    std::map<std::string, std::string> env = cluster.Env();
-    for (const auto& [k, v] : kdc_.Env()) env[k] = v;
-    return env;
-  }
-
- private:
-  KdcHarness kdc_;
-  bool ok_ = false;
+  Realm() : KerberosRealm("root", /*kinit=*/true) {}
 };
-
-// The double's NodeManager passes its own environment to containers: this test process's,
-// which must hold no Kerberos cache (a container authenticates with tokens only, K3), and
-// HADOOP_CONF_DIR as a NodeManager's env-whitelist would pass it.
-void ContainerEnvironment(YarnDoubleCluster& cluster) {
-  ::setenv("HADOOP_CONF_DIR", (cluster.root() + "/conf").c_str(), 1);
-  ::setenv("KRB5CCNAME", "FILE:/nonexistent/loom-test-no-cache", 1);
-}
 
 std::vector<std::string> DdpJob(const std::string& extra_params) {
   return {"--src_dir", MiniLoom::Source("examples/pytorch"), "--executes", "train_ddp.py",
@@ -96,23 +58,6 @@ RunResult Submit(YarnDoubleCluster& cluster, const Realm& realm, std::vector<std
   return cluster.loom().Run(args, env);
 }
 
-// The tokens the user (not the NameNode's redirects) got, and how many of them the RM cancelled.
-std::vector<cluster::yarn::Token> UserTokens(yarn_double::DelegationTokenStore& store) {
-  std::vector<cluster::yarn::Token> out;
-  for (const auto& id : store.Minted()) {
-    if (id.owner == kUser) {
-      out.push_back(cluster::yarn::Token{cluster::yarn::SerializeDelegationTokenIdentifier(id), "",
-                                         cluster::yarn::kHdfsDelegationKind, ""});
-    }
-  }
-  return out;
-}
-int CancelledCount(yarn_double::DelegationTokenStore& store) {
-  int n = 0;
-  for (const auto& t : UserTokens(store)) n += store.Cancelled(t) ? 1 : 0;
-  return n;
-}
-
 // Nothing of a refused submission reached the cluster: no application, no byte in HDFS.
 void ExpectNothingStaged(YarnDoubleCluster& cluster) {
   EXPECT_THAT(cluster.hdfs().CreatedFiles(), ::testing::IsEmpty());
@@ -126,7 +71,7 @@ TEST(YarnKerberos, DdpExampleReadsHdfsWithTheDelegationToken) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  ContainerEnvironment(cluster);
+  KerberosContainerEnvironment(cluster);
   // 1797 samples as the example's --export-digits writes them.
   const std::string csv = cluster.root() + "/digits.csv";
   ASSERT_EQ(std::system(("/usr/bin/python3 " + MiniLoom::Source("examples/pytorch/train_ddp.py") +
@@ -151,13 +96,13 @@ TEST(YarnKerberos, DdpExampleReadsHdfsWithTheDelegationToken) {
   // One token for the job: the user's, renewable by the RM only, renewed at submission by the
   // RM and cancelled when the application ended.
   yarn_double::DelegationTokenStore& store = cluster.hdfs().tokens();
-  std::vector<cluster::yarn::Token> tokens = UserTokens(store);
+  std::vector<cluster::yarn::Token> tokens = TokensOwnedBy(store, kUser);
   ASSERT_EQ(tokens.size(), 1u) << store.Minted().size() << " minted";
   auto id_fields = cluster::yarn::ParseDelegationTokenIdentifier(tokens[0].identifier);
   ASSERT_OK(id_fields);
   EXPECT_EQ(id_fields->renewer, "rm");
   EXPECT_EQ(store.RenewCount(tokens[0]), 1);
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(store) == 1; }, 20s))
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(store, kUser) == 1; }, 20s))
       << "the RM did not cancel the job's token when the application ended";
 
   // The tasks' token file holds the delegation token and none of Loom's secrets.
@@ -191,7 +136,7 @@ TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o, "integrity"); });
-  ContainerEnvironment(cluster);
+  KerberosContainerEnvironment(cluster);
   std::vector<std::string> args = {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"),
                                    "--executes", "sleep_forever.py", "--python_binary_path", "/usr/bin/python3",
                                    "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m",
@@ -219,7 +164,7 @@ TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
   ASSERT_OK(report);
   EXPECT_EQ(report->yarn_application_state(), ypb::KILLED);
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 15s));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens()) == 1; }, 20s));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens(), kUser) == 1; }, 20s));
 }
 
 // Kerberos on an HA cluster: rm1 is standby (the client and the AM skip it), the NameNodes are a
@@ -234,13 +179,13 @@ TEST(YarnKerberos, HaClusterGetsOneTokenForItsNameservice) {
     o.active_rm = 1;
     o.standby_namenode = true;
   });
-  ContainerEnvironment(cluster);
+  KerberosContainerEnvironment(cluster);
   RunResult r = Submit(cluster, realm, QuickJob());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
-  std::vector<cluster::yarn::Token> tokens = UserTokens(cluster.hdfs().tokens());
+  std::vector<cluster::yarn::Token> tokens = TokensOwnedBy(cluster.hdfs().tokens(), kUser);
   ASSERT_EQ(tokens.size(), 1u);
   EXPECT_EQ(cluster.hdfs().tokens().RenewCount(tokens[0]), 1);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens()) == 1; }, 20s));
+  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens(), kUser) == 1; }, 20s));
   // The service the client set, as the AM's container received it.
   bool ha_service = false;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(cluster.nm_local())) {
@@ -261,7 +206,7 @@ TEST(YarnKerberos, KeytabLoginSubmits) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  ContainerEnvironment(cluster);
+  KerberosContainerEnvironment(cluster);
   std::vector<std::string> args = QuickJob();
   args.insert(args.end(), {"--conf", "tony.keytab.location=" + realm.kdc().Keytab("root"), "--conf",
                            "tony.keytab.user=root@LOOM.TEST"});

@@ -14,9 +14,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
-#include "delegation_token_store.h"
-#include "kerberos/kdc_harness.h"
-#include "yarn_double_cluster.h"
+#include "kerberized_cluster.h"
 
 namespace loom::testing {
 namespace {
@@ -27,45 +25,17 @@ namespace ypb = ::hadoop::yarn;
 
 const std::string kAlice = "alice@LOOM.TEST";
 
-// The recorded cluster's service principals and alice, who logs in with her keytab only.
-class Realm {
+// alice logs in with her keytab only: the client's environment has no ticket cache, and
+// $USER=root (cluster.Env()).
+class Realm : public KerberosRealm {
  public:
-  Realm() {
-    Status started = kdc_.Start({"alice", "rm/localhost", "nn/localhost", "HTTP/localhost"});
-    EXPECT_OK(started);
-    ok_ = started.ok();
-  }
-  bool ok() const { return ok_; }
-  KdcHarness& kdc() { return kdc_; }
-  void Configure(yarn_double::YarnTestDouble::Options& o) {
-    o.rpc_protection = "privacy";
-    o.kerberos.enabled = true;
-    o.kerberos.rm_principal = "rm/localhost@LOOM.TEST";
-    o.kerberos.rm_keytab = kdc_.Keytab("rm/localhost");
-    o.kerberos.nn_principal = "nn/localhost@LOOM.TEST";
-    o.kerberos.nn_keytab = kdc_.Keytab("nn/localhost");
-    o.kerberos.http_principal = "HTTP/localhost@LOOM.TEST";
-    o.kerberos.http_keytab = kdc_.Keytab("HTTP/localhost");
-  }
-  // The client's environment: $USER=root (cluster.Env()), the realm's krb5.conf, and no ticket
-  // cache: alice's keytab (the job's keys) is the only login there is.
+  Realm() : KerberosRealm("alice", /*kinit=*/false) {}
   std::map<std::string, std::string> Env(YarnDoubleCluster& cluster) const {
-    std::map<std::string, std::string> env = cluster.Env();
-    for (const auto& [k, v] : kdc_.Env()) env[k] = v;
+    std::map<std::string, std::string> env = KerberosRealm::Env(cluster);
     env["KRB5CCNAME"] = "FILE:" + cluster.root() + "/no-such-cache";
     return env;
   }
-
- private:
-  KdcHarness kdc_;
-  bool ok_ = false;
 };
-
-// As yarn_kerberos_test.cc: containers get HADOOP_CONF_DIR and no Kerberos cache.
-void ContainerEnvironment(YarnDoubleCluster& cluster) {
-  ::setenv("HADOOP_CONF_DIR", (cluster.root() + "/conf").c_str(), 1);
-  ::setenv("KRB5CCNAME", "FILE:/nonexistent/loom-test-no-cache", 1);
-}
 
 std::vector<std::string> AliceJob(Realm& realm) {
   return {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"),
@@ -75,26 +45,12 @@ std::vector<std::string> AliceJob(Realm& realm) {
           "--conf", "tony.keytab.user=" + kAlice};
 }
 
-// alice's HDFS delegation tokens, and how many of them are cancelled.
-int AliceTokens(yarn_double::DelegationTokenStore& store, int* cancelled) {
-  int n = 0;
-  *cancelled = 0;
-  for (const auto& id : store.Minted()) {
-    if (id.owner != kAlice) continue;
-    ++n;
-    cluster::yarn::Token t{cluster::yarn::SerializeDelegationTokenIdentifier(id), "",
-                           cluster::yarn::kHdfsDelegationKind, ""};
-    *cancelled += store.Cancelled(t) ? 1 : 0;
-  }
-  return n;
-}
-
 TEST(YarnKerberosUser, PrincipalsShortNameIsTheUserNotDollarUser) {
   LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  ContainerEnvironment(cluster);
+  KerberosContainerEnvironment(cluster);
   RunResult r = cluster.loom().Run(AliceJob(realm), realm.Env(cluster));
   std::string id = cluster.loom().OnlyJobId();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
@@ -132,9 +88,8 @@ TEST(YarnKerberosUser, TokensOfAFailedSubmissionAreCancelled) {
   RunResult r = cluster.loom().Run(AliceJob(realm), realm.Env(cluster));
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("staging"));
-  int cancelled = 0;
-  EXPECT_EQ(AliceTokens(cluster.hdfs().tokens(), &cancelled), 1) << r.err;
-  EXPECT_EQ(cancelled, 1) << r.err;
+  EXPECT_EQ(TokensOwnedBy(cluster.hdfs().tokens(), kAlice).size(), 1u) << r.err;
+  EXPECT_EQ(CancelledCount(cluster.hdfs().tokens(), kAlice), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("cancelled 1 of the 1 HDFS delegation tokens"));
   for (const auto& c : cluster.yarn().ServedCalls()) EXPECT_NE(c.method, "submitApplication");
 }
