@@ -1,5 +1,7 @@
 #include "cluster/yarn/wire/credentials.h"
 
+#include "cluster/yarn/wire/test_hex.h"
+
 #include <limits>
 
 #include "core/files.h"
@@ -11,12 +13,6 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
-
-std::string FromHex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  return out;
-}
 
 std::string Capture(const std::string& rel) {
   Result<std::string> bytes = ReadFile(kCaptures + rel);

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/yarn/wire/gssapi_library.h"
+
+#include "cluster/yarn/wire/test_hex.h"
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "cluster/yarn/wire/sasl_gssapi.h"
 #include "core/files.h"
@@ -30,24 +32,6 @@ constexpr krb5_keyusage kInitiatorSeal = 24;
 constexpr krb5_cksumtype kHmacSha1_96Aes256 = 16;  // RFC 3962
 constexpr size_t kHeaderBytes = 16;
 constexpr size_t kChecksumBytes = 12;  // HMAC-SHA1-96
-
-std::string FromHex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  }
-  return out;
-}
-
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : bytes) {
-    out.push_back(kDigits[static_cast<uint8_t>(ch) >> 4]);
-    out.push_back(kDigits[static_cast<uint8_t>(ch) & 0xf]);
-  }
-  return out;
-}
 
 uint64_t BigEndian(std::string_view b) {
   uint64_t v = 0;

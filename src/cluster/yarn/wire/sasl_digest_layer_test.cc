@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/yarn/wire/crypto_library.h"
+
+#include "cluster/yarn/wire/test_hex.h"
 #include "cluster/yarn/wire/ipc_frame.h"
 #include "cluster/yarn/wire/sasl_digest.h"
 #include "core/files.h"
@@ -15,24 +17,6 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kKerberos = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/";
-
-std::string FromHex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  }
-  return out;
-}
-
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : bytes) {
-    out.push_back(kDigits[static_cast<uint8_t>(ch) >> 4]);
-    out.push_back(kDigits[static_cast<uint8_t>(ch) & 0xf]);
-  }
-  return out;
-}
 
 // The SASL messages of one recorded direction, in order (the c2s stream starts with the preamble).
 std::vector<RpcSaslProto> SaslMessages(const std::string& stream, bool client_to_server) {

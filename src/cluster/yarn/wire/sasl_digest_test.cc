@@ -1,5 +1,7 @@
 #include "cluster/yarn/wire/sasl_digest.h"
 
+#include "cluster/yarn/wire/test_hex.h"
+
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
@@ -12,12 +14,6 @@ using ::testing::HasSubstr;
 
 const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
 constexpr std::string_view kMismatch = "DIGEST-MD5: digest response format violation. Mismatched response.";
-
-std::string FromHex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  return out;
-}
 
 std::string Slice(const std::string& file, const nlohmann::json& range) {
   return file.substr(range["offset"].get<size_t>(), range["end"].get<size_t>() - range["offset"].get<size_t>());

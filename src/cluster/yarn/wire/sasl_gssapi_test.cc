@@ -5,6 +5,8 @@
 
 #include "cluster/yarn/wire/sasl_gssapi.h"
 
+#include "cluster/yarn/wire/test_hex.h"
+
 #include <gtest/gtest.h>
 
 #include "cluster/yarn/wire/ipc_frame.h"
@@ -39,16 +41,6 @@ RpcSaslProto Parse(const std::string& body) {
   RpcSaslProto m;
   EXPECT_TRUE(m.ParseFromString(body));
   return m;
-}
-
-std::string Hex(std::string_view s) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
 }
 
 class RecordedHandshake : public ::testing::Test {
