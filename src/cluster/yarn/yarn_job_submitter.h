@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "cluster/backend.h"
+#include "cluster/yarn/client_security.h"
 #include "cluster/yarn/hdfs/hadoop_conf.h"
-#include "cluster/yarn/rpc/namenode_client.h"
 #include "cluster/yarn/staging.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "core/config/config.h"
@@ -45,13 +45,6 @@ struct YarnJobRecord {
   static std::string PathIn(const history::JobDir& dir) { return dir.root() + "/yarn.json"; }
   Status Write(const history::JobDir& dir) const;
   static Result<YarnJobRecord> Read(const history::JobDir& dir);
-};
-
-// An HDFS delegation token `loom submit` fetched, and the file system whose NameNode issued it
-// (to cancel it there).
-struct FetchedToken {
-  Token token;
-  HdfsFileSystem fs;
 };
 
 // YARN's own keys of a job, each refused with exit 2 when it cannot do what it says:
@@ -123,37 +116,6 @@ class YarnJobSubmitter : public Backend {
   std::thread mirror_;
   std::atomic<bool> stop_{false};
 };
-
-// Hadoop's DEFAULT auth_to_local rule for the realm's principals: the principal's first
-// component ("alice/host@R" -> "alice", "root@LOOM.TEST" -> "root"), the name the NameNode and
-// the RM know a Kerberos user by.
-std::string KerberosShortName(const std::string& principal);
-
-// A file system to get an HDFS delegation token for, and the key that named it as the user
-// wrote it ("fs.defaultFS", "loom.application.file-systems", "tony.other.namenodes").
-struct TokenFileSystem {
-  std::string uri;
-  std::string key;
-  bool operator==(const TokenFileSystem&) const = default;
-};
-// The file systems a Kerberized job needs tokens for: fs.defaultFS, then each URI of
-// loom.application.file-systems and of loom.other.namenodes (TonY's tony.other.namenodes), each
-// once. Without Kerberos: none. InvalidArgument naming the key as written: a URI that is not
-// hdfs://, or either key set on a cluster without Kerberos (no token would be fetched or used).
-Result<std::vector<TokenFileSystem>> TokenFileSystems(const HadoopConf& conf, const config::Config& job_conf);
-
-// One HDFS delegation token for each of `systems` (DFSClient's NameNodes and token service from
-// `site`; a service already asked is not asked again), renewer `renewer`, over connections
-// like `base`. On a failure the tokens already fetched are cancelled and the error names the
-// file system and its key as written: Unavailable or DeadlineExceeded when no NameNode
-// answered (the cluster's state: try again), InvalidArgument for anything else (a refusal, an
-// unresolvable URI: the user's to fix, exit 2).
-Result<std::vector<FetchedToken>> FetchHdfsDelegationTokens(const std::vector<TokenFileSystem>& systems,
-                                                            const SiteProperties& site, const IpcOptions& base,
-                                                            const std::string& renewer);
-// Best effort: cancels each token at its NameNode (its owner may), logging a warning for any
-// that fails (it then expires by itself); returns how many were cancelled.
-int CancelDelegationTokens(const std::vector<FetchedToken>& tokens, const IpcOptions& base);
 
 // The AM container's credentials: the job secret, the forwarded credentials (alias -> value, as
 // ForwardedCredentials gives them) and the HDFS delegation tokens, each under its service as
