@@ -90,17 +90,9 @@ void StoreCookies(const std::string& origin, const HttpResponse& response) {
     Cookie cookie{value, std::nullopt};
     std::string inner = value;
     if (inner.size() >= 2 && inner.front() == '"' && inner.back() == '"') inner = inner.substr(1, inner.size() - 2);
-    for (size_t at = 0; at < inner.size();) {
-      size_t amp = inner.find('&', at);
-      std::string field = inner.substr(at, amp == std::string::npos ? std::string::npos : amp - at);
-      if (field.rfind("e=", 0) == 0) {
-        try {
-          cookie.expiry = std::stoll(field.substr(2));
-        } catch (const std::exception&) {
-        }
-      }
-      if (amp == std::string::npos) break;
-      at = amp + 1;
+    for (const std::string& field : Split(inner, '&')) {
+      if (!StartsWith(field, "e=")) continue;
+      if (Result<int64_t> e = ParseInt(std::string_view(field).substr(2)); e.ok()) cookie.expiry = *e;
     }
     Jar()[origin] = std::move(cookie);
   }
