@@ -156,13 +156,6 @@ std::string RmListOf(const HadoopConf& conf) {
 FailoverSettings FailoverOf(const HadoopConf& conf) {
   return FailoverSettings{conf.rm_failover_max_attempts, conf.rm_failover_sleep_base_ms, conf.rm_failover_sleep_max_ms};
 }
-// NameNode HA: every NameNode's WebHDFS base, comma-separated (WebHdfs tries each).
-std::string WebHdfsBases(const HadoopConf& conf) {
-  std::vector<std::string> bases;
-  if (!conf.namenode_web_urls.empty()) return Join(conf.namenode_web_urls, ",");  // scheme per dfs.http.policy
-  for (const HostPort& nn : conf.namenode_https) bases.push_back("http://" + nn.ToString());
-  return bases.empty() ? "http://" + conf.namenode_http.ToString() : Join(bases, ",");
-}
 }  // namespace
 
 Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
@@ -392,7 +385,7 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   m.fs_scheme = conf_.fs_scheme;
   m.fs_host = conf_.fs_host;
   m.fs_port = conf_.fs_port;
-  m.webhdfs = WebHdfsBases(conf_);
+  m.webhdfs = WebHdfsBaseList(conf_);
   m.user = user_;
   m.dir = conf_.staging_dir + "/" + app_id;
   m.scheduler = HostPortListString(conf_.schedulers.empty() ? std::vector<HostPort>{conf_.scheduler} : conf_.schedulers);
@@ -499,7 +492,7 @@ Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& 
   std::string app_id = ApplicationIdString(app);
   // RM HA: the record keeps every RM ("h1:8032,h2:8032") and every NameNode's WebHDFS base.
   YarnJobRecord record{app_id, RmListOf(hconf),
-                       user_, hconf.staging_dir + "/" + app_id, WebHdfsBases(hconf)};
+                       user_, hconf.staging_dir + "/" + app_id, WebHdfsBaseList(hconf)};
   record.submitted = false;
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   auto staged = Stage(dir, spec, app_id);
@@ -796,7 +789,7 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   if (job_id.empty()) return Status::NotFound(app_id + " is not a Loom job (no loom-job tag)");
   std::string owner = report->user().empty() ? user : report->user();
   YarnJobRecord record{app_id, RmListOf(*conf), owner, "/user/" + owner + "/.loom/" + app_id,
-                       WebHdfsBases(*conf)};
+                       WebHdfsBaseList(*conf)};
   // The record lives in HDFS: <staging>/history/ once the job ended, job.json beside it before.
   history::JobDir dir = history::JobDir::ForJob(job_id);
   LOOM_RETURN_IF_ERROR(MakeDirs(dir.tasks_dir()));

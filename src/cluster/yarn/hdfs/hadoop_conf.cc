@@ -395,6 +395,16 @@ Result<TrustStoreSettings> ReadTrustStoreSettings(const std::string& conf_dir) {
   return TrustStoreSettingsOf(conf_dir, core);
 }
 
+std::string WebHdfsBaseList(const HadoopConf& conf) {
+  if (!conf.namenode_web_urls.empty()) return Join(conf.namenode_web_urls, ",");
+  std::vector<std::string> urls;
+  for (const HostPort& nn : conf.namenode_https.empty() ? std::vector<HostPort>{conf.namenode_http}
+                                                        : conf.namenode_https) {
+    urls.push_back(WebUrl("http", nn));
+  }
+  return Join(urls, ",");
+}
+
 Result<HadoopConf> HadoopConf::Load(const std::string& conf_dir, const std::string& user,
                                     const ExtraSiteFiles& extra) {
   if (user.empty()) return Status::InvalidArgument("Hadoop configuration: no user name");

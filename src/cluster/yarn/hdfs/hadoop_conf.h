@@ -122,4 +122,9 @@ struct HadoopConf {
   static Result<HadoopConf> FromEnvironment(const std::string& user);
 };
 
+// The NameNodes' WebHDFS base URLs, comma-separated, as WebHdfs and job records take them:
+// namenode_web_urls (Load fills it), else, for a conf put together by hand, http:// on
+// namenode_https, or on namenode_http alone.
+std::string WebHdfsBaseList(const HadoopConf& conf);
+
 }  // namespace loom::cluster::yarn

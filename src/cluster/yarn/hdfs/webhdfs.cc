@@ -270,13 +270,7 @@ WebHdfs::WebHdfs(std::string base, std::string user) : user_(std::move(user)) {
 }
 
 WebHdfs WebHdfs::ForConf(const HadoopConf& conf, const std::string& user) {
-  std::vector<std::string> bases;
-  for (const HostPort& nn : conf.namenode_https.empty() ? std::vector<HostPort>{conf.namenode_http}
-                                                        : conf.namenode_https) {
-    bool ipv6 = nn.host.find(':') != std::string::npos;
-    bases.push_back("http://" + (ipv6 ? "[" + nn.host + "]" : nn.host) + ":" + std::to_string(nn.port));
-  }
-  return WebHdfs(Join(conf.namenode_web_urls.empty() ? bases : conf.namenode_web_urls, ","), user);
+  return WebHdfs(WebHdfsBaseList(conf), user);
 }
 
 Status WebHdfs::Mkdirs(const std::string& path, const std::string& permission) {
