@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from static_binary import bench_binary, binary_report
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
 LOOM = os.path.join(BUILD, "src/cli/loom")
@@ -25,6 +27,7 @@ STAMP = os.path.join(BUILD, "bench/stamp")
 FLOOR = os.path.join(BUILD, "bench/fork_exec_floor")
 AM_LOAD = os.path.join(BUILD, "bench/am_load")
 YARN_DOUBLE = os.path.join(BUILD, "bench/yarn_double_cluster")
+LOOM_DYNAMIC = os.path.join(BUILD, "bench/loom_dynamic")
 PYTHON = "/usr/bin/python3"
 EXAMPLE = os.path.join(ROOT, "examples/pytorch")
 
@@ -416,12 +419,13 @@ def write_report(res):
         L.append(f"| {r['tasks']} | {r['gang_seconds']:.2f} | {r['am_cpu_fraction_of_one_core']:.3f} | "
                  f"{r['am_rss_mib']:.1f} | {r['am_peak_rss_mib']:.1f} |")
     L += yarn_report(res["yarn"], res.get("dates", {}).get("yarn"), m["date"])
+    L += binary_report(res.get("binary"))
     with open(os.path.join(ROOT, "bench/results/results.md"), "w") as f:
         f.write("\n".join(L))
     print("\n".join(L))
 
 
-SECTIONS = ("launch", "e2e", "processes", "failure", "am_scale", "yarn")
+SECTIONS = ("launch", "e2e", "processes", "failure", "am_scale", "yarn", "binary")
 
 
 def main():
@@ -454,6 +458,8 @@ def main():
         res["am_scale"] = bench_am_scale([1000] if args.quick else [1000, 10000], 5 if args.quick else 10)
     if "yarn" in only:
         res["yarn"] = bench_yarn(8, args.reps or (4 if args.quick else 6))
+    if "binary" in only:
+        res["binary"] = bench_binary(LOOM, LOOM_DYNAMIC, args.reps or (3 if args.quick else 8))
     write_report(res)
 
 

@@ -11,10 +11,12 @@ function(loom_library name)
   endif()
 endfunction()
 
-# loom_test(NAME DEPS lib... LABELS unit|integration|slow [TIMEOUT s] [SRCS files])
-# The test source defaults to NAME.cc beside the calling CMakeLists.txt.
+# loom_test(NAME DEPS lib... LABELS unit|integration|slow [TIMEOUT s] [SRCS files]
+#           [PROPERTIES prop value...])
+# The test source defaults to NAME.cc beside the calling CMakeLists.txt. PROPERTIES go to every
+# discovered test case (e.g. FIXTURES_REQUIRED), which set_tests_properties cannot reach.
 function(loom_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "DEPS;LABELS;SRCS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "DEPS;LABELS;SRCS;PROPERTIES" ${ARGN})
   if(NOT ARG_SRCS)
     set(ARG_SRCS ${name}.cc)
   endif()
@@ -27,6 +29,6 @@ function(loom_test name)
   target_compile_definitions(${name} PRIVATE
     LOOM_TEST_BINARY="$<TARGET_FILE:loom>" LOOM_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(${name}
-    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} ${ARG_PROPERTIES}
     DISCOVERY_TIMEOUT 30)
 endfunction()

@@ -10,8 +10,11 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libpugixml-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
-  # the yarn backend: WebHDFS staging (libcurl) and DIGEST-MD5 (OpenSSL libcrypto)
-  libcurl4-openssl-dev libssl-dev
+  # the static `loom`: static archives of c-ares, zlib and OpenSSL (WebHDFS, DIGEST-MD5); libcurl
+  # is built from Debian's source package (cmake/StaticCurl.cmake; dpkg-dev unpacks it)
+  libc-ares-dev zlib1g-dev libssl-dev libcurl4-openssl-dev dpkg-dev
+  # the old-userland tests: a Debian 11 root (scripts/bullseye-root.sh)
+  debootstrap
   # Kerberos (SASL GSSAPI, libgssapi_krb5 loaded on demand) and the tests' private MIT KDC
   libkrb5-dev krb5-kdc krb5-admin-server krb5-user
   # HTTP servers and clients that are not WebHDFS (the test double's NodeManager web services)

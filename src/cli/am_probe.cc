@@ -5,6 +5,7 @@
 #include "control/auth.h"
 #include "control/control.grpc.pb.h"
 #include "core/files.h"
+#include "core/host_resolver.h"
 #include "core/strings.h"
 
 namespace loom::cli {
@@ -33,9 +34,10 @@ void AmProbe::Loop() {
     if (!stub) {  // the AM writes its address once its server is up
       auto addr = ReadFile(dir_.am_addr());
       auto s = control::ReadSecretFile(dir_.secret());
-      if (addr.ok() && s.ok()) {
+      Result<std::string> target = addr.ok() ? GrpcTarget(*addr) : Result<std::string>(addr.status());
+      if (target.ok() && s.ok()) {
         secret = *s;
-        stub = control::Control::NewStub(grpc::CreateChannel(Trim(*addr), grpc::InsecureChannelCredentials()));
+        stub = control::Control::NewStub(grpc::CreateChannel(*target, grpc::InsecureChannelCredentials()));
       }
       // No address yet (a YARN AM still queued) is not silence: the clock starts with one.
       last_ok = Clock::now();

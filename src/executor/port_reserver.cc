@@ -1,13 +1,14 @@
 #include "executor/port_reserver.h"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <vector>
+
+#include "core/host_resolver.h"
 
 namespace loom::executor {
 
@@ -24,15 +25,15 @@ ReservedPort& ReservedPort::operator=(ReservedPort&& o) noexcept {
 ReservedPort::~ReservedPort() { Release(); }
 
 bool PortAnswers(const std::string& host, int port, int timeout_ms) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) return false;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  Result<std::vector<IpAddress>> addresses = ResolveHost(host);
+  if (!addresses.ok()) return false;
+  const IpAddress& address = addresses->front();
+  socklen_t length = 0;
+  sockaddr_storage target = address.SocketAddress(port, &length);
+  int fd = ::socket(address.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   bool ok = false;
   if (fd >= 0) {
-    int rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
+    int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&target), length);
     if (rc == 0) {
       ok = true;
     } else if (errno == EINPROGRESS) {
@@ -43,7 +44,6 @@ bool PortAnswers(const std::string& host, int port, int timeout_ms) {
     }
     ::close(fd);
   }
-  ::freeaddrinfo(res);
   return ok;
 }
 
@@ -78,4 +78,5 @@ Result<ReservedPort> ReservedPort::Reserve(int low, int high, int preferred) {
                                    " (loom.task.port-range)");
 }
 
-}  // namespace loom::executor
+}  // namespace loom::executor#include "core/host_resolver.h"
+

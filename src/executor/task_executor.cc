@@ -28,6 +28,7 @@
 #include "control/control.grpc.pb.h"
 #include "core/config/config.h"
 #include "core/files.h"
+#include "core/host_resolver.h"
 #include "core/job_spec.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -246,9 +247,11 @@ Status TaskExecutor::Init() {
     LOOM_ASSIGN_OR_RETURN(tb_port_, reserve(0));
     spdlog::info("holding TB_PORT {} for TensorBoard", tb_port_.port());
   }
+  // Resolved here, not by gRPC: its resolvers wait on AAAA answers or go through NSS.
+  LOOM_ASSIGN_OR_RETURN(std::string target, GrpcTarget(am));
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
-  stub_ = control::Control::NewStub(grpc::CreateCustomChannel(am, grpc::InsecureChannelCredentials(), args));
+  stub_ = control::Control::NewStub(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   return Status::Ok();
 }
 

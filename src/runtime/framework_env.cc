@@ -1,11 +1,11 @@
 #include "runtime/framework_env.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/host_resolver.h"
 #include "core/job_state.h"
 #include "core/strings.h"
 #include "runtime/mpi.h"
@@ -106,15 +106,8 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& addr) {
 
 // MXNet's ps-lite wants an IP address, not a host name (TonY resolves it too).
 std::string ResolveIp(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || !res) return host;
-  char buf[INET_ADDRSTRLEN];
-  auto* sin = reinterpret_cast<sockaddr_in*>(res->ai_addr);
-  std::string ip = ::inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)) ? buf : host;
-  ::freeaddrinfo(res);
-  return ip;
+  Result<std::string> ip = ResolveHostToIp(host);
+  return ip.ok() ? *ip : host;
 }
 
 int ProcessesOf(const JobSpec& spec, const std::string& type) {

@@ -408,6 +408,12 @@ void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::
   }
   SpawnOptions o;
   o.argv = {"/bin/bash", p.work_dir + "/launch_container.sh"};
+  if (!options_.container_chroot.empty()) {
+    // chroot(8) leaves the working dir at the new /: the root's own shell enters the work dir,
+    // then its bash runs the script there, as the NM's bash would.
+    o.argv = {"/usr/sbin/chroot", options_.container_chroot, "/bin/sh", "-c",
+              "cd \"$0\" && exec /bin/bash \"$0/launch_container.sh\"", p.work_dir};
+  }
   std::string marker = Marker(container_id);
   o.env = {{marker.substr(0, marker.find('=')), marker.substr(marker.find('=') + 1)}};  // bash sets its default PATH
   o.cwd = p.work_dir;

@@ -148,6 +148,15 @@ class YarnTestDouble {
       std::string http_keytab;
     };
     Kerberos kerberos;
+
+    // ---- a node with an older OS ----
+    // Not empty: every NodeManager runs each container's launch_container.sh under `chroot
+    // <container_chroot>`, as on a node whose OS (its /bin/bash, libc, python3) is that root's
+    // while the test's RM and NM stay on this machine. The containers' dirs under work_dir must
+    // be at the same paths inside the root, and the root must have /proc and /dev (tests/
+    // integration/old_userland.h mounts all of that). Localization still writes into work_dir
+    // from this machine, as a NodeManager's localizer does. Empty: this machine's root.
+    std::string container_chroot;
   };
 
   // One container as the NM sees it.

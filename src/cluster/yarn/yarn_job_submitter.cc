@@ -24,6 +24,7 @@
 #include "control/control.grpc.pb.h"
 #include "core/config/key_registry.h"
 #include "core/files.h"
+#include "core/host_resolver.h"
 #include "core/forwarded_env.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -633,7 +634,9 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   }
   auto pull_events = [&] {
     if (am_address.empty() || !secret.ok()) return;
-    auto stub = control::Control::NewStub(grpc::CreateChannel(am_address, grpc::InsecureChannelCredentials()));
+    Result<std::string> target = GrpcTarget(am_address);
+    if (!target.ok()) return;
+    auto stub = control::Control::NewStub(grpc::CreateChannel(*target, grpc::InsecureChannelCredentials()));
     for (int round = 0; round < 100; ++round) {
       grpc::ClientContext ctx;
       ctx.AddMetadata(control::kSecretMetadataKey, *secret);

@@ -1,6 +1,6 @@
 #include "cluster/yarn/hdfs/curl_library.h"
 
-#include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cctype>
@@ -17,28 +17,35 @@ namespace loom::cluster::yarn {
 
 namespace {
 
-template <typename F>
-bool Resolve(void* lib, const char* name, F* fn) {
-  *fn = reinterpret_cast<F>(::dlsym(lib, name));
-  return *fn != nullptr;
+Result<CurlLibrary> Load() {
+  CurlLibrary c{};
+  c.global_init = &curl_global_init;
+  c.easy_init = &curl_easy_init;
+  c.easy_setopt = &curl_easy_setopt;
+  c.easy_perform = &curl_easy_perform;
+  c.easy_getinfo = &curl_easy_getinfo;
+  c.easy_cleanup = &curl_easy_cleanup;
+  c.easy_strerror = &curl_easy_strerror;
+  c.slist_append = &curl_slist_append;
+  c.slist_free_all = &curl_slist_free_all;
+  c.global_init(CURL_GLOBAL_DEFAULT);
+  return c;
 }
 
-Result<CurlLibrary> Load() {
-  void* lib = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* err = ::dlerror();
-    return Status::FailedPrecondition(std::string("WebHDFS needs libcurl (apt-get install libcurl4): ") +
-                                      (err ? err : "dlopen failed"));
+// The system's CA bundle, where this node's distribution keeps it. libcurl, built on Debian,
+// knows only Debian's path; a static `loom` on a RHEL or SUSE node must find that node's own.
+const char* SystemCaBundle() {
+  static const char* const kBundles[] = {
+      "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Gentoo, Arch
+      "/etc/pki/tls/certs/ca-bundle.crt",                   // RHEL, CentOS, Fedora, Rocky
+      "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // RHEL 7 and later
+      "/etc/ssl/ca-bundle.pem",                             // SUSE
+      "/etc/ssl/cert.pem",                                  // Alpine
+  };
+  for (const char* path : kBundles) {
+    if (::access(path, R_OK) == 0) return path;
   }
-  CurlLibrary c{};
-  bool ok = Resolve(lib, "curl_global_init", &c.global_init) && Resolve(lib, "curl_easy_init", &c.easy_init) &&
-            Resolve(lib, "curl_easy_setopt", &c.easy_setopt) && Resolve(lib, "curl_easy_perform", &c.easy_perform) &&
-            Resolve(lib, "curl_easy_getinfo", &c.easy_getinfo) && Resolve(lib, "curl_easy_cleanup", &c.easy_cleanup) &&
-            Resolve(lib, "curl_easy_strerror", &c.easy_strerror) && Resolve(lib, "curl_slist_append", &c.slist_append) &&
-            Resolve(lib, "curl_slist_free_all", &c.slist_free_all);
-  if (!ok) return Status::FailedPrecondition("libcurl.so.4 lacks a function WebHDFS needs");
-  c.global_init(CURL_GLOBAL_DEFAULT);
-  return c;  // the library stays loaded for the life of the process
+  return nullptr;
 }
 
 size_t AppendToString(char* data, size_t size, size_t n, void* userdata) {
@@ -135,6 +142,11 @@ Result<HttpResponse> HttpExchange(const HttpRequest& request) {
     // all that is trusted.
     LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_CAPATH, static_cast<char*>(nullptr)),
                                     "to drop its CA directory (CURLOPT_CAPATH) for the HTTPS truststore"));
+  }
+  if (trust && trust->empty()) {
+    if (const char* bundle = SystemCaBundle()) {
+      LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_CAINFO, bundle), "the system's CA bundle"));
+    }
   }
   LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L), "CURLOPT_SSL_VERIFYPEER"));
   LOOM_RETURN_IF_ERROR(tls_option(lib->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L), "CURLOPT_SSL_VERIFYHOST"));

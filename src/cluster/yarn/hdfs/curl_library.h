@@ -1,8 +1,8 @@
 #pragma once
-// libcurl, loaded on first use. Every Loom process is the same `loom` binary, and only the
-// client and the YARN AM ever talk WebHDFS: linking libcurl (and its ~30 libraries: TLS,
-// Kerberos, LDAP, ...) would make every executor start slower and larger. dlopen on demand
-// keeps them out of every other process.
+// HTTP for WebHDFS and the NodeManagers' web services, through libcurl. `loom` links a libcurl
+// built from Debian's source with only http(s), OpenSSL and c-ares (cmake/StaticCurl.cmake):
+// no Kerberos, LDAP or NSS of the node, so the same binary runs on every node. The functions
+// sit in a table so that tests can put a libcurl that refuses an option in its place.
 
 #include <curl/curl.h>
 
@@ -28,7 +28,7 @@ struct CurlLibrary {
   void (*slist_free_all)(curl_slist*);
 };
 
-// The loaded library (curl_global_init done), or why it cannot be loaded. Thread-safe.
+// The library (curl_global_init done). Thread-safe.
 Result<const CurlLibrary*> Curl();
 // Tests: Curl() returns `library` instead (e.g. the loaded one with an option refused), until
 // called again with nullptr. `library` must outlive its use; not for exchanges in flight.

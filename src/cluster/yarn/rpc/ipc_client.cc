@@ -1,7 +1,6 @@
 #include "cluster/yarn/rpc/ipc_client.h"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -28,6 +27,7 @@
 #include "cluster/yarn/wire/sasl_digest.h"
 #include "cluster/yarn/wire/sasl_gssapi.h"
 #include "cluster/yarn/wire/sasl_layer.h"
+#include "core/host_resolver.h"
 
 namespace loom::cluster::yarn {
 
@@ -165,23 +165,19 @@ class Socket {
 };
 
 Result<Socket> Socket::Connect(const std::string& host, int port, std::chrono::milliseconds timeout) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
-    return Status::Unavailable("cannot resolve " + host + ": " + ::gai_strerror(rc));
-  }
+  Result<std::vector<IpAddress>> addresses = ResolveHost(host);
+  if (!addresses.ok()) return Status::Unavailable(addresses.status().message());
   const Clock::time_point deadline = Clock::now() + timeout;
   Status last = Status::Unavailable("no address for " + host);
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    Socket s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+  for (const IpAddress& address : *addresses) {
+    socklen_t length = 0;
+    sockaddr_storage target = address.SocketAddress(port, &length);
+    Socket s(::socket(address.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (s.fd_ < 0) {
       last = Status::FromErrno("socket", errno);
       continue;
     }
-    int rc = ::connect(s.fd_, ai->ai_addr, ai->ai_addrlen);
+    int rc = ::connect(s.fd_, reinterpret_cast<const sockaddr*>(&target), length);
     if (rc < 0 && errno == EINPROGRESS) {
       pollfd p{s.fd_, POLLOUT, 0};
       int r;
@@ -206,10 +202,8 @@ Result<Socket> Socket::Connect(const std::string& host, int port, std::chrono::m
     ::fcntl(s.fd_, F_SETFL, ::fcntl(s.fd_, F_GETFL) & ~O_NONBLOCK);
     int one = 1;
     ::setsockopt(s.fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    ::freeaddrinfo(res);
     return s;
   }
-  ::freeaddrinfo(res);
   return last;
 }
 

@@ -1,7 +1,6 @@
 #include "cluster/yarn/rpc/namenode_client.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include "cluster/yarn/wire/sasl_gssapi.h"
 #include "core/config/config.h"
 #include "core/files.h"
+#include "core/host_resolver.h"
 #include "core/strings.h"
 
 namespace loom::cluster::yarn {
@@ -63,20 +63,7 @@ Result<SiteProperties> LoadHdfsSiteProperties(const std::string& conf_dir, const
 
 Result<std::string> BuildTokenService(const HostPort& address, bool use_ip) {
   if (!use_ip) return ToLower(address.host) + ":" + std::to_string(address.port);
-  for (int family : {AF_INET, AF_UNSPEC}) {
-    addrinfo hints{};
-    hints.ai_family = family;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (::getaddrinfo(address.host.c_str(), nullptr, &hints, &res) != 0 || !res) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    const void* raw = res->ai_family == AF_INET
-                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr)
-                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_addr);
-    bool ok = ::inet_ntop(res->ai_family, raw, text, sizeof text) != nullptr;
-    ::freeaddrinfo(res);
-    if (ok) return std::string(text) + ":" + std::to_string(address.port);
-  }
+  if (Result<std::string> ip = ResolveHostToIp(address.host); ip.ok()) return *ip + ":" + std::to_string(address.port);
   return Status::InvalidArgument("cannot resolve " + address.host +
                                  " for the token's service (hadoop.security.token.service.use_ip is true)");
 }

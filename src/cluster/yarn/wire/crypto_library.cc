@@ -1,59 +1,43 @@
 #include "cluster/yarn/wire/crypto_library.h"
 
-#include <dlfcn.h>
+#include <openssl/crypto.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
 
 namespace loom::cluster::yarn {
 
 namespace {
 
-template <typename F>
-void Resolve(void* lib, const char* name, F* fn) {
-  *fn = reinterpret_cast<F>(::dlsym(lib, name));
-  if (!*fn) {
-    std::fprintf(stderr, "loom: libcrypto.so.3 lacks %s\n", name);
-    std::abort();
-  }
-}
-
-CryptoLibrary Load() {
-  void* lib = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* err = ::dlerror();
-    std::fprintf(stderr, "loom: the YARN backend needs OpenSSL's libcrypto (apt-get install libssl3): %s\n",
-                 err ? err : "dlopen failed");
-    std::abort();
-  }
+CryptoLibrary Bind() {
   CryptoLibrary c{};
-  Resolve(lib, "EVP_Digest", &c.digest);
-  Resolve(lib, "EVP_md5", &c.md5);
-  Resolve(lib, "EVP_sha256", &c.sha256);
-  Resolve(lib, "EVP_EncodeBlock", &c.encode_block);
-  Resolve(lib, "EVP_DecodeBlock", &c.decode_block);
-  Resolve(lib, "RAND_bytes", &c.rand_bytes);
-  Resolve(lib, "CRYPTO_memcmp", &c.memcmp);
-  Resolve(lib, "HMAC", &c.hmac);
-  Resolve(lib, "EVP_des_ede3_cbc", &c.des_ede3_cbc);
-  Resolve(lib, "EVP_CIPHER_CTX_new", &c.cipher_ctx_new);
-  Resolve(lib, "EVP_CIPHER_CTX_free", &c.cipher_ctx_free);
-  Resolve(lib, "EVP_CipherInit_ex", &c.cipher_init);
-  Resolve(lib, "EVP_CipherUpdate", &c.cipher_update);
-  Resolve(lib, "EVP_CIPHER_CTX_set_padding", &c.cipher_set_padding);
-  Resolve(lib, "EVP_sha1", &c.sha1);
-  Resolve(lib, "d2i_PKCS12", &c.d2i_pkcs12);
-  Resolve(lib, "PKCS12_free", &c.pkcs12_free);
-  Resolve(lib, "PKCS12_verify_mac", &c.pkcs12_verify_mac);
-  Resolve(lib, "PKCS12_parse", &c.pkcs12_parse);
-  Resolve(lib, "i2d_X509", &c.i2d_x509);
-  Resolve(lib, "X509_free", &c.x509_free);
-  Resolve(lib, "EVP_PKEY_free", &c.evp_pkey_free);
-  Resolve(lib, "OPENSSL_sk_num", &c.sk_num);
-  Resolve(lib, "OPENSSL_sk_value", &c.sk_value);
-  Resolve(lib, "OPENSSL_sk_free", &c.sk_free);
-  return c;  // the library stays loaded for the life of the process
+  c.digest = &EVP_Digest;
+  c.md5 = &EVP_md5;
+  c.sha256 = &EVP_sha256;
+  c.encode_block = &EVP_EncodeBlock;
+  c.decode_block = &EVP_DecodeBlock;
+  c.rand_bytes = &RAND_bytes;
+  c.memcmp = &CRYPTO_memcmp;
+  c.hmac = &HMAC;
+  c.des_ede3_cbc = &EVP_des_ede3_cbc;
+  c.cipher_ctx_new = &EVP_CIPHER_CTX_new;
+  c.cipher_ctx_free = &EVP_CIPHER_CTX_free;
+  c.cipher_init = &EVP_CipherInit_ex;
+  c.cipher_update = &EVP_CipherUpdate;
+  c.cipher_set_padding = &EVP_CIPHER_CTX_set_padding;
+  c.sha1 = &EVP_sha1;
+  c.d2i_pkcs12 = &d2i_PKCS12;
+  c.pkcs12_free = &PKCS12_free;
+  c.pkcs12_verify_mac = &PKCS12_verify_mac;
+  c.pkcs12_parse = &PKCS12_parse;
+  c.i2d_x509 = &i2d_X509;
+  c.x509_free = &X509_free;
+  c.evp_pkey_free = &EVP_PKEY_free;
+  c.sk_num = &OPENSSL_sk_num;
+  c.sk_value = &OPENSSL_sk_value;
+  c.sk_free = &OPENSSL_sk_free;
+  return c;
 }
 
 }  // namespace
@@ -61,7 +45,12 @@ CryptoLibrary Load() {
 const CryptoLibrary& Crypto() {
   static std::once_flag once;
   static CryptoLibrary lib;
-  std::call_once(once, [] { lib = Load(); });
+  std::call_once(once, [] {
+    // The node's openssl.cnf belongs to its own OpenSSL (1.1 on older nodes, with engines and
+    // providers of that version): this statically linked libcrypto never reads it.
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
+    lib = Bind();
+  });
   return lib;
 }
 

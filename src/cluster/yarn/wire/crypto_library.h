@@ -1,7 +1,8 @@
 #pragma once
 // The few libcrypto (OpenSSL) functions the YARN code uses (MD5, SHA-256, Base64, random bytes,
-// HMAC-MD5 and 3DES-CBC for the DIGEST-MD5 security layer), loaded on first use. Only the client and a YARN AM ever call them; linking libcrypto would
-// make every executor map and relocate it at start for nothing.
+// HMAC-MD5 and 3DES-CBC for the DIGEST-MD5 security layer), as one table so that tests can see
+// every use in one place. libcrypto is linked statically: `loom` runs on nodes whose OpenSSL is
+// another version or absent.
 
 #include <openssl/evp.h>
 #include <openssl/pkcs12.h>
@@ -46,7 +47,7 @@ struct CryptoLibrary {
   void (*sk_free)(OPENSSL_STACK* st);
 };
 
-// The loaded library. libcrypto is a dependency of the package; its absence is fatal.
+// The table, bound to the linked libcrypto (its configuration file is never read).
 const CryptoLibrary& Crypto();
 
 }  // namespace loom::cluster::yarn

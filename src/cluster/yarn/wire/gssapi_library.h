@@ -2,7 +2,9 @@
 // The GSSAPI functions Kerberos (SASL GSSAPI, RFC 4752) needs, from MIT Kerberos's
 // libgssapi_krb5.so.2, loaded on first use. The `loom` binary is also every container's
 // executor, and containers authenticate with tokens only: linking the library would make each
-// of them load it for nothing, and a machine without it could not run an executor.
+// of them load it for nothing, and a machine without it could not run an executor. Only the
+// client logs in; since `loom` is static, it loads the library only on a host whose glibc is the
+// one loom was built with (README: Install), and says so elsewhere.
 //
 // Thread-safety: Gssapi() may be called from any thread; the functions are MIT's (credentials
 // are safe to share between threads, a security context is not).

@@ -1,13 +1,13 @@
 #include "cluster/yarn/wire/sasl_gssapi.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cctype>
 
 #include "cluster/yarn/wire/gssapi_library.h"
+#include "core/host_resolver.h"
 #include "core/strings.h"
 
 namespace loom::cluster::yarn {
@@ -160,14 +160,9 @@ std::string ExpandHostInPrincipal(std::string_view pattern, std::string_view hos
 }
 
 std::string CanonicalHostName(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || !res) return ToLower(host);
-  char name[NI_MAXHOST] = {};
-  int rc = ::getnameinfo(res->ai_addr, res->ai_addrlen, name, sizeof name, nullptr, 0, NI_NAMEREQD);
-  ::freeaddrinfo(res);
-  return rc == 0 ? ToLower(name) : ToLower(host);
+  Result<std::string> ip = ResolveHostToIp(host);
+  Result<std::string> name = ip.ok() ? ReverseResolve(*ip) : Result<std::string>(ip.status());
+  return name.ok() ? *name : ToLower(host);
 }
 
 bool IsIpLiteral(const std::string& host) {
