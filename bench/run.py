@@ -27,7 +27,7 @@ STAMP = os.path.join(BUILD, "bench/stamp")
 FLOOR = os.path.join(BUILD, "bench/fork_exec_floor")
 AM_LOAD = os.path.join(BUILD, "bench/am_load")
 YARN_DOUBLE = os.path.join(BUILD, "bench/yarn_double_cluster")
-LOOM_DYNAMIC = os.path.join(BUILD, "bench/loom_dynamic")
+LOOM_DYNAMIC = os.path.join(BUILD, "src/cli/loom-kerberos")
 PYTHON = "/usr/bin/python3"
 EXAMPLE = os.path.join(ROOT, "examples/pytorch")
 

@@ -1,6 +1,6 @@
 """Section `binary` of bench/run.py: the self-contained `loom` (linked -static, what YARN ships to
 every node) against the same code linked to this machine's glibc and libstdc++ as shared
-libraries (bench/loom_dynamic, built beside it), measured side by side in the same run.
+libraries (loom-kerberos, the client for Kerberized clusters, built beside it), measured side by side in the same run.
 
 Figures per binary: file size, executor and AM peak RSS, and the time from the AM's launch of an
 executor (TASK_STATE LAUNCHED) to that executor's registration (REGISTERED), which spans the
@@ -77,7 +77,7 @@ def binary_report(res):
             ("executor launched to registered (ms)", "launched_to_registered_ms", 1)]
     L = ["", "## 7. The self-contained binary: `loom` (-static) against the same code linked dynamically", "",
          f"{res['tasks']}-task local jobs of `true`, {res['reps']} interleaved repetitions each; the baseline is "
-         "bench/loom_dynamic, the same objects linked to this machine's shared glibc and libstdc++ (what the "
+         "loom-kerberos, the same objects linked to this machine's shared glibc and libstdc++ (what the "
          "binary was before it had to run on older nodes: it then also loaded libspdlog, libfmt and libpugixml, "
          "and dlopened libcurl and libcrypto).", "",
          "| measure | static | dynamic | ratio static / dynamic |", "|---|---:|---:|---:|"]

@@ -1,7 +1,7 @@
 # A release a user installs without building: `cmake --build build --target package` writes
 # loom-<version>-linux-x86_64.tar.gz and loom_<version>_amd64.deb into the build dir. Both hold
 # the self-contained `loom` (nothing to install on the nodes: YARN ships it), the Python API as a
-# wheel, and the README.
+# wheel, and the README; and loom-kerberos, the client for Kerberized clusters (src/cli).
 
 set(LOOM_WHEEL ${CMAKE_BINARY_DIR}/python-dist/loom-${PROJECT_VERSION}-py3-none-any.whl)
 file(GLOB LOOM_PYTHON_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/python/loom/*.py)
@@ -17,7 +17,7 @@ add_custom_command(OUTPUT ${LOOM_WHEEL}
   VERBATIM)
 add_custom_target(python_wheel ALL DEPENDS ${LOOM_WHEEL})
 
-install(TARGETS loom RUNTIME DESTINATION bin)
+install(TARGETS loom loom-kerberos RUNTIME DESTINATION bin)
 install(FILES ${LOOM_WHEEL} DESTINATION share/loom/python)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/loom)
 
@@ -31,8 +31,9 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "Loom developers <loom@localhost>")
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
-# `loom` is static: it depends on no package. Tasks run bash and, for Python tasks, python3;
-# Kerberos logins load MIT's GSSAPI library.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "bash, python3, python3-cloudpickle")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libgssapi-krb5-2, openmpi-bin")
+# `loom` is static; loom-kerberos needs this distribution's glibc and C++ runtime, which
+# dpkg-shlibdeps names. Kerberos logins load MIT's GSSAPI library; tasks run bash and python3.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "bash, python3, python3-cloudpickle, libgssapi-krb5-2")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "openmpi-bin")
 include(CPack)

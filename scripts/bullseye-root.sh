@@ -36,10 +36,15 @@ if [ -f "$DIR/$STAMP_NAME" ] && [ "$(cat "$DIR/$STAMP_NAME")" = "$STAMP" ]; then
   exit 0   # another run finished it while this one waited for the lock
 fi
 
-if ! command -v debootstrap >/dev/null 2>&1 && [ ! -x /usr/sbin/debootstrap ]; then
+# /usr/sbin is not on every user's PATH.
+find_debootstrap() {
+  command -v debootstrap 2>/dev/null || { [ -x /usr/sbin/debootstrap ] && echo /usr/sbin/debootstrap; }
+}
+if ! DEBOOTSTRAP=$(find_debootstrap); then
   echo "bullseye-root: installing debootstrap"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends debootstrap
+  DEBOOTSTRAP=$(find_debootstrap)
 fi
 
 # The mirror this machine already uses (deb822 sources, then the one-line format), so the root
@@ -81,7 +86,7 @@ echo "bullseye-root: debootstrap $SUITE from $MIRROR into $DIR (include: $INCLUD
 # In a private mount namespace: whatever debootstrap mounts (proc, sys, dev in its second stage)
 # disappears with it, even when it is interrupted.
 if ! $SUDO unshare --mount --propagation private \
-    debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$TMP" "$MIRROR" \
+    "$DEBOOTSTRAP" --variant=minbase --include="$INCLUDE" "$SUITE" "$TMP" "$MIRROR" \
     >"$TMP.log" 2>&1; then
   tail -n 30 "$TMP.log" >&2
   echo "bullseye-root: debootstrap failed (full log: $TMP.log)" >&2

@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include "cluster/local/docker_check.h"
 #include "cluster/local/host_inventory.h"
 #include "cluster/local/local_am_side.h"
@@ -11,6 +15,7 @@
 #include "core/config/config.h"
 #include "core/config/key_registry.h"
 #include "core/files.h"
+#include "core/static_binary.h"
 #include "core/strings.h"
 #include "history/job_view.h"
 
@@ -77,7 +82,7 @@ std::vector<BackendEntry> MakeBackends() {
         auto hadoop = cluster::yarn::HadoopConf::FromEnvironment(ClientUser());
         if (!hadoop.ok()) return hadoop.status().WithContext("--cluster yarn");
         return std::unique_ptr<cluster::Backend>(
-            std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, ClientUser(), SelfExecutable(), conf));
+            std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, ClientUser(), ContainerBinary(), conf));
       },
       [](const history::JobDir& dir) -> Result<std::unique_ptr<cluster::Backend>> {
         return cluster::yarn::YarnJobSubmitter::ForJob(dir, ClientUser());
@@ -128,6 +133,27 @@ Result<history::JobDir> FindJob(const std::string& id_or_path) {
     if (b.name != "local") why += "; " + b.name + ": " + found.status().message();
   }
   return Status::NotFound(why);
+}
+
+std::string ContainerBinary() {
+  std::string self = SelfExecutable();
+  if (SelfIsStatic()) return self;
+  std::string sibling = self.substr(0, self.rfind('/') + 1) + "loom";
+  return sibling != self && PathExists(sibling) ? sibling : self;
+}
+
+void RunAsKerberosClientIfNeeded(char** argv) {
+  if (!SelfIsStatic() || argv[1] == nullptr) return;
+  const std::string command = argv[1];
+  if (command != "submit" && command != "status" && command != "logs" && command != "kill") return;
+  Result<cluster::yarn::HadoopConf> hadoop = cluster::yarn::HadoopConf::FromEnvironment(ClientUser());
+  if (!hadoop.ok() || hadoop->security != "kerberos") return;
+  std::string self = SelfExecutable();
+  std::string kerberos_client = self.substr(0, self.rfind('/') + 1) + "loom-kerberos";
+  if (::access(kerberos_client.c_str(), X_OK) != 0) return;
+  ::execv(kerberos_client.c_str(), argv);
+  std::fprintf(stderr, "loom: cannot start %s (%s); going on without Kerberos\n", kerberos_client.c_str(),
+               std::strerror(errno));
 }
 
 }  // namespace loom::cli

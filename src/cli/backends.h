@@ -43,4 +43,14 @@ Result<std::unique_ptr<cluster::Backend>> BackendForJob(const history::JobDir& d
 // A job by id or directory: $LOOM_HOME first, then every backend's records.
 Result<history::JobDir> FindJob(const std::string& id_or_path);
 
+// The self-contained `loom` that the YARN backend ships to the nodes: this binary, or, when this
+// is loom-kerberos, the `loom` installed beside it.
+std::string ContainerBinary();
+
+// The static `loom` cannot log in to Kerberos (wire/gssapi_library.h). For a client command on a
+// Kerberized cluster (HADOOP_CONF_DIR's hadoop.security.authentication=kerberos) it execs
+// loom-kerberos, installed beside it, with the same arguments; otherwise, or when there is none,
+// it returns and `loom` goes on (and says what to do if a login is needed).
+void RunAsKerberosClientIfNeeded(char** argv);
+
 }  // namespace loom::cli

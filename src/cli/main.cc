@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     std::puts("loom 0.1.0");
     return 0;
   }
+  loom::cli::RunAsKerberosClientIfNeeded(argv);
   std::string command = args[0];
   args.erase(args.begin());
   if (command == "submit") return loom::cli::SubmitCommand(args);

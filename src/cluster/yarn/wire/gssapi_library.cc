@@ -1,12 +1,10 @@
 #include "cluster/yarn/wire/gssapi_library.h"
 
 #include <dlfcn.h>
-#include <gnu/libc-version.h>
 
-#include <cctype>
 #include <mutex>
 
-#include "core/files.h"
+#include "core/static_binary.h"
 
 namespace loom::cluster::yarn {
 
@@ -26,38 +24,15 @@ bool Resolve(void* handle, const char* name, F* fn, std::string* missing) {
   return *fn != nullptr;
 }
 
-// The version of the glibc that the system's shared libraries are built for ("2.31"), read from
-// its libc.so.6 ("... release version 2.31."), or "" when none is found.
-std::string SystemGlibcVersion() {
-  for (const char* path : {"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                           "/lib64/libc.so.6", "/usr/lib64/libc.so.6", "/lib/libc.so.6"}) {
-    Result<std::string> bytes = ReadFile(path);
-    if (!bytes.ok()) continue;
-    const std::string marker = "release version ";
-    size_t at = bytes->find(marker);
-    if (at == std::string::npos) continue;
-    size_t end = at += marker.size();
-    while (end < bytes->size() && (std::isdigit(static_cast<unsigned char>((*bytes)[end])) || (*bytes)[end] == '.')) ++end;
-    std::string version = bytes->substr(at, end - at);
-    while (!version.empty() && version.back() == '.') version.pop_back();
-    return version;
-  }
-  return "";
-}
-
 Loaded Load() {
   Loaded out;
-  // `loom` is linked statically, and a static program's dlopen brings up the system's libc.so.6
-  // beside its own: that is sound only when both are the same glibc. Elsewhere, refuse rather
-  // than risk a crash in the middle of a login.
-  const std::string own = ::gnu_get_libc_version();
-  const std::string system = SystemGlibcVersion();
-  if (system != own) {
+  // A static program's dlopen brings up the system's libc.so.6 beside its own, and MIT's
+  // library then crashes in threads that the static libc started (seen in profile_init).
+  if (SelfIsStatic()) {
     out.status = Status::FailedPrecondition(
-        "Kerberos: loom loads the system's GSSAPI library (" + std::string(kLibrary) +
-        ") at run time, which needs the glibc loom was built with (" + own + "); this host has " +
-        (system.empty() ? std::string("none that loom can find") : "glibc " + system) +
-        ". Submit from a gateway with glibc " + own + ", or build loom on this one");
+        "Kerberos: this loom is linked statically and cannot load the system's GSSAPI library (" +
+        std::string(kLibrary) + "); run loom-kerberos, installed beside it, which `loom` starts by itself for "
+        "client commands when HADOOP_CONF_DIR's core-site.xml says hadoop.security.authentication=kerberos");
     return out;
   }
   void* handle = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);

@@ -3,8 +3,8 @@
 // libgssapi_krb5.so.2, loaded on first use. The `loom` binary is also every container's
 // executor, and containers authenticate with tokens only: linking the library would make each
 // of them load it for nothing, and a machine without it could not run an executor. Only the
-// client logs in; since `loom` is static, it loads the library only on a host whose glibc is the
-// one loom was built with (README: Install), and says so elsewhere.
+// client logs in, as loom-kerberos (the same code linked to the system's libraries): the static
+// `loom` refuses, since a static program cannot safely load a shared library that uses threads.
 //
 // Thread-safety: Gssapi() may be called from any thread; the functions are MIT's (credentials
 // are safe to share between threads, a security context is not).
