@@ -110,7 +110,7 @@ class DnsQuery {
     }
   }
   ~DnsQuery() {
-    if (status_ == ARES_SUCCESS || channel_ != nullptr) ::ares_destroy(channel_);
+    if (channel_ != nullptr) ::ares_destroy(channel_);
   }
   DnsQuery(const DnsQuery&) = delete;
   DnsQuery& operator=(const DnsQuery&) = delete;
