@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -128,6 +129,28 @@ class MiniLoom {
 
   // Processes of the job still alive, found by the marker every Loom process carries.
   static std::vector<pid_t> JobProcesses(const std::string& id) { return FindProcessesWithEnv("LOOM_JOB_ID=" + id); }
+
+  // The command lines of `pids`, for failure messages.
+  static std::string DescribeProcesses(const std::vector<pid_t>& pids) {
+    std::string out;
+    for (pid_t p : pids) {
+      std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline").value_or("");
+      std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+      out += std::to_string(p) + ": " + cmd + "\n";
+    }
+    return out;
+  }
+
+  // How many of `pids` run `loom ROLE` (argv[1] is ROLE).
+  static size_t CountRole(const std::vector<pid_t>& pids, const std::string& role) {
+    size_t n = 0;
+    for (pid_t p : pids) {
+      std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline").value_or("");
+      size_t end = cmd.find('\0');
+      if (end != std::string::npos && cmd.compare(end + 1, role.size() + 1, role + std::string(1, '\0')) == 0) ++n;
+    }
+    return n;
+  }
 
   // Waits until `pred` holds or `timeout` passes; returns whether it held.
   template <typename Pred>

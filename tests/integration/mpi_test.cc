@@ -85,17 +85,6 @@ void ExpectAllreduce(const std::map<int, Rank>& ranks, int tasks, const std::str
   EXPECT_EQ(per_task.size(), static_cast<size_t>(tasks)) << out;  // never in the launcher
 }
 
-// The command lines of the job's live processes, for failure messages.
-std::string Describe(const std::vector<pid_t>& pids) {
-  std::string out;
-  for (pid_t p : pids) {
-    std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline").value_or("");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    out += std::to_string(p) + ": " + cmd + "\n";
-  }
-  return out;
-}
-
 // The scratch dirs the rank-holding tasks' executors named (TMPDIR of their daemons).
 std::vector<std::string> ScratchDirs(const std::string& executor_logs) {
   static const std::regex kScratch(R"(scratch: ([^)\s]+)\))");
@@ -139,7 +128,7 @@ TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
   // The launcher's stderr has nothing from the agent: every daemon ended with mpirun.
   EXPECT_EQ(loom.TaskOutput(id, {"launcher", 0}, true), "");
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   std::vector<std::string> scratch = ScratchDirs(ExecutorLogs(loom, id, 3));
   EXPECT_EQ(scratch.size(), 3u);
   for (const std::string& dir : scratch) EXPECT_FALSE(PathExists(dir)) << dir;
@@ -165,7 +154,7 @@ TEST(MpiJob, ACrashingRankFailsTheJobAndLeavesNothingBehind) {
   EXPECT_THAT(r.out, HasSubstr("mpirun detected that one or more processes exited with non-zero status"));
   for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? "FAILED" : "KILLED") << t.id;
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   for (const std::string& dir : ScratchDirs(ExecutorLogs(loom, id, 3))) EXPECT_FALSE(PathExists(dir)) << dir;
 }
 
@@ -185,7 +174,7 @@ TEST(MpiJob, KillStopsTheRanksEverywhere) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(loom.View(id).state, "KILLED");
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   for (const std::string& dir : ScratchDirs(ExecutorLogs(loom, id, 2))) EXPECT_FALSE(PathExists(dir)) << dir;
 }
 
@@ -204,7 +193,7 @@ TEST(MpiJob, ATaskThatHoldsRanksEndingFirstFailsTheJob) {
   EXPECT_EQ(view.state, "FAILED");
   EXPECT_THAT(view.diagnostics, HasSubstr("MPI task worker:1 ended before the launcher"));
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
 TEST(MpiJob, TheAgentRunsCommandsInTheNamedTaskOnlyAndRefusesUnknownHosts) {
@@ -227,7 +216,7 @@ TEST(MpiJob, TheAgentRunsCommandsInTheNamedTaskOnlyAndRefusesUnknownHosts) {
   EXPECT_THAT(daemon_log, HasSubstr("guest in worker:1 at " + loom.Dir(id).task_work({"worker", 1})));
   EXPECT_EQ(ReadFile(loom.Dir(id).task_dir({"worker", 0}) + "/mpi-daemon.log").value_or(""), "");
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
 TEST(MpiJob, TheExampleRunsAsTheReadmeSays) {
@@ -269,7 +258,7 @@ TEST(MpiJob, AllreduceOnYarn) {
   EXPECT_EQ(view.state, "SUCCEEDED");
   EXPECT_EQ(cluster.Report(id).final_application_status(), hadoop::yarn::APP_SUCCEEDED);
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
 TEST(MpiJob, ACrashingRankFailsTheApplicationOnYarn) {
@@ -280,7 +269,7 @@ TEST(MpiJob, ACrashingRankFailsTheApplicationOnYarn) {
   EXPECT_EQ(cluster.Report(id).final_application_status(), hadoop::yarn::APP_FAILED);
   EXPECT_THAT(cluster.Report(id).diagnostics(), HasSubstr("launcher:0"));
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
 }  // namespace

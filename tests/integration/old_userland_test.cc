@@ -22,28 +22,6 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-// The command lines of `pids`, for failure messages.
-std::string Describe(const std::vector<pid_t>& pids) {
-  std::string out;
-  for (pid_t p : pids) {
-    std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline").value_or("");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    out += std::to_string(p) + ": " + cmd + "\n";
-  }
-  return out;
-}
-
-// How many of `pids` run `loom ROLE` (argv[1] is ROLE).
-size_t CountRole(const std::vector<pid_t>& pids, const std::string& role) {
-  size_t n = 0;
-  for (pid_t p : pids) {
-    std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline").value_or("");
-    size_t end = cmd.find('\0');
-    if (end != std::string::npos && cmd.compare(end + 1, role.size() + 1, role + std::string(1, '\0')) == 0) ++n;
-  }
-  return n;
-}
-
 // The root directory process `pid` runs under, as this process sees it ("" once it is gone).
 std::string RootOf(pid_t pid) {
   std::error_code ec;
@@ -102,7 +80,7 @@ TEST(OldUserland, LocalJobRunsInDebian11) {
   }
   EXPECT_THAT(loom.TaskOutput(id, {"py", 1}, true), HasSubstr("failing on purpose"));
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << Describe(MiniLoom::JobProcesses(id));
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
 // A YARN node with an older OS: the double's NodeManager launches every container under chroot
@@ -133,7 +111,7 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
   MiniLoom::Eventually(
       [&] {
         pids = MiniLoom::JobProcesses(id);
-        up = CountRole(pids, "am") == 1 && CountRole(pids, "executor") >= 2;
+        up = MiniLoom::CountRole(pids, "am") == 1 && MiniLoom::CountRole(pids, "executor") >= 2;
         std::string state = cluster.loom().View(id).state;
         return up || state == "FAILED" || state == "KILLED" || state == "SUCCEEDED";
       },
@@ -141,7 +119,7 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
   std::ofstream(release) << "go\n";
   if (!up) {
     RunResult r = cluster.loom().Collect(submit, "submit");
-    FAIL() << "no AM and two executors ever ran together: " << Describe(pids) << r.out << r.err
+    FAIL() << "no AM and two executors ever ran together: " << MiniLoom::DescribeProcesses(pids) << r.out << r.err
            << cluster.ContainerLogs("am.log") << cluster.ContainerLogs("prelaunch.err")
            << cluster.ContainerLogs("stderr");
   }
@@ -150,9 +128,9 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
     std::string root = RootOf(p);
     if (root.empty()) continue;  // ended since
     ++seen;
-    EXPECT_EQ(root, u.root()) << Describe({p});
+    EXPECT_EQ(root, u.root()) << MiniLoom::DescribeProcesses({p});
   }
-  EXPECT_GE(seen, 3u) << Describe(pids);  // at least the AM and the two workers' executors
+  EXPECT_GE(seen, 3u) << MiniLoom::DescribeProcesses(pids);  // at least the AM and the two workers' executors
   RunResult r = cluster.loom().Collect(submit, "submit");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log")
                             << cluster.ContainerLogs("executor.log") << cluster.ContainerLogs("prelaunch.err");
@@ -164,8 +142,8 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
   EXPECT_THAT(out, HasSubstr("python 3.9."));
   EXPECT_THAT(out, HasSubstr("found " + release));
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << Describe(MiniLoom::JobProcesses(id));
-  EXPECT_TRUE(cluster.yarn().StrayProcesses().empty()) << Describe(cluster.yarn().StrayProcesses());
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(cluster.yarn().StrayProcesses().empty()) << MiniLoom::DescribeProcesses(cluster.yarn().StrayProcesses());
 }
 
 }  // namespace

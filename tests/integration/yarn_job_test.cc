@@ -39,17 +39,6 @@ std::vector<std::string> JobArgs(const std::string& src, const std::string& scri
   return args;
 }
 
-// The command lines of the job's live processes, for failure messages.
-std::string Describe(const std::vector<pid_t>& pids) {
-  std::string out;
-  for (pid_t p : pids) {
-    std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline").value_or("");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    out += std::to_string(p) + ": " + cmd + "\n";
-  }
-  return out;
-}
-
 TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
   YarnDoubleCluster cluster;
   RunResult r = cluster.Submit(JobArgs("examples/pytorch", "train_ddp.py",
@@ -125,7 +114,7 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
   EXPECT_EQ(cluster.loom().View(id).state, "KILLED");
   EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << Describe(MiniLoom::JobProcesses(id)) << cluster.ContainerLogs("am.log");
+      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id)) << cluster.ContainerLogs("am.log");
 }
 
 // User code shares the container's working dir and Unix user with the executor: the
