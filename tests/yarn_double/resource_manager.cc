@@ -592,7 +592,8 @@ yp::ApplicationReportProto YarnDoubleImpl::ReportLocked(const App& app) const {
   r.set_user(app.user);
   r.set_queue(app.queue);
   r.set_name(app.name);
-  r.set_host(app.registered ? app.host : "N/A");
+  std::string am_host = options_.am_host_in_reports.empty() ? app.host : options_.am_host_in_reports;
+  r.set_host(app.registered ? am_host : "N/A");
   r.set_rpc_port(app.registered ? app.rpc_port : -1);
   r.set_yarn_application_state(app.state);
   // A real RM sends its web proxy's URL (http://<rm>:8088/proxy/<app>/) and the AM's own URL as

@@ -63,6 +63,10 @@ class YarnTestDouble {
     int nm_sigkill_delay_ms = 250;        // yarn.nodemanager.sleep-delay-before-sigkill.ms
     int rm_kill_grace_ms = 2000;          // forceKillApplication: SIGKILL this long after SIGTERM
     int am_exit_grace_ms = 1000;          // after unregistering, the AM container is stopped if still alive
+    // Non-empty: the host that application reports give for a registered AM instead of the one
+    // it registered, as a gateway sees a node it cannot resolve or reach (its name only in the
+    // nodes' /etc/hosts, or a network the gateway has no route to). Its executors still reach it.
+    std::string am_host_in_reports;
 
     // ---- the CapacityScheduler: queues, NodeManagers, heartbeats ----
     struct Queue {

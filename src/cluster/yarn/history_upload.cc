@@ -1,6 +1,8 @@
 #include "cluster/yarn/history_upload.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -16,6 +18,43 @@ WebHdfs Connect(const std::string& webhdfs, const std::string& user, const std::
   return fs;
 }
 }  // namespace
+
+Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                     const history::JobDir& dir, bool replace_status, const std::optional<Token>& delegation,
+                     bool with_events) {
+  WebHdfs fs = Connect(webhdfs, user, delegation);
+  LOOM_RETURN_IF_ERROR(fs.Mkdirs(staging_dir + "/history", "700"));
+  for (const std::string& f : {dir.job_json(), dir.events(), dir.status()}) {
+    if (!PathExists(f) || (f == dir.events() && !with_events)) continue;
+    std::string to = staging_dir + "/history/" + f.substr(f.rfind('/') + 1);
+    if (f == dir.status() && !replace_status && fs.GetFileStatus(to).ok()) continue;
+    LOOM_RETURN_IF_ERROR(fs.Upload(f, to, "600").status());
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> CatchUpFromHdfs(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                                int64_t am_events_offset, const history::JobDir& dir) {
+  constexpr int64_t kMaxChunk = 64 << 20;
+  auto bytes = WebHdfs(webhdfs, user).OpenRange(staging_dir + "/history/events.jsonl", am_events_offset, kMaxChunk);
+  if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) return am_events_offset;  // not uploaded yet
+  if (!bytes.ok()) return bytes.status();
+  size_t complete = bytes->rfind('\n');
+  if (complete == std::string::npos) return am_events_offset;
+  bytes->resize(complete + 1);
+  LOOM_RETURN_IF_ERROR(AppendEventLines(dir.events(), *bytes));
+  return am_events_offset + static_cast<int64_t>(bytes->size());
+}
+
+Status AppendEventLines(const std::string& events_path, const std::string& lines) {
+  int fd = ::open(events_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("open " + events_path, errno);
+  ssize_t n = ::write(fd, lines.data(), lines.size());
+  int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(lines.size())) return Status::FromErrno("append to " + events_path, err);
+  return Status::Ok();
+}
 
 HistoryUploader::HistoryUploader(std::string webhdfs, std::string user, std::string staging_dir, history::JobDir dir,
                                  std::chrono::milliseconds interval, std::optional<Token> delegation)

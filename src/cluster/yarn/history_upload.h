@@ -1,7 +1,9 @@
 #pragma once
-// HistoryUploader: the AM's copy of its job record in HDFS (<staging>/history/), refreshed while
-// the job runs, so that `loom status|logs <application id>` from any machine with the
-// cluster's configuration sees the job's tasks without the job's secret. Thread-safe.
+// The job's record in HDFS (<staging>/history/: job.json, events.jsonl, status.json), readable
+// from any machine with the cluster's configuration, so that `loom status|logs <application id>`
+// sees the job's tasks without the job's secret. The AM's events.jsonl there is the truth: the
+// AM rewrites it while the job runs (HistoryUploader) and once more as it ends; a client
+// replaces it only with a copy that holds every line of it.
 
 #include <condition_variable>
 #include <mutex>
@@ -10,9 +12,30 @@
 #include <thread>
 
 #include "cluster/yarn/wire/credentials.h"
+#include "core/status.h"
 #include "history/job_dir.h"
 
 namespace loom::cluster::yarn {
+
+// `dir`'s job.json, events.jsonl and status.json under <staging_dir>/history/. The AM passes
+// `replace_status` false: a client's status.json, once there, is the record (it knows why a
+// killed job was killed; the AM only sees SIGTERM). `delegation`: the AM's HDFS delegation
+// token on a Kerberized cluster (WebHdfs::UseDelegationToken). `with_events` false leaves
+// events.jsonl in HDFS as it is.
+Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                     const history::JobDir& dir, bool replace_status = true,
+                     const std::optional<Token>& delegation = std::nullopt, bool with_events = true);
+
+// Appends to `dir`'s events what the AM's events.jsonl in HDFS holds past `am_events_offset`
+// (whole lines only: the AM may be rewriting it) and returns the new offset. The AM's events
+// reach a client this way when the client cannot reach the AM itself; the offsets are the
+// ones the AM's JobState call hands out, so both ways mix.
+Result<int64_t> CatchUpFromHdfs(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                                int64_t am_events_offset, const history::JobDir& dir);
+
+// Appends whole event lines to an events.jsonl in one write(2) on O_APPEND, so that they never
+// interleave with the events its owner appends.
+Status AppendEventLines(const std::string& events_path, const std::string& lines);
 
 class HistoryUploader {
  public:

@@ -15,6 +15,7 @@
 #include "cluster/yarn/capacity_check.h"
 #include "cluster/yarn/docker_runtime.h"
 #include "cluster/yarn/hdfs/webhdfs.h"
+#include "cluster/yarn/history_upload.h"
 #include "cluster/yarn/logs/yarn_log_reader.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/wire/credentials.h"
@@ -84,17 +85,6 @@ ExtraSiteFiles JobSiteFiles(const config::Config& conf, const std::string& base_
 
 // YarnConfiguration.APPLICATION_TYPE_LENGTH: the RM cuts a longer type to this many characters.
 constexpr size_t kMaxApplicationType = 20;
-
-// One write(2) on O_APPEND: whole lines, never interleaved with the client's own events.
-Status AppendBytes(const std::string& path, const std::string& bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno("open " + path, errno);
-  ssize_t n = ::write(fd, bytes.data(), bytes.size());
-  int err = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(bytes.size())) return Status::FromErrno("append to " + path, err);
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -176,19 +166,32 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
   return result;
 }
 
-Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                     const history::JobDir& dir, bool replace_status, const std::optional<Token>& delegation) {
-  WebHdfs fs(webhdfs, user);
-  if (delegation) fs.UseDelegationToken(*delegation);
-  LOOM_RETURN_IF_ERROR(fs.Mkdirs(staging_dir + "/history", "700"));
-  for (const std::string& f : {dir.job_json(), dir.events(), dir.status()}) {
-    if (!PathExists(f)) continue;
-    std::string to = staging_dir + "/history/" + f.substr(f.rfind('/') + 1);
-    if (f == dir.status() && !replace_status && fs.GetFileStatus(to).ok()) continue;
-    LOOM_RETURN_IF_ERROR(fs.Upload(f, to, "600").status());
+namespace {
+// The job's record in HDFS at its end, never with less than is there: job.json and status.json,
+// and events.jsonl only where this client's copy holds every line the AM uploaded. A job found
+// from another client never writes its events (its copy is the HDFS one, read whole).
+Status RecordEndInHdfs(const YarnJobRecord& record, const history::JobDir& dir) {
+  auto there = WebHdfs(record.webhdfs, record.user).GetFileStatus(record.staging_dir + "/history/events.jsonl");
+  bool absent = !there.ok() && there.status().code() == StatusCode::kNotFound;
+  bool with_events = absent || (there.ok() && !record.imported && there->length <= record.am_events_offset);
+  if (there.ok() && !with_events && !record.imported) {
+    spdlog::warn("kept the AM's record of {} in HDFS ({} bytes of events; this client has {} of them)",
+                 record.application_id, there->length, record.am_events_offset);
   }
-  return Status::Ok();
+  return UploadHistory(record.webhdfs, record.user, record.staging_dir, dir, /*replace_status=*/true, std::nullopt,
+                       with_events);
 }
+}  // namespace
+
+struct YarnJobSubmitter::AmChannel {
+  std::string address;  // host:port, as the RM reports the AM
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<control::Control::Stub> stub;
+  bool failed = false;  // a call failed: the next one waits until the channel is up again
+  std::chrono::steady_clock::time_point resolve_again;  // without a stub: the name did not resolve
+};
+
+YarnJobSubmitter::YarnJobSubmitter() = default;
 
 YarnJobSubmitter::YarnJobSubmitter(HadoopConf conf, std::string user, std::string loom_binary, config::Config job_conf)
     : conf_(std::move(conf)),
@@ -600,9 +603,15 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   // history in HDFS first (a job's record outlives its staging), then the staging files.
   json end_extra = {{"yarn_application_id", record.application_id}};
   auto end_job = [&](const std::string& state, const std::string& diagnostics) {
+    // What the AM recorded in HDFS that did not reach this client yet, before the end's rows.
+    if (!record.imported) {
+      auto caught_up = CatchUpFromHdfs(record.webhdfs, record.user, record.staging_dir, record.am_events_offset, dir);
+      if (caught_up.ok()) record.am_events_offset = *caught_up;
+      if (!caught_up.ok()) spdlog::warn("the AM's record in HDFS: {}", caught_up.status().ToString());
+    }
     (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? "LOST" : "KILLED");
     ::unlink(dir.secret().c_str());
-    Status up = UploadHistory(record.webhdfs, record.user, record.staging_dir, dir);
+    Status up = RecordEndInHdfs(record, dir);
     Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir);
     record.cleaned = up.ok() && cleaned.ok();
     if (!record.cleaned) spdlog::warn("cleaning {}: {}", record.staging_dir, (up.ok() ? cleaned : up).ToString());
@@ -633,21 +642,18 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     if (!PathExists(dir.am_addr())) (void)WriteFileAtomic(dir.am_addr(), am_address + "\n");
   }
   auto pull_events = [&] {
-    if (am_address.empty() || !secret.ok()) return;
-    Result<std::string> target = GrpcTarget(am_address);
-    if (!target.ok()) return;
-    auto stub = control::Control::NewStub(grpc::CreateChannel(*target, grpc::InsecureChannelCredentials()));
-    for (int round = 0; round < 100; ++round) {
-      grpc::ClientContext ctx;
-      ctx.AddMetadata(control::kSecretMetadataKey, *secret);
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-      control::JobStateRequest req;
-      req.set_events_offset(record.am_events_offset);
-      control::JobStateResponse resp;
-      if (!stub->JobState(&ctx, req, &resp).ok() || resp.events().empty()) return;
-      if (!AppendBytes(dir.events(), resp.events()).ok()) return;
-      record.am_events_offset = resp.events_end();
+    bool reached = !am_address.empty() && secret.ok() && PullAmEvents(am_address, *secret, &record, dir);
+    if (reached || am_address.empty() || record.imported) return;
+    // The AM runs but does not answer from here (a gateway that cannot resolve or reach the
+    // node): its own copy of the events in HDFS, said once.
+    if (report->yarn_application_state() == ypb::RUNNING && !said_following_hdfs_) {
+      spdlog::warn("the AM at {} does not answer from here; following the job's record in HDFS instead ({}/history, "
+                   "rewritten by the AM every 2 s)",
+                   am_address, record.staging_dir);
+      said_following_hdfs_ = true;
     }
+    auto caught_up = CatchUpFromHdfs(record.webhdfs, record.user, record.staging_dir, record.am_events_offset, dir);
+    if (caught_up.ok()) record.am_events_offset = *caught_up;
   };
   pull_events();
 
@@ -688,6 +694,47 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     end_job(final_state->first, diag);
   }
   return record.Write(dir);
+}
+
+bool YarnJobSubmitter::PullAmEvents(const std::string& am_address, const std::string& secret, YarnJobRecord* record,
+                                    const history::JobDir& dir) {
+  auto now = std::chrono::steady_clock::now();
+  if (!am_ || am_->address != am_address || (!am_->stub && now >= am_->resolve_again)) {
+    am_ = std::make_unique<AmChannel>();
+    am_->address = am_address;
+    Result<std::string> target = GrpcTarget(am_address);
+    if (!target.ok()) {
+      // A name this machine cannot resolve: asked again now and then, not on every sync.
+      am_->resolve_again = now + std::chrono::seconds(10);
+      spdlog::debug("the AM at {}: {}", am_address, target.status().ToString());
+      return false;
+    }
+    am_->channel = grpc::CreateChannel(*target, grpc::InsecureChannelCredentials());
+    am_->stub = control::Control::NewStub(am_->channel);
+  }
+  if (!am_->stub) return false;
+  // After a failed call, a call only once gRPC has the connection back (it retries in the
+  // background): a sync never waits out a deadline on an AM that cannot be reached.
+  if (am_->failed) {
+    if (am_->channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) return false;
+    am_->failed = false;
+  }
+  for (int round = 0; round < 100; ++round) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(control::kSecretMetadataKey, secret);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    control::JobStateRequest req;
+    req.set_events_offset(record->am_events_offset);
+    control::JobStateResponse resp;
+    if (!am_->stub->JobState(&ctx, req, &resp).ok()) {
+      am_->failed = true;
+      return false;
+    }
+    if (resp.events().empty()) return true;
+    if (!AppendEventLines(dir.events(), resp.events()).ok()) return false;
+    record->am_events_offset = resp.events_end();
+  }
+  return true;
 }
 
 Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) {

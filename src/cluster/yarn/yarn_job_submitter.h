@@ -78,7 +78,7 @@ class YarnJobSubmitter : public Backend {
   std::vector<std::string> Describe(const history::JobDir& dir) override;
 
  private:
-  YarnJobSubmitter() = default;
+  YarnJobSubmitter();
   Result<StagingManifest> Stage(const history::JobDir& dir, const JobSpec& spec, const std::string& app_id);
   // Reloads conf_ with the job's loom.application.{hdfs,yarn}-conf-path files; InvalidArgument
   // naming the key when one is missing or malformed. Once per submit.
@@ -99,6 +99,10 @@ class YarnJobSubmitter : public Backend {
   Status SubmitOnce(const JobSpec& spec, const history::JobDir& dir);
   std::string KeyAsWritten(const std::string& canonical_key) const;
   Status SyncLocked(const history::JobDir& dir);
+  // Copies the AM's events past record->am_events_offset into dir's events over the control
+  // plane (one channel for the job, kept); false when the AM could not be asked.
+  bool PullAmEvents(const std::string& am_address, const std::string& secret, YarnJobRecord* record,
+                    const history::JobDir& dir);
   void Mirror(history::JobDir dir);
   void StopMirror();
 
@@ -112,6 +116,9 @@ class YarnJobSubmitter : public Backend {
   std::vector<hadoop::yarn::NodeReportProto> nodes_;  // from CheckFits, for Stage
   std::vector<FetchedToken> delegation_tokens_;        // from CheckFits, for the AM's credentials
   bool tokens_with_rm_ = false;                        // submitApplication took them
+  struct AmChannel;
+  std::unique_ptr<AmChannel> am_;  // the control-plane channel to the job's AM, made on first use
+  bool said_following_hdfs_ = false;
   std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
   std::atomic<bool> stop_{false};
@@ -131,15 +138,6 @@ void SetAmCredentials(hadoop::yarn::ApplicationSubmissionContextProto* asc, cons
 // report and the history in HDFS. NotFound when HADOOP_CONF_DIR is not set or YARN does not
 // know the id.
 Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user);
-
-// The job's record, readable from any machine with the cluster's configuration: `dir`'s
-// job.json, events.jsonl and status.json under <staging_dir>/history/. The AM passes
-// `replace_status` false: a client's status.json, once there, is the record (it knows why a
-// killed job was killed; the AM only sees SIGTERM).
-// `delegation`: the AM's HDFS delegation token on a Kerberized cluster (WebHdfs::UseDelegationToken).
-Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                     const history::JobDir& dir, bool replace_status = true,
-                     const std::optional<Token>& delegation = std::nullopt);
 
 // Ends a YARN job's staging: the job's own files go; config.xml and history/ stay, and the
 // shared binary cache is never touched. Idempotent; used by the client and the AM.

@@ -1,0 +1,69 @@
+// The job's record on YARN is always true: the AM's copy in HDFS is the truth, a client that
+// cannot reach the AM follows that copy, and nothing writes over it with less. On the YARN test
+// double (or a real cluster, see yarn_double_cluster.h).
+
+#include <gmock/gmock.h>
+
+#include "cluster/yarn/hdfs/webhdfs.h"
+#include "cluster/yarn/yarn_job_submitter.h"
+#include "core/testing.h"
+#include "yarn_double_cluster.h"
+
+namespace loom::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A gateway that cannot resolve or reach the AM's node (measured on a real multi-host cluster:
+// every task row ended KILLED with no address, `loom logs` found no container, and the client's
+// partial copy of 8 events replaced the AM's 11 in HDFS). The double's application reports name
+// a TEST-NET address for the AM, which no machine answers; the executors still reach the AM.
+TEST(YarnRecord, ClientThatCannotReachTheAmFollowsItsRecordInHdfs) {
+  LOOM_REQUIRE_YARN_DOUBLE("application reports that name an AM host the client cannot reach");
+  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) { o.am_host_in_reports = "192.0.2.1"; });
+  RunResult r = cluster.Submit({"--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes",
+                                "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
+                                "--task nobody:0 --others-sleep 3 --lines 2", "--conf", "loom.worker.instances=2",
+                                "--conf", "loom.am.memory=512m", "--conf", "loom.worker.memory=512m"});
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  EXPECT_EQ(Count(r.out + r.err, "does not answer from here"), 1u) << r.out << r.err;  // said once
+
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "SUCCEEDED");
+  ASSERT_EQ(view.tasks.size(), 2u);
+  for (const history::TaskView& t : view.tasks) {
+    EXPECT_EQ(t.state, "SUCCEEDED") << t.id << ": " << t.diagnostics;
+    EXPECT_FALSE(t.address.empty()) << t.id;
+    EXPECT_FALSE(t.container.empty()) << t.id;
+  }
+
+  // The record in HDFS holds every line of the AM's, and more of it never went missing: each
+  // task registered and succeeded there, and the AM's own end is in it.
+  auto record = cluster::yarn::YarnJobRecord::Read(history::JobDir(cluster.loom().home() + "/jobs/" + id));
+  ASSERT_OK(record.status());
+  auto in_hdfs = cluster::yarn::WebHdfs(cluster.namenode(), cluster.user()).Open(record->staging_dir + "/history/events.jsonl");
+  ASSERT_OK(in_hdfs.status());
+  for (const std::string task : {"worker:0", "worker:1"}) {
+    EXPECT_THAT(*in_hdfs, HasSubstr("\"state\":\"REGISTERED\",\"task\":\"" + task + "\"")) << *in_hdfs;
+    EXPECT_THAT(*in_hdfs, HasSubstr("\"state\":\"SUCCEEDED\",\"task\":\"" + task + "\"")) << *in_hdfs;
+  }
+  EXPECT_THAT(*in_hdfs, HasSubstr("\"event\":\"JOB_FINISHED\"")) << *in_hdfs;
+  EXPECT_GT(record->am_events_offset, 0) << "the AM's events never reached the client";
+
+  // `loom logs` finds each task's container from that record.
+  RunResult logs = cluster.loom().Run({"logs", id, "--task", "worker:1"}, cluster.Env());
+  EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("worker:1 stdout line 2/2")) << logs.err;
+  EXPECT_THAT(logs.err, Not(HasSubstr("has no container yet")));
+}
+
+}  // namespace
+}  // namespace loom::testing
