@@ -73,16 +73,28 @@ void PrintView(const history::JobView& v) {
 struct OpenJob {
   history::JobDir dir;
   std::unique_ptr<cluster::Backend> backend;
+  bool synced = true;  // false: the backend could not be asked; the record is as last seen
 };
 
 Result<OpenJob> Open(const std::string& id) {
   LOOM_ASSIGN_OR_RETURN(history::JobDir dir, FindJob(id));
   LOOM_ASSIGN_OR_RETURN(auto backend, BackendForJob(dir));
+  bool synced = true;
   if (Status s = backend->Sync(dir); !s.ok()) {
     std::fprintf(stderr, "loom: warning: %s\n", s.WithContext("cannot ask the " + backend->name() + " backend about " + dir.job_id()).ToString().c_str());
+    synced = false;
   }
   (void)EnforceAmStartupTimeout(dir, *backend, AmStartupTimeoutOf(dir));  // also when no client follows it
-  return OpenJob{std::move(dir), std::move(backend)};
+  return OpenJob{std::move(dir), std::move(backend), synced};
+}
+
+// Why a job could not be opened, and the exit code: 2 for what the user named wrong (no such
+// job), 1 when the cluster that knows it could not be asked (README: "or the cluster could not
+// be reached").
+int OpenFailed(const Status& s) {
+  if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kInvalidArgument) return UsageError(s.message());
+  std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
+  return kExitJobFailed;
 }
 
 // Prints complete lines of one stream, each prefixed with its task when several are shown
@@ -123,7 +135,7 @@ int StatusCommand(std::vector<std::string> args) {
   app.add_flag("--json", json_out, "Print the job as JSON");
   if (int rc = Parse(app, args); rc >= 0) return rc;
   auto open = Open(job);
-  if (!open.ok()) return UsageError(open.status().message());
+  if (!open.ok()) return OpenFailed(open.status());
   auto view = history::LoadJobView(open->dir);
   if (!view.ok()) return UsageError(view.status().message());
   if (json_out) {
@@ -134,7 +146,9 @@ int StatusCommand(std::vector<std::string> args) {
     PrintView(*view);
     for (const std::string& line : open->backend->Describe(open->dir)) std::printf("  %s\n", line.c_str());
   }
-  return view->state == "FAILED" || view->state == "KILLED" ? kExitJobFailed : kExitOk;
+  // A job whose backend could not be asked may have ended since: not a success to report.
+  bool unknown = !open->synced && !PathExists(open->dir.status());
+  return unknown || view->state == "FAILED" || view->state == "KILLED" ? kExitJobFailed : kExitOk;
 }
 
 int LogsCommand(std::vector<std::string> args) {
@@ -154,7 +168,7 @@ int LogsCommand(std::vector<std::string> args) {
     return UsageError("--process " + std::to_string(process) + ": a LOCAL_RANK, 0 or more");
   }
   auto open = Open(job);
-  if (!open.ok()) return UsageError(open.status().message());
+  if (!open.ok()) return OpenFailed(open.status());
   const history::JobDir& dir = open->dir;
   cluster::Backend& backend = *open->backend;
   auto view = history::LoadJobView(dir);
@@ -247,14 +261,16 @@ int LogsCommand(std::vector<std::string> args) {
     print_all(true);
   }
   // A stream that could not be read says why, once (e.g. the NodeManager no longer has it).
-  bool printed_nothing = true;
+  bool printed_nothing = true, found_none = true;
   for (int64_t o : offsets) printed_nothing &= o == 0;
   for (size_t i = 0; i < targets.size(); ++i) {
+    found_none &= !missing[i].empty();
     if (!missing[i].empty() && (printed_nothing || !several)) {
       std::fprintf(stderr, "loom: %s %s: %s\n", labels[i].c_str(), targets[i].file.c_str(), missing[i].c_str());
     }
   }
-  return kExitOk;
+  // Not one of the logs asked for exists anywhere: not a success.
+  return found_none && !targets.empty() ? kExitJobFailed : kExitOk;
 }
 
 int KillCommand(std::vector<std::string> args) {
@@ -263,7 +279,7 @@ int KillCommand(std::vector<std::string> args) {
   app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
   if (int rc = Parse(app, args); rc >= 0) return rc;
   auto open = Open(job);
-  if (!open.ok()) return UsageError(open.status().message());
+  if (!open.ok()) return OpenFailed(open.status());
   const history::JobDir& dir = open->dir;
   if (PathExists(dir.status())) {
     auto view = history::LoadJobView(dir);

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/files.h"
+#include "core/job_state.h"
 #include "history/event_log.h"
 #include "history/events.h"
 
@@ -182,8 +183,12 @@ Status EndJob(const JobDir& dir, const std::string& state, const std::string& di
   EventLog log(dir.events());
   for (const TaskView& t : view.tasks) {
     if (IsFinalTaskState(t.state)) continue;
-    LOOM_RETURN_IF_ERROR(log.Append(events::kTaskState, {{"task", t.id}, {"state", task_state},
-                                                      {"diagnostics", "ended with the job: " + diagnostics}}));
+    json row = {{"task", t.id}, {"state", task_state}, {"diagnostics", "ended with the job: " + diagnostics}};
+    // A task that had a process was stopped with SIGTERM by whoever ended the job (YARN's
+    // NodeManager, or its executor once the AM was gone): the shell's 143, as for every task
+    // Loom stops. One that never started has no exit code.
+    if (t.state != "PENDING") row["exit_code"] = kStoppedExitCode;
+    LOOM_RETURN_IF_ERROR(log.Append(events::kTaskState, row));
   }
   json status = {{"job_id", dir.job_id()}, {"state", state}, {"diagnostics", diagnostics}, {"finished_ms", NowMillis()}};
   for (const auto& [k, v] : extra.items()) status[k] = v;

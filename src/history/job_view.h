@@ -68,7 +68,7 @@ Result<JobView> LoadJobView(const JobDir& dir);
 Status WriteFinalStatus(const JobDir& dir, const nlohmann::json& status);
 
 // Ends the job's record: every task not yet in a final state gets a TASK_STATE `task_state`
-// row (the cluster ended it with the job), then status.json is written with `state` and
+// row (the cluster ended it with the job; exit code 143 where it had started), then status.json is written with `state` and
 // `diagnostics` (and `extra` fields) unless someone wrote it first. Idempotent.
 Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
               const nlohmann::json& extra = nlohmann::json::object(), const std::string& task_state = "KILLED");

@@ -111,6 +111,27 @@ TEST_F(JobViewTest, RssIsTheLastSampleWhileATaskRunsThenItsPeak) {
   EXPECT_THAT(RenderTaskTable(view), ::testing::HasSubstr(" 750M "));  // ended: the executor's peak
 }
 
+// A job ended by its backend (killed on YARN, its AM gone): the tasks that ran were stopped
+// with SIGTERM, 143 as the README promises; one that never started has no exit code.
+TEST_F(JobViewTest, EndJobStopsRunningTasksWith143) {
+  EventLog log(dir_.events());
+  ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_x"}, {"tasks", {"worker:0", "worker:1", "ps:0"}}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "ps:0"}, {"state", "SUCCEEDED"}, {"exit_code", 0}}));
+  ASSERT_OK(EndJob(dir_, "KILLED", "killed by loom kill", {}, "KILLED"));
+  auto view = LoadJobView(dir_);
+  ASSERT_OK(view);
+  EXPECT_EQ(view->state, "KILLED");
+  const TaskView* running = view->FindTask("worker:0");
+  const TaskView* pending = view->FindTask("worker:1");
+  ASSERT_TRUE(running && pending);
+  EXPECT_EQ(running->state, "KILLED");
+  EXPECT_EQ(running->exit_code, 143);
+  EXPECT_EQ(pending->state, "KILLED");
+  EXPECT_EQ(pending->exit_code, 0);
+  EXPECT_EQ(view->FindTask("ps:0")->state, "SUCCEEDED");  // an ended task keeps its end
+}
+
 TEST_F(JobViewTest, KillCauseFirstWriterWins) {
   EXPECT_EQ(KillCause(dir_), "");
   ASSERT_OK(RecordKillCause(dir_, "killed: Ctrl-C (SIGINT) to loom submit"));

@@ -13,6 +13,7 @@
 
 #include <gmock/gmock.h>
 
+#include "core/strings.h"
 #include "core/testing.h"
 #include "yarn_double_cluster.h"
 
@@ -104,6 +105,22 @@ std::string ExecutorLogs(const MiniLoom& loom, const std::string& id, int worker
   return all;
 }
 
+// `text` without Open MPI's own warning of a race in its rsh launcher: mpirun's parent calls
+// setpgid() on the agent it forked, which fails with EACCES when the child has already exec'd
+// ("plm:rsh: Warning: setpgid(PID,PID) failed in parent with errno=Permission denied(13)"). It
+// says nothing about Loom's agent, and came in 2 of 8 runs under load.
+std::string WithoutOpenMpiSetpgidRace(const std::string& text) {
+  std::string kept;
+  for (const std::string& line : Split(text, '\n')) {
+    if (line.empty() || (line.find("plm:rsh: Warning: setpgid(") != std::string::npos &&
+                         line.find("failed in parent with errno=Permission denied") != std::string::npos)) {
+      continue;
+    }
+    kept += line + "\n";
+  }
+  return kept;
+}
+
 TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
   MiniLoom loom;
   RunResult r = loom.Run([] {
@@ -126,7 +143,7 @@ TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
   EXPECT_EQ(view.state, "SUCCEEDED");
   for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? "SUCCEEDED" : "KILLED") << t.id;
   // The launcher's stderr has nothing from the agent: every daemon ended with mpirun.
-  EXPECT_EQ(loom.TaskOutput(id, {"launcher", 0}, true), "");
+  EXPECT_EQ(WithoutOpenMpiSetpgidRace(loom.TaskOutput(id, {"launcher", 0}, true)), "");
   EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   std::vector<std::string> scratch = ScratchDirs(ExecutorLogs(loom, id, 3));

@@ -6,7 +6,9 @@
 
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/yarn_job_submitter.h"
+#include "core/files.h"
 #include "core/testing.h"
+#include "history/event_log.h"
 #include "yarn_double_cluster.h"
 
 namespace loom::testing {
@@ -63,6 +65,43 @@ TEST(YarnRecord, ClientThatCannotReachTheAmFollowsItsRecordInHdfs) {
   EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("worker:1 stdout line 2/2")) << logs.err;
   EXPECT_THAT(logs.err, Not(HasSubstr("has no container yet")));
+  // A log that exists nowhere is not a success (it exited 0).
+  RunResult none = cluster.loom().Run({"logs", id, "--task", "worker:1", "--file", "no-such.log"}, cluster.Env());
+  EXPECT_EQ(none.exit_code, 1) << none.out << none.err;
+  EXPECT_THAT(none.err, HasSubstr("worker:1 no-such.log"));
+}
+
+// `loom status` of a running YARN job whose ResourceManager does not answer, and of an
+// application id that only that ResourceManager could name: exit 1, "the cluster could not be
+// reached" as the README says (it was 2, a usage error, and 0 for a job last seen running).
+TEST(YarnRecord, StatusExitsOneWhenTheResourceManagerCannotBeAsked) {
+  MiniLoom loom;
+  history::JobDir dir(loom.home() + "/jobs/job_20261126000000_dead");
+  ASSERT_OK(MakeDirs(dir.tasks_dir()));
+  ASSERT_OK(WriteFileAtomic(dir.job_json(), R"({"job_id": "job_20261126000000_dead", "backend": "yarn", "name": "n"})"));
+  history::EventLog log(dir.events());
+  ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_20261126000000_dead"}, {"tasks", {"worker:0"}}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}}));
+  cluster::yarn::YarnJobRecord record{"application_1795000000000_0001", "127.0.0.1:1", "root",
+                                      "/user/root/.loom/application_1795000000000_0001", "http://127.0.0.1:1"};
+  record.last_state = "RUNNING";
+  ASSERT_OK(record.Write(dir));
+  RunResult status = loom.Run({"status", "job_20261126000000_dead"});
+  EXPECT_EQ(status.exit_code, 1) << status.out << status.err;
+  EXPECT_THAT(status.err, HasSubstr("cannot ask the yarn backend"));
+  EXPECT_THAT(status.out, HasSubstr("RUNNING"));  // what was last seen, still shown
+
+  std::string conf = loom.home() + "/conf";
+  ASSERT_OK(MakeDirs(conf));
+  ASSERT_OK(WriteFileAtomic(conf + "/yarn-site.xml",
+                            "<configuration><property><name>yarn.resourcemanager.address</name>"
+                            "<value>127.0.0.1:1</value></property></configuration>\n"));
+  ASSERT_OK(WriteFileAtomic(conf + "/core-site.xml",
+                            "<configuration><property><name>fs.defaultFS</name>"
+                            "<value>hdfs://127.0.0.1:1</value></property></configuration>\n"));
+  RunResult by_app = loom.Run({"status", "application_1795000000000_0002"}, {{"HADOOP_CONF_DIR", conf}});
+  EXPECT_EQ(by_app.exit_code, 1) << by_app.out << by_app.err;
+  EXPECT_THAT(by_app.err, HasSubstr("127.0.0.1:1"));
 }
 
 }  // namespace

@@ -634,6 +634,17 @@ Status YarnTestDouble::InstallAppForTest(const cluster::yarn::Token& amrm_token,
   return Status::Ok();
 }
 
+int YarnTestDouble::AskedForTest(int32_t app_id, const std::string& resource_name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->apps_.find(app_id);
+  if (it == impl_->apps_.end()) return 0;
+  int n = 0;
+  for (const auto& [key, ask] : it->second->asks) {
+    if (key.resource_name == resource_name) n += ask.num_containers();
+  }
+  return n;
+}
+
 Result<int> YarnTestDouble::NodeHeartbeatForTest(int node) {
   std::vector<std::string> launches;
   int placed = 0;

@@ -264,6 +264,9 @@ class YarnTestDouble {
   // places what it can on that node. Returns how many containers it placed (AMs included).
   // NotFound for a node that does not exist; FailedPrecondition for a lost one.
   Result<int> NodeHeartbeatForTest(int node);
+  // How many containers application `app_id` (its sequence number, as in application_<ts>_0001)
+  // asks for now at `resource_name` ("*", a host or a rack), over all its scheduler keys.
+  int AskedForTest(int32_t app_id, const std::string& resource_name) const;
   // The node's NodeManager disappears, as when its machine dies: its IPC server closes, its
   // containers' processes are killed, it heartbeats no more. After nm_liveness_expiry_ms the
   // RM declares it LOST (getClusterNodes, updated_nodes in allocate) and reports its

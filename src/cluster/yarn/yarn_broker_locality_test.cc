@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <mutex>
 
 #include "cluster/yarn/rpc/yarn_clients.h"
@@ -256,6 +257,38 @@ TEST_F(BrokerLocalityTest, PendingTasksSayWhatTheyWaitFor) {
   }));
 }
 
+// Issue 18 item 3: 4 workers of 1 GiB spread over 2 NodeManagers. The CapacityScheduler stops
+// an application's turn at its first scheduler key with nothing for the heartbeating node, so
+// with a key per task (asked on h1, h2, h1, h2) each heartbeat placed one container. One key
+// for the gang: each node's first heartbeat places its whole share, whichever beats first.
+TEST_F(BrokerLocalityTest, EachNodeTakesItsShareOfTheGangInItsFirstHeartbeat) {
+  StartCluster(2, /*heartbeat_ms=*/-1);
+  StartBroker(Options(true));
+  RequestWorkers(4, {1024, 1, 0});
+  // Wait until the RM holds the asks (the broker sends them on its next allocate).
+  ASSERT_TRUE(Eventually([&] {
+    return double_->AskedForTest(app_.id(), "localhost") == 2 && double_->AskedForTest(app_.id(), "127.0.0.2") == 2;
+  })) << double_->AskedForTest(app_.id(), "*") << " asked in all";
+  EXPECT_EQ(double_->AskedForTest(app_.id(), "*"), 4);
+  auto second = double_->NodeHeartbeatForTest(1);  // the node asked for second beats first
+  ASSERT_OK(second);
+  EXPECT_EQ(*second, 2);
+  auto first = double_->NodeHeartbeatForTest(0);
+  ASSERT_OK(first);
+  EXPECT_EQ(*first, 2);
+  std::vector<Container> got = events_.WaitAllocated(4);
+  ASSERT_EQ(got.size(), 4u);
+  std::map<std::string, int> per_host;
+  for (const Container& c : got) ++per_host[c.host];
+  EXPECT_EQ(per_host, (std::map<std::string, int>{{"127.0.0.2", 2}, {"localhost", 2}}));
+  std::set<std::string> tasks;
+  for (const Container& c : got) tasks.insert(c.task.ToString());
+  EXPECT_EQ(tasks.size(), 4u);  // one container per task
+  // Nothing is asked any more: the totals went down with each container.
+  EXPECT_TRUE(Eventually([&] { return double_->AskedForTest(app_.id(), "*") == 0; }));
+  EXPECT_TRUE(broker_->PendingRequests().empty());
+}
+
 TEST_F(BrokerLocalityTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
   StartCluster(2, /*heartbeat_ms=*/-1, 8192, /*liveness_ms=*/100);
   StartBroker(Options(true));
@@ -271,6 +304,7 @@ TEST_F(BrokerLocalityTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
     auto p = broker_->PendingRequests();
     return p.size() == 2 && p[0].node == "localhost" && p[1].node == "localhost";
   }));
+  ASSERT_TRUE(Eventually([&] { return double_->AskedForTest(app_.id(), "localhost") == 2; }));  // asked again
   auto placed = double_->NodeHeartbeatForTest(0);
   ASSERT_OK(placed);
   EXPECT_EQ(*placed, 2);  // both node-local, in one heartbeat

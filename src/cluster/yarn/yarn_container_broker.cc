@@ -1,6 +1,7 @@
 #include "cluster/yarn/yarn_container_broker.h"
 
 #include <algorithm>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -73,6 +74,18 @@ bool IsFatal(const Status& s) {
   std::string cls = RemoteExceptionClass(s);
   return EndsWith(cls, "ApplicationAttemptNotFoundException") || EndsWith(cls, "ApplicationNotFoundException") ||
          s.message().find("shut down") != std::string::npos;
+}
+
+// One ask per scheduler key and resource name, the last queued: asks are totals, and the RM
+// would keep the last of several anyway.
+std::vector<ypb::ResourceRequestProto> LastAskPerName(std::vector<ypb::ResourceRequestProto> asks) {
+  std::vector<ypb::ResourceRequestProto> out;
+  std::set<std::pair<int64_t, std::string>> seen;
+  for (auto it = asks.rbegin(); it != asks.rend(); ++it) {
+    if (seen.insert({it->allocation_request_id(), it->resource_name()}).second) out.push_back(std::move(*it));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 // The executor's command line as the NodeManager runs it: `bash -c "<commands joined>"`.
@@ -153,42 +166,60 @@ std::string YarnContainerBroker::PickNodeLocked(const Resources& r) const {
   return best;
 }
 
-std::vector<ypb::ResourceRequestProto> YarnContainerBroker::AsksFor(const Resources& r, const std::string& node_label,
-                                                                    const std::string& host, int64_t id) const {
+YarnContainerBroker::AskKey& YarnContainerBroker::KeyForLocked(const Resources& r, const std::string& node_label) {
+  for (auto& [id, key] : keys_) {
+    const Resources& k = key.resources;
+    if (k.memory_mib == r.memory_mib && k.vcores == r.vcores && k.gpus == r.gpus && key.node_label == node_label) {
+      return key;
+    }
+  }
+  int64_t id = static_cast<int64_t>(keys_.size()) + 1;
+  AskKey& key = keys_[id];
+  key.id = id;
+  key.resources = r;
+  key.node_label = node_label;
+  return key;
+}
+
+void YarnContainerBroker::AskLocked(AskKey& key) {
+  std::map<std::string, int> want;
+  for (const auto& [seq, p] : pending_) {
+    if (p.key != key.id) continue;
+    ++want["*"];
+    if (p.node.empty()) continue;
+    ++want[p.node];
+    auto it = nodes_.find(p.node);
+    ++want[it != nodes_.end() && !it->second.node.rack.empty() ? it->second.node.rack : "/default-rack"];
+  }
   ypb::ResourceRequestProto ask;
   ask.mutable_priority()->set_priority(1);
-  *ask.mutable_capability() = ToYarnResource(r);
-  ask.set_num_containers(1);
+  *ask.mutable_capability() = ToYarnResource(key.resources);
   ask.set_relax_locality(true);  // the host, then its rack, then anywhere: never stuck on one node
-  if (!node_label.empty()) ask.set_node_label_expression(node_label);
+  if (!key.node_label.empty()) ask.set_node_label_expression(key.node_label);
   ask.mutable_execution_type_request()->set_execution_type(ypb::GUARANTEED);
-  ask.set_allocation_request_id(id);
-  std::vector<ypb::ResourceRequestProto> asks;
-  std::vector<std::string> names = {"*"};
-  if (!host.empty()) {
-    auto it = nodes_.find(host);
-    std::string rack = it != nodes_.end() && !it->second.node.rack.empty() ? it->second.node.rack : "/default-rack";
-    names = {host, rack, "*"};
-  }
-  for (const std::string& name : names) {
+  ask.set_allocation_request_id(key.id);
+  for (const auto& [name, was] : key.sent) want.try_emplace(name, 0);
+  for (const auto& [name, n] : want) {
+    auto sent = key.sent.find(name);
+    if (sent != key.sent.end() && sent->second == n) continue;  // unchanged: YARN keeps the last total
     ask.set_resource_name(name);
-    asks.push_back(ask);
+    ask.set_num_containers(n);
+    asks_.push_back(ask);
+    key.sent[name] = n;
   }
-  return asks;
 }
 
 Status YarnContainerBroker::Request(const ContainerRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return Status::Cancelled("the broker is shutting down");
   if (!fatal_.ok()) return fatal_;
-  int64_t id = next_request_id_++;
   auto now = std::chrono::steady_clock::now();
   if (pending_.empty()) next_pending_report_ = now + opts_.pending_report_interval;
   // Node labels pick nodes the snapshot does not describe: those asks stay "*".
   std::string host = request.node_label.empty() ? PickNodeLocked(request.resources) : "";
-  Pending p{request.task, request.resources, host, AsksFor(request.resources, request.node_label, host, id), now};
-  asks_.insert(asks_.end(), p.asks.begin(), p.asks.end());
-  pending_[id] = std::move(p);
+  AskKey& key = KeyForLocked(request.resources, request.node_label);
+  pending_[next_request_++] = Pending{request.task, request.resources, host, key.id, now};
+  AskLocked(key);
   wake_.notify_all();
   return Status::Ok();
 }
@@ -205,23 +236,15 @@ void YarnContainerBroker::UpdateNodesLocked(const ypb::AllocateResponseProto& re
     it->second.usable = usable;
     spdlog::info("node {} is now {}", NodeIdString(r.nodeid()), ypb::NodeStateProto_Name(r.node_state()));
     if (usable) continue;
-    // Tasks asked for on a node that is gone: ask for them elsewhere (the old host ask is
-    // cancelled; rack and "*" stay).
-    for (auto& [id, p] : pending_) {
+    // Tasks planned on a node that is gone: planned elsewhere, their keys asked again.
+    std::set<int64_t> changed;
+    for (auto& [seq, p] : pending_) {
       if (p.node != host) continue;
-      for (auto& ask : p.asks) {
-        if (ask.resource_name() != host) continue;
-        ypb::ResourceRequestProto cancel = ask;
-        cancel.set_num_containers(0);
-        asks_.push_back(cancel);
-      }
       p.node.clear();  // not counted against the lost node any more
-      std::string label = p.asks.empty() ? "" : p.asks[0].node_label_expression();
-      std::string other = PickNodeLocked(p.resources);
-      p.asks = AsksFor(p.resources, label, other, id);
-      p.node = other;
-      asks_.insert(asks_.end(), p.asks.begin(), p.asks.end());
+      p.node = PickNodeLocked(p.resources);
+      changed.insert(p.key);
     }
+    for (int64_t k : changed) AskLocked(keys_[k]);
   }
 }
 
@@ -268,7 +291,7 @@ void YarnContainerBroker::HeartbeatLoop() {
   int failures = 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    std::vector<ypb::ResourceRequestProto> asks = std::move(asks_);
+    std::vector<ypb::ResourceRequestProto> asks = LastAskPerName(std::move(asks_));
     std::vector<ypb::ContainerIdProto> releases = std::move(releases_);
     asks_.clear();
     releases_.clear();
@@ -338,19 +361,26 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
     UpdateNodesLocked(response);
     for (const ypb::ContainerProto& c : response.allocated_containers()) {
       std::string id = ContainerIdString(c.id());
-      auto it = pending_.find(c.allocation_request_id());
+      // The task planned on the container's node, else the longest waiting one of its key
+      // (placed on its rack or anywhere, after the scheduler's locality delay).
+      auto it = pending_.end();
+      for (auto p = pending_.begin(); p != pending_.end(); ++p) {
+        if (p->second.key != c.allocation_request_id()) continue;
+        if (it == pending_.end()) it = p;
+        if (p->second.node == c.nodeid().host()) {
+          it = p;
+          break;
+        }
+      }
       if (it == pending_.end() || stopping_) {
         releases_.push_back(c.id());  // more than was asked for (or too late): give it back
         continue;
       }
-      for (const ypb::ResourceRequestProto& ask : it->second.asks) {
-        ypb::ResourceRequestProto cancel = ask;
-        cancel.set_num_containers(0);  // this key wants nothing more, on its host, rack or anywhere
-        asks_.push_back(cancel);
-      }
       held_[id] = {it->second.task, c, false, false};
       allocated.push_back({id, it->second.task, c.nodeid().host(), {}, NodeIdString(c.nodeid()), c.node_http_address()});
+      int64_t key = it->second.key;
       pending_.erase(it);
+      AskLocked(keys_[key]);  // the totals less this one, wherever YARN placed it
     }
     for (const ypb::ContainerStatusProto& st : response.completed_container_statuses()) {
       std::string id = ContainerIdString(st.container_id());
@@ -466,14 +496,8 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
       if (!h.completed) live.push_back(id);
     }
     // Cancel what is still wanted.
-    for (auto& [id, p] : pending_) {
-      for (const ypb::ResourceRequestProto& ask : p.asks) {
-        ypb::ResourceRequestProto cancel = ask;
-        cancel.set_num_containers(0);
-        asks_.push_back(cancel);
-      }
-    }
     pending_.clear();
+    for (auto& [id, key] : keys_) AskLocked(key);
   }
   spdlog::info("shutting down: {} containers still running", live.size());
   for (const std::string& id : live) (void)Stop(id, grace);

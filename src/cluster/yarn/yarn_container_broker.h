@@ -94,9 +94,20 @@ class YarnContainerBroker : public ContainerBroker {
   struct Pending {
     TaskId task;
     Resources resources;
-    std::string node;  // host of the node-local ask, "" for "*" only
-    std::vector<hadoop::yarn::ResourceRequestProto> asks;  // host, rack, "*" (or "*" alone)
+    std::string node;  // the host planned for it, "" for anywhere
+    int64_t key = 0;   // its AskKey's allocation_request_id
     std::chrono::steady_clock::time_point since;
+  };
+  // Tasks of one size and node label share a scheduler key (one allocation_request_id), whose
+  // asks are their totals per host, rack and "*". The CapacityScheduler goes through an
+  // application's keys in order and stops at the first that has nothing for the heartbeating
+  // node (locality delay): with one key per task, asked on alternate nodes, a gang got one
+  // container per heartbeat; with one key, a node's heartbeat places its whole share.
+  struct AskKey {
+    int64_t id = 0;
+    Resources resources;
+    std::string node_label;
+    std::map<std::string, int> sent;  // resource name -> the count last asked (totals replace)
   };
   // What the broker knows of a NodeManager.
   struct NodeView {
@@ -115,9 +126,11 @@ class YarnContainerBroker : public ContainerBroker {
   // there; "" when none (or none known).
   std::string PickNodeLocked(const Resources& r) const;
   Resources FreeOnLocked(const NodeView& n) const;
-  // The asks for one task on `host` ("" : "*" only), under allocation_request_id `id`.
-  std::vector<hadoop::yarn::ResourceRequestProto> AsksFor(const Resources& r, const std::string& node_label,
-                                                          const std::string& host, int64_t id) const;
+  // The key for tasks of `r` and `node_label`, made on first use.
+  AskKey& KeyForLocked(const Resources& r, const std::string& node_label);
+  // Queues `key`'s asks as the totals of its pending tasks now: one per host planned, per
+  // rack of those, "*" for all; a name no longer wanted is asked with 0.
+  void AskLocked(AskKey& key);
   // Takes allocate's updated_nodes: new nodes, and lost ones whose tasks go elsewhere.
   void UpdateNodesLocked(const hadoop::yarn::AllocateResponseProto& response);
   std::vector<PendingRequest> PendingLocked() const;
@@ -129,8 +142,9 @@ class YarnContainerBroker : public ContainerBroker {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  int64_t next_request_id_ = 1;
-  std::map<int64_t, Pending> pending_;                  // allocation_request_id -> wanted task
+  int64_t next_request_ = 1;
+  std::map<int64_t, Pending> pending_;  // wanted tasks, in the order they were asked for
+  std::map<int64_t, AskKey> keys_;      // by allocation_request_id
   std::vector<hadoop::yarn::ResourceRequestProto> asks_;  // changed asks for the next heartbeat
   std::vector<hadoop::yarn::ContainerIdProto> releases_;
   std::map<std::string, Held> held_;  // by container id string
