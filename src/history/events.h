@@ -23,6 +23,8 @@ inline constexpr char kAmStarted[] = "AM_STARTED";
 inline constexpr char kTaskState[] = "TASK_STATE";
 // Tasks still without a container: tasks [{task, resources, waited_ms, reason}].
 inline constexpr char kTasksPending[] = "TASKS_PENDING";
+// The AM gave a container back unused: container, host, reason.
+inline constexpr char kContainerReleased[] = "CONTAINER_RELEASED";
 // Every task registered: cluster_spec.
 inline constexpr char kGangComplete[] = "GANG_COMPLETE";
 // One task restarted alone: task, exit_code, restart.

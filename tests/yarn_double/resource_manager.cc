@@ -1156,7 +1156,7 @@ struct SchedulerCalls {
     t->set_kind(c.token.kind);
     t->set_service(c.token.service);
     p.set_execution_type(yp::GUARANTEED);
-    p.set_allocation_request_id(c.allocation_request_id);
+    if (!d.options_.hadoop_2_8) p.set_allocation_request_id(c.allocation_request_id);
     return p;
   }
 
@@ -1278,7 +1278,10 @@ struct SchedulerCalls {
       if (auto e = ValidateAsk(ask, &r)) return *e;
       yp::ResourceRequestProto stored = ask;
       *stored.mutable_capability() = ResourceToProto(r, d.WithGpu());
-      asks.push_back({App::AskKey{ask.priority().priority(), ask.allocation_request_id(), ask.resource_name()}, stored});
+      // Hadoop 2.8 knows no field 8: one ask per priority and location, the last one wins.
+      if (d.options_.hadoop_2_8) stored.clear_allocation_request_id();
+      asks.push_back({App::AskKey{stored.priority().priority(), stored.allocation_request_id(), stored.resource_name()},
+                      stored});
     }
     for (const auto& id : req->release()) {
       std::string cid = ContainerIdString(id);

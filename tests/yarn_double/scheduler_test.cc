@@ -391,6 +391,30 @@ TEST_F(SchedulerTest, AnApplicationsTurnEndsAtItsFirstKeyForAnotherNode) {
   EXPECT_EQ(AllocateUntil(*am, 4).size(), 4u);
 }
 
+// Hadoop 2.8 (yarn-captures hadoop2/h285-am-rm-allocate-failing): two tasks asked at priority 1,
+// told apart only by allocation_request_id 1 and 2. The RM drops the field, the second task's
+// asks replace the first's, and the one container comes back without a request id.
+TEST_F(SchedulerTest, Hadoop28KeepsOneAskPerPriorityAndLocation) {
+  YarnTestDouble::Options o = Options(1, -1);
+  o.hadoop_2_8 = true;
+  Start(o);
+  ypb::ApplicationIdProto app = Submit(128);
+  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
+  ASSERT_OK(double_->NodeHeartbeatForTest(0));
+  auto am = Am(app);
+  std::vector<ypb::ResourceRequestProto> asks;
+  for (int64_t id = 1; id <= 2; ++id) {
+    for (auto& a : LocalAsks(double_->node_host(0), id, 1024)) asks.push_back(a);
+  }
+  ASSERT_OK(am->Allocate(asks, {}, 0));
+  EXPECT_EQ(double_->AskedForTest(app.id(), "*"), 1);
+  EXPECT_EQ(*double_->NodeHeartbeatForTest(0), 1);
+  auto got = AllocateUntil(*am, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FALSE(got[0].has_allocation_request_id());
+  EXPECT_EQ(got[0].priority().priority(), 1);
+}
+
 // ---- several NodeManagers ----------------------------------------------------------------------
 
 TEST_F(SchedulerTest, EachNodeManagerRunsItsOwnContainers) {

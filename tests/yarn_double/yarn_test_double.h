@@ -63,6 +63,10 @@ class YarnTestDouble {
     int nm_sigkill_delay_ms = 250;        // yarn.nodemanager.sleep-delay-before-sigkill.ms
     int rm_kill_grace_ms = 2000;          // forceKillApplication: SIGKILL this long after SIGTERM
     int am_exit_grace_ms = 1000;          // after unregistering, the AM container is stopped if still alive
+    // A Hadoop 2.8 ResourceManager (yarn-captures hadoop2/h285-*): allocate drops
+    // ResourceRequestProto.allocation_request_id (field 8, new in 2.9), so asks are kept one per
+    // priority and location and the last one wins, and containers come back without it.
+    bool hadoop_2_8 = false;
     // Non-empty: the host that application reports give for a registered AM instead of the one
     // it registered, as a gateway sees a node it cannot resolve or reach (its name only in the
     // nodes' /etc/hosts, or a network the gateway has no route to). Its executors still reach it.

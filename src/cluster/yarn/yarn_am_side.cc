@@ -65,6 +65,10 @@ Result<std::unique_ptr<ContainerBroker>> YarnAmSide::MakeBroker(const history::J
     }
     (void)events->Append(history::events::kTasksPending, {{"tasks", tasks}});
   };
+  options_->on_released = [events = std::make_shared<history::EventLog>(dir.events())](
+                              const std::string& container, const std::string& host, const std::string& why) {
+    (void)events->Append(history::events::kContainerReleased, {{"container", container}, {"host", host}, {"reason", why}});
+  };
   auto broker = std::make_unique<YarnContainerBroker>(std::move(*options_));
   options_.reset();
   broker_ = broker.get();

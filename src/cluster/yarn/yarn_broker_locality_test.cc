@@ -81,8 +81,10 @@ class BrokerLocalityTest : public ::testing::Test {
 
   // A double with `nodes` NodeManagers and an application whose AM container runs a sleep:
   // the test's broker acts as that application's AM.
-  void StartCluster(int nodes, int heartbeat_ms, int64_t node_mb = 8192, int liveness_ms = 2000) {
+  void StartCluster(int nodes, int heartbeat_ms, int64_t node_mb = 8192, int liveness_ms = 2000,
+                    bool hadoop_2_8 = false) {
     yarn_double::YarnTestDouble::Options o;
+    o.hadoop_2_8 = hadoop_2_8;
     o.work_dir = work_.string() + "/yarn";
     o.node_memory_mb = node_mb;
     o.node_vcores = 16;
@@ -261,8 +263,10 @@ TEST_F(BrokerLocalityTest, PendingTasksSayWhatTheyWaitFor) {
 // an application's turn at its first scheduler key with nothing for the heartbeating node, so
 // with a key per task (asked on h1, h2, h1, h2) each heartbeat placed one container. One key
 // for the gang: each node's first heartbeat places its whole share, whichever beats first.
-TEST_F(BrokerLocalityTest, EachNodeTakesItsShareOfTheGangInItsFirstHeartbeat) {
-  StartCluster(2, /*heartbeat_ms=*/-1);
+class GangHeartbeatTest : public BrokerLocalityTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(GangHeartbeatTest, EachNodeTakesItsShareOfTheGangInItsFirstHeartbeat) {
+  StartCluster(2, /*heartbeat_ms=*/-1, 8192, 2000, /*hadoop_2_8=*/GetParam());
   StartBroker(Options(true));
   RequestWorkers(4, {1024, 1, 0});
   // Wait until the RM holds the asks (the broker sends them on its next allocate).
@@ -288,6 +292,35 @@ TEST_F(BrokerLocalityTest, EachNodeTakesItsShareOfTheGangInItsFirstHeartbeat) {
   EXPECT_TRUE(Eventually([&] { return double_->AskedForTest(app_.id(), "*") == 0; }));
   EXPECT_TRUE(broker_->PendingRequests().empty());
 }
+
+// Tasks of two shapes: each container goes to a task of its own size, also from an RM that
+// knows no allocation_request_id (Hadoop 2.8: containers come back with their priority alone).
+TEST_P(GangHeartbeatTest, ContainersOfTwoShapesReachTasksOfTheirShape) {
+  StartCluster(2, /*heartbeat_ms=*/-1, 8192, 2000, /*hadoop_2_8=*/GetParam());
+  StartBroker(Options(true));
+  ASSERT_OK(broker_->Request({TaskId{"worker", 0}, {1024, 1, 0}, ""}));
+  ASSERT_OK(broker_->Request({TaskId{"ps", 0}, {2048, 1, 0}, ""}));
+  ASSERT_OK(broker_->Request({TaskId{"worker", 1}, {1024, 1, 0}, ""}));
+  ASSERT_TRUE(Eventually([&] { return double_->AskedForTest(app_.id(), "*") == 3; }));
+  ASSERT_OK(double_->NodeHeartbeatForTest(0));
+  ASSERT_OK(double_->NodeHeartbeatForTest(1));
+  ASSERT_OK(double_->NodeHeartbeatForTest(0));
+  ASSERT_OK(double_->NodeHeartbeatForTest(1));
+  std::vector<Container> got = events_.WaitAllocated(3);
+  ASSERT_EQ(got.size(), 3u);
+  std::map<std::string, int64_t> memory;
+  for (const auto& c : double_->Containers()) memory[c.id] = c.memory_mb;
+  for (const Container& c : got) {
+    EXPECT_EQ(memory[c.id], c.task.type == "ps" ? 2048 : 1024) << c.task.ToString() << " got " << c.id;
+  }
+  EXPECT_TRUE(Eventually([&] { return double_->AskedForTest(app_.id(), "*") == 0; }));
+  EXPECT_TRUE(events_.errors().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Hadoop, GangHeartbeatTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("2_8") : std::string("2_9_and_later");
+                         });
 
 TEST_F(BrokerLocalityTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
   StartCluster(2, /*heartbeat_ms=*/-1, 8192, /*liveness_ms=*/100);

@@ -192,7 +192,7 @@ void YarnContainerBroker::AskLocked(AskKey& key) {
     ++want[it != nodes_.end() && !it->second.node.rack.empty() ? it->second.node.rack : "/default-rack"];
   }
   ypb::ResourceRequestProto ask;
-  ask.mutable_priority()->set_priority(1);
+  ask.mutable_priority()->set_priority(static_cast<int32_t>(key.id));
   *ask.mutable_capability() = ToYarnResource(key.resources);
   ask.set_relax_locality(true);  // the host, then its rack, then anywhere: never stuck on one node
   if (!key.node_label.empty()) ask.set_node_label_expression(key.node_label);
@@ -356,16 +356,22 @@ void YarnContainerBroker::HeartbeatLoop() {
 void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
   std::vector<Container> allocated;
   std::vector<ContainerExit> completed;
+  struct Released {
+    std::string id, host, why;
+  };
+  std::vector<Released> released;
   {
     std::lock_guard<std::mutex> lock(mu_);
     UpdateNodesLocked(response);
     for (const ypb::ContainerProto& c : response.allocated_containers()) {
       std::string id = ContainerIdString(c.id());
+      // Its key: the request id, or (an RM before 2.9 sends none) the priority.
+      int64_t key_id = c.allocation_request_id() >= 0 ? c.allocation_request_id() : c.priority().priority();
       // The task planned on the container's node, else the longest waiting one of its key
       // (placed on its rack or anywhere, after the scheduler's locality delay).
       auto it = pending_.end();
       for (auto p = pending_.begin(); p != pending_.end(); ++p) {
-        if (p->second.key != c.allocation_request_id()) continue;
+        if (p->second.key != key_id) continue;
         if (it == pending_.end()) it = p;
         if (p->second.node == c.nodeid().host()) {
           it = p;
@@ -374,6 +380,12 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
       }
       if (it == pending_.end() || stopping_) {
         releases_.push_back(c.id());  // more than was asked for (or too late): give it back
+        std::string why = stopping_ ? "the job is ending"
+                                    : "no task waits for a container of priority " +
+                                          std::to_string(c.priority().priority()) + " and request id " +
+                                          std::to_string(c.allocation_request_id()) + " (" +
+                                          Resources{c.resource().memory(), c.resource().virtual_cores(), static_cast<int>(GpusOf(c.resource()))}.ToString() + ")";
+        released.push_back({id, c.nodeid().host(), why});
         continue;
       }
       held_[id] = {it->second.task, c, false, false};
@@ -397,6 +409,10 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
       }
       completed.push_back(exit);
     }
+  }
+  for (const Released& r : released) {
+    spdlog::warn("released container {} on {} unused: {}", r.id, r.host, r.why);
+    if (opts_.on_released) opts_.on_released(r.id, r.host, r.why);
   }
   for (const Container& c : allocated) events_->OnAllocated(c);
   for (const ContainerExit& e : completed) events_->OnCompleted(e);

@@ -64,6 +64,9 @@ struct YarnBrokerOptions {
   // are logged instead.
   std::function<void(const std::vector<PendingRequest>&)> on_pending;
   std::chrono::milliseconds pending_report_interval{10000};
+  // A container the broker gave back unused (no task waits for it: YARN sent more than asked),
+  // with why; called from the heartbeat thread. Unset: logged only.
+  std::function<void(const std::string& container_id, const std::string& host, const std::string& why)> on_released;
 };
 
 // A NodeManager's container diagnostics say the same thing more than once (the launch
@@ -98,11 +101,14 @@ class YarnContainerBroker : public ContainerBroker {
     int64_t key = 0;   // its AskKey's allocation_request_id
     std::chrono::steady_clock::time_point since;
   };
-  // Tasks of one size and node label share a scheduler key (one allocation_request_id), whose
-  // asks are their totals per host, rack and "*". The CapacityScheduler goes through an
-  // application's keys in order and stops at the first that has nothing for the heartbeating
-  // node (locality delay): with one key per task, asked on alternate nodes, a gang got one
-  // container per heartbeat; with one key, a node's heartbeat places its whole share.
+  // Tasks of one size and node label share a scheduler key, whose asks are their totals per
+  // host, rack and "*". The CapacityScheduler goes through an application's keys in order and
+  // stops at the first that has nothing for the heartbeating node (locality delay): with one key
+  // per task, asked on alternate nodes, a gang got one container per heartbeat; with one key, a
+  // node's heartbeat places its whole share. A key is both an allocation_request_id and a
+  // priority of the same number: an RM before Hadoop 2.9 knows no request ids and keeps one ask
+  // per priority and location (the classic model, as Hadoop 2.x's AMRMClient asks), and its
+  // containers come back with the priority alone.
   struct AskKey {
     int64_t id = 0;
     Resources resources;

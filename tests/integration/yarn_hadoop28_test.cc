@@ -1,0 +1,52 @@
+// Whole jobs on a Hadoop 2.8 ResourceManager, as the YARN test double models it from the
+// recording (yarn-captures hadoop2/h285-*): it knows no allocation_request_id, keeps one ask per
+// priority and location, and sends containers without a request id. There, before, no job
+// ever started: the AM released the one container it got and waited for ever.
+
+#include <gmock/gmock.h>
+
+#include "core/testing.h"
+#include "yarn_double_cluster.h"
+
+namespace loom::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Two task shapes over two NodeManagers, one task failing once and restarted alone: each
+// container reaches a task of its shape, the restart gets a new one, the job SUCCEEDS. (Before,
+// the AM waited for ever; the allocation timeout bounds that.)
+TEST(YarnHadoop28, TwoShapesAndARestartRunToSuccess) {
+  LOOM_REQUIRE_YARN_DOUBLE("a ResourceManager that behaves as Hadoop 2.8's");
+  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) {
+    o.hadoop_2_8 = true;
+    o.node_count = 2;
+  });
+  const std::string py =
+      "python3 -c 'import os, sys; "
+      "first = os.environ[\"TASK_INDEX\"] == \"1\" and os.environ[\"LOOM_RESTART_COUNT\"] == \"0\"; "
+      "sys.exit(3 if first else 0)'";
+  RunResult r = cluster.Submit({"--conf", "loom.container.allocation.timeout=60000", "--conf", "loom.shell.instances=2", "--conf", "loom.shell.memory=256m", "--conf",
+                                "loom.shell.command=/bin/sh -c 'echo shell $TASK_INDEX'", "--conf",
+                                "loom.py.instances=2", "--conf", "loom.py.memory=512m", "--conf",
+                                "loom.py.restart-policy=on-failure", "--conf", "loom.py.max-restarts=2", "--conf",
+                                "loom.py.command=" + py});
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  EXPECT_THAT(r.out, HasSubstr("py:1 failed (exit 3); restarting it alone, restart 1"));
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "SUCCEEDED");
+  ASSERT_EQ(view.tasks.size(), 4u);
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, "SUCCEEDED") << t.id << ": " << t.diagnostics;
+  // Each task ran in a container of its own size.
+  std::map<std::string, int64_t> memory;
+  for (const auto& c : cluster.yarn().Containers()) memory[c.id] = c.memory_mb;
+  for (const auto& t : view.tasks) {
+    EXPECT_EQ(memory[t.container], t.id.rfind("py:", 0) == 0 ? 512 : 256) << t.id << " in " << t.container;
+  }
+  EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
+}
+
+}  // namespace
+}  // namespace loom::testing
