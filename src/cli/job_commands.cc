@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "cli/am_startup.h"
@@ -220,16 +221,30 @@ int LogsCommand(std::vector<std::string> args) {
                         "=" + std::to_string(n) + "), LOCAL_RANK 0" + (n == 1 ? "" : ".." + std::to_string(n - 1)));
     }
     add_task(*id);
-  } else {
-    for (const auto& t : view->tasks) {
+  }
+  // Every task: those the record knows now, and when following, those it learns later (a job
+  // found from another client right after its submit knows none yet).
+  const bool every_task = task.empty();
+  std::set<std::string> added;
+  auto add_known_tasks = [&](const history::JobView& v) {
+    for (const auto& t : v.tasks) {
+      if (!added.insert(t.id).second) continue;
       if (auto id = ParseTaskId(t.id); id.ok()) add_task(*id);
     }
-  }
-  const bool several = targets.size() > 1;
-  std::vector<int64_t> offsets(targets.size(), 0);
+  };
+  if (every_task) add_known_tasks(*view);
+  const bool several = targets.size() > 1 || (follow && every_task);
+  std::vector<int64_t> offsets;
   std::vector<LinePrinter> printers;
-  for (const auto& label : labels) printers.emplace_back(follow && several ? "[" + label + "] " : "");
-  std::vector<std::string> missing(targets.size());
+  std::vector<std::string> missing;
+  auto track_targets = [&] {
+    while (offsets.size() < targets.size()) {
+      printers.emplace_back(follow && several ? "[" + labels[offsets.size()] + "] " : "");
+      offsets.push_back(0);
+      missing.emplace_back();
+    }
+  };
+  track_targets();
   // One pass over every stream; returns whether anything was printed.
   auto print_all = [&](bool last) {
     bool any = false;
@@ -257,6 +272,10 @@ int LogsCommand(std::vector<std::string> args) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       print_all(false);
       if (Status s = backend.Sync(dir); !s.ok()) break;
+      if (every_task) {
+        if (auto now = history::LoadJobView(dir); now.ok()) add_known_tasks(*now);
+        track_targets();
+      }
     }
     print_all(true);
   }

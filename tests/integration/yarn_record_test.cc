@@ -71,6 +71,38 @@ TEST(YarnRecord, ClientThatCannotReachTheAmFollowsItsRecordInHdfs) {
   EXPECT_THAT(none.err, HasSubstr("worker:1 no-such.log"));
 }
 
+// `loom logs APP -f` from another $LOOM_HOME right after submit (measured on a real cluster: no
+// task output for the whole job, 3 of 3 runs): the job found there knows no task yet, and the
+// follower has to take up each task as the record names it.
+TEST(YarnRecord, LogsFollowFromAnotherHomeRightAfterSubmitPrintsEveryTask) {
+  YarnDoubleCluster cluster;
+  Subprocess submit = cluster.loom().Start(
+      {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes",
+       "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
+       "--task nobody:0 --others-sleep 4 --lines 2", "--conf", "loom.worker.instances=2", "--conf",
+       "loom.am.memory=512m", "--conf", "loom.worker.memory=512m"},
+      "submit", cluster.Env());
+  std::string app;
+  ASSERT_TRUE(MiniLoom::Eventually(
+      [&] {
+        auto ids = cluster.loom().JobIds();
+        if (ids.empty()) return false;
+        auto record = cluster::yarn::YarnJobRecord::Read(cluster.loom().Dir(ids[0]));
+        if (!record.ok() || !record->submitted || record->application_id.empty()) return false;
+        app = record->application_id;
+        return true;
+      },
+      std::chrono::seconds(60)));
+  MiniLoom elsewhere;
+  RunResult follow = elsewhere.Run({"logs", app, "-f"}, cluster.Env());
+  RunResult r = cluster.loom().Collect(submit, "submit");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(follow.exit_code, 0) << follow.out << follow.err;
+  for (const std::string task : {"worker:0", "worker:1"}) {
+    EXPECT_THAT(follow.out, HasSubstr("[" + task + "] " + task + " stdout line 2/2")) << follow.out << follow.err;
+  }
+}
+
 // `loom status` of a running YARN job whose ResourceManager does not answer, and of an
 // application id that only that ResourceManager could name: exit 1, "the cluster could not be
 // reached" as the README says (it was 2, a usage error, and 0 for a job last seen running).
