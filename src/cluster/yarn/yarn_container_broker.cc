@@ -380,11 +380,11 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
       }
       if (it == pending_.end() || stopping_) {
         releases_.push_back(c.id());  // more than was asked for (or too late): give it back
+        Resources size{c.resource().memory(), c.resource().virtual_cores(), static_cast<int>(GpusOf(c.resource()))};
         std::string why = stopping_ ? "the job is ending"
                                     : "no task waits for a container of priority " +
                                           std::to_string(c.priority().priority()) + " and request id " +
-                                          std::to_string(c.allocation_request_id()) + " (" +
-                                          Resources{c.resource().memory(), c.resource().virtual_cores(), static_cast<int>(GpusOf(c.resource()))}.ToString() + ")";
+                                          std::to_string(c.allocation_request_id()) + " (" + size.ToString() + ")";
         released.push_back({id, c.nodeid().host(), why});
         continue;
       }

@@ -652,6 +652,9 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
                    am_address, record.staging_dir);
       said_following_hdfs_ = true;
     }
+    auto now = std::chrono::steady_clock::now();
+    if (now < next_hdfs_read_) return;  // the AM rewrites it every 2 s: no WebHDFS read per poll
+    next_hdfs_read_ = now + std::chrono::seconds(1);
     auto caught_up = CatchUpFromHdfs(record.webhdfs, record.user, record.staging_dir, record.am_events_offset, dir);
     if (caught_up.ok()) record.am_events_offset = *caught_up;
   };

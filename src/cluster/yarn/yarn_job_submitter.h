@@ -9,6 +9,7 @@
 // travels in the containers' credentials, which the NodeManager deletes with them.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -119,6 +120,7 @@ class YarnJobSubmitter : public Backend {
   struct AmChannel;
   std::unique_ptr<AmChannel> am_;  // the control-plane channel to the job's AM, made on first use
   bool said_following_hdfs_ = false;
+  std::chrono::steady_clock::time_point next_hdfs_read_;  // following the HDFS record: at most 1/s
   std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
   std::atomic<bool> stop_{false};
