@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 
+#include "core/files.h"
 #include "core/testing.h"
 #include "yarn_double_cluster.h"
 
@@ -45,6 +46,32 @@ TEST(YarnHadoop28, TwoShapesAndARestartRunToSuccess) {
   for (const auto& t : view.tasks) {
     EXPECT_EQ(memory[t.container], t.id.rfind("py:", 0) == 0 ? 512 : 256) << t.id << " in " << t.container;
   }
+  EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
+}
+
+// A gang restart (loom.am.retry-count) asks for every container again under the same keys:
+// worker:1 fails in the first attempt only (a marker file the double's containers share on
+// this machine), and the second attempt's gang lands and SUCCEEDS.
+TEST(YarnHadoop28, GangRestartGetsAWholeNewGang) {
+  LOOM_REQUIRE_YARN_DOUBLE("a ResourceManager that behaves as Hadoop 2.8's; containers that share this machine");
+  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) {
+    o.hadoop_2_8 = true;
+    o.node_count = 2;
+  });
+  const std::string marker = cluster.root() + "/first-attempt-failed";
+  RunResult r = cluster.Submit(
+      {"--conf", "loom.container.allocation.timeout=60000", "--conf", "loom.am.retry-count=1", "--conf",
+       "loom.worker.instances=2", "--conf", "loom.worker.memory=256m", "--conf",
+       "loom.worker.command=/bin/sh -c 'if [ \"$TASK_INDEX\" = 1 ] && [ ! -e " + marker + " ]; then touch " + marker +
+           "; exit 3; fi; sleep 1'",
+       "--conf", "loom.ps.instances=1", "--conf", "loom.ps.memory=512m", "--conf", "loom.ps.command=sleep 1"});
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  EXPECT_THAT(r.out, HasSubstr("attempt 2"));
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "SUCCEEDED");
+  EXPECT_EQ(view.attempt, 1);
+  EXPECT_TRUE(PathExists(marker));
   EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
 }
 
