@@ -317,13 +317,9 @@ TEST_P(GangHeartbeatTest, ContainersOfTwoShapesReachTasksOfTheirShape) {
   EXPECT_TRUE(events_.errors().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Hadoop, GangHeartbeatTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? std::string("2_8") : std::string("2_9_and_later");
-                         });
 
-TEST_F(BrokerLocalityTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
-  StartCluster(2, /*heartbeat_ms=*/-1, 8192, /*liveness_ms=*/100);
+TEST_P(GangHeartbeatTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
+  StartCluster(2, /*heartbeat_ms=*/-1, 8192, /*liveness_ms=*/100, /*hadoop_2_8=*/GetParam());
   StartBroker(Options(true));
   RequestWorkers(2, {1024, 1, 0});
   // Spread: one on each node (node 1 has the most room, then node 0).
@@ -346,6 +342,11 @@ TEST_F(BrokerLocalityTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
   for (const Container& c : got) EXPECT_EQ(c.host, "localhost");
   EXPECT_TRUE(events_.errors().empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(Hadoop, GangHeartbeatTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("2_8") : std::string("2_9_and_later");
+                         });
 
 }  // namespace
 }  // namespace loom::cluster::yarn
