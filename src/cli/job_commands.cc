@@ -233,7 +233,8 @@ int LogsCommand(std::vector<std::string> args) {
     }
   };
   if (every_task) add_known_tasks(*view);
-  const bool several = targets.size() > 1 || (follow && every_task);
+  // Labelled when several are shown, or may be: the tasks of a record that names none yet.
+  const bool several = targets.size() > 1 || (follow && every_task && targets.empty());
   std::vector<int64_t> offsets;
   std::vector<LinePrinter> printers;
   std::vector<std::string> missing;
