@@ -555,7 +555,9 @@ TEST(LocalJob, KilledWorkerFailsTheJobAtOnceWithoutRestarts) {
   auto [r, id] = DdpWithWorkerKilled(loom, {}, &killed_at);
   auto reaction = std::chrono::steady_clock::now() - killed_at;
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_LT(reaction, 2s);
+  // At once: from the executor's report, not from the 25 missed heartbeats (25 s) that would find
+  // a lost task. 2 s failed once at 5.4 s with the fuzz targets and a build beside it on 2 cores.
+  EXPECT_LT(reaction, 10s);
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "FAILED");
   EXPECT_THAT(view.diagnostics, HasSubstr("worker:1"));
