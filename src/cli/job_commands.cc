@@ -289,8 +289,9 @@ int LogsCommand(std::vector<std::string> args) {
       std::fprintf(stderr, "loom: %s %s: %s\n", labels[i].c_str(), targets[i].file.c_str(), missing[i].c_str());
     }
   }
-  // Not one of the logs asked for exists anywhere: not a success.
-  return found_none && !targets.empty() ? kExitJobFailed : kExitOk;
+  // Not one of the logs asked for exists anywhere, and the job has ended (while it runs they
+  // may still come: its API clients poll): not a success.
+  return found_none && !targets.empty() && PathExists(dir.status()) ? kExitJobFailed : kExitOk;
 }
 
 int KillCommand(std::vector<std::string> args) {
