@@ -601,13 +601,18 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   // The job's end as this client records it: a final row for every task (stopped with a
   // killed job, lost with a failed one: its AM or node died under them), no secret left, the
   // history in HDFS first (a job's record outlives its staging), then the staging files.
+  // The AM's events that its copy in HDFS holds past what this client has of them.
+  auto catch_up_from_hdfs = [&] {
+    auto caught_up = CatchUpFromHdfs(record.webhdfs, record.user, record.staging_dir, record.am_events_offset, dir);
+    if (!caught_up.ok()) return caught_up.status();
+    record.am_events_offset = *caught_up;
+    return Status::Ok();
+  };
   json end_extra = {{"yarn_application_id", record.application_id}};
   auto end_job = [&](const std::string& state, const std::string& diagnostics) {
     // What the AM recorded in HDFS that did not reach this client yet, before the end's rows.
     if (!record.imported) {
-      auto caught_up = CatchUpFromHdfs(record.webhdfs, record.user, record.staging_dir, record.am_events_offset, dir);
-      if (caught_up.ok()) record.am_events_offset = *caught_up;
-      if (!caught_up.ok()) spdlog::warn("the AM's record in HDFS: {}", caught_up.status().ToString());
+      if (Status s = catch_up_from_hdfs(); !s.ok()) spdlog::warn("the AM's record in HDFS: {}", s.ToString());
     }
     (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? "LOST" : "KILLED");
     ::unlink(dir.secret().c_str());
@@ -655,8 +660,7 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     auto now = std::chrono::steady_clock::now();
     if (now < next_hdfs_read_) return;  // the AM rewrites it every 2 s: no WebHDFS read per poll
     next_hdfs_read_ = now + std::chrono::seconds(1);
-    auto caught_up = CatchUpFromHdfs(record.webhdfs, record.user, record.staging_dir, record.am_events_offset, dir);
-    if (caught_up.ok()) record.am_events_offset = *caught_up;
+    (void)catch_up_from_hdfs();  // a failed read is tried again on the next poll
   };
   pull_events();
 
