@@ -17,7 +17,7 @@ old_root=$2
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 scratch=$(mktemp -d)
-trap 'umount "$old_root/mnt" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+trap 'rm -rf "$scratch"' EXIT  # the bind mount below lives in its own mount namespace
 
 fail() {
   echo "FAIL: $*" >&2
