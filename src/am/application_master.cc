@@ -651,7 +651,14 @@ void ApplicationMaster::HandleRegister(const control::RegisterRequest& req, Repl
     slot->last_heartbeat_ns = NowNs();
     slot->tb_port = req.tb_port();
     bool complete = tracker_->OnRegistered(*id, req.host(), req.port());
-    RecordTask(*id, {{"address", req.host() + ":" + std::to_string(req.port())}});
+    json extra = {{"address", req.host() + ":" + std::to_string(req.port())}};
+    if (!req.gpus().empty()) extra["gpus"] = req.gpus();
+    RecordTask(*id, std::move(extra));
+    // Said once per distinct note (one per node): other applications may share these GPUs.
+    if (!req.gpu_note().empty() && warned_.insert(req.gpu_note()).second) {
+      spdlog::warn("{}", req.gpu_note());
+      (void)events_.Append(history::events::kJobWarning, {{"message", req.gpu_note()}, {"task", id->ToString()}});
+    }
     control::RegisterResponse resp;
     resp.set_heartbeat_interval_ms(opts_.spec.heartbeat_interval_ms);
     resp.set_max_missed_heartbeats(opts_.spec.max_missed_heartbeats);

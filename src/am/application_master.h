@@ -163,6 +163,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void PublishClusterSpec();
   control::ClusterSpecResponse SpecFor(const TaskId& id) const;
   void RecordTask(const TaskId& id, nlohmann::json extra = nlohmann::json::object());
+  std::set<std::string> warned_;  // JOB_WARNING messages already recorded (loop thread)
   std::string DescribeExit(const TaskId& id, const cluster::ContainerExit& exit) const;
   void Finalize();
   // Framework mpi (application_master_mpi.cc): the task's MpiRole in its cluster spec (the

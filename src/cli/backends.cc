@@ -11,6 +11,7 @@
 #include "cluster/local/local_am_side.h"
 #include "cluster/local/local_backend.h"
 #include "cluster/yarn/yarn_am_side.h"
+#include "cluster/yarn/yarn_job_import.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/config/config.h"
 #include "core/config/key_registry.h"

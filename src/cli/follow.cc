@@ -65,6 +65,7 @@ std::string DescribeEvent(const json& e) {
   if (type == history::events::kTaskState) {
     std::string line = when + "  " + e.value("task", "?") + " " + e.value("state", "?");
     if (e.contains("address")) line += " " + e.value("address", "");
+    if (e.contains("gpus")) line += " GPUs " + e.value("gpus", "");
     if (e.contains("exit_code") && e.value("state", "") != "SUCCEEDED") line += " exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics") && e.value("state", "") == "FAILED") line += "\n    " + e.value("diagnostics", "");
     return line;
@@ -79,6 +80,7 @@ std::string DescribeEvent(const json& e) {
     for (const auto& t : e.value("tasks", json::array())) tasks.push_back(t.get<std::string>());
     return when + "  prepare stage succeeded; training stage started: " + Join(tasks, ", ");
   }
+  if (type == history::events::kJobWarning) return when + "  warning: " + e.value("message", "");
   if (type == history::events::kTensorBoard) {
     return when + "  TensorBoard (" + e.value("task", "?") + "): " + e.value("url", "?");
   }

@@ -51,6 +51,7 @@ void PrintView(const history::JobView& v) {
   if (!v.diagnostics.empty()) std::printf("  %s\n", v.diagnostics.c_str());
   if (v.state == "QUEUED") std::printf("  queued, position %d: %s\n", v.queue_position, v.queue_reason.c_str());
   if (!v.tensorboard_url.empty()) std::printf("  TensorBoard: %s\n", v.tensorboard_url.c_str());
+  for (const std::string& w : v.warnings) std::printf("  warning: %s\n", w.c_str());
   std::fputs(history::RenderTaskTable(v).c_str(), stdout);
   for (const auto& t : v.tasks) {
     if (t.state == "FAILED" && !t.diagnostics.empty()) std::printf("\n%s: %s\n", t.id.c_str(), t.diagnostics.c_str());
@@ -65,6 +66,9 @@ void PrintView(const history::JobView& v) {
     it->second.push_back(t.id);
   }
   for (const auto& [why, ids] : stopped) std::printf("  %s: %s\n", Join(ids, ", ").c_str(), why.c_str());
+  for (const auto& t : v.tasks) {
+    if (!t.gpus.empty() && !history::IsFinalTaskState(t.state)) std::printf("  %s GPUs %s\n", t.id.c_str(), t.gpus.c_str());
+  }
   for (const auto& t : v.tasks) {
     if (t.state == "PENDING" && !t.waiting.empty()) std::printf("  %s waiting %s\n", t.id.c_str(), t.waiting.c_str());
   }

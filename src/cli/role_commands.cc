@@ -19,6 +19,7 @@
 #include "am/status_page.h"
 #include "cli/commands.h"
 #include "cli/backends.h"
+#include "cluster/yarn/gpu_pinning.h"
 #include "cluster/yarn/staging.h"
 #include "cluster/yarn/wire/credentials.h"
 #include "control/auth.h"
@@ -209,6 +210,12 @@ int ExecutorCommand(std::vector<std::string> args) {
     // environment or descriptors (/proc/<pid>/mem, environ, fd). User processes exec, which
     // makes them dumpable again; the executor only looks at its own /proc/self.
     if (::prctl(PR_SET_DUMPABLE, 0) != 0) spdlog::warn("prctl(PR_SET_DUMPABLE, 0): {}", std::strerror(errno));
+  }
+  if (wiring.ok() && !wiring->planned_gpus.empty()) {
+    // YARN sets no GPU variable: the devices it assigned, else the AM's plan (gpu_pinning.h).
+    control::ExecutorEnv pinned = *wiring;
+    pinned.gpu_note = cluster::yarn::PinContainerGpus(*wiring, env);
+    pinned.AddTo(env);
   }
   return executor::RunTaskExecutor(env, std::move(secret));
 }

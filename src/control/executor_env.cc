@@ -24,6 +24,9 @@ constexpr char kContainerId[] = "LOOM_CONTAINER_ID";
 constexpr char kLogDir[] = "LOOM_LOG_DIR";
 constexpr char kLinkIntoWorkdir[] = "LOOM_LINK_INTO_WORKDIR";
 constexpr char kMemoryEnforcedBy[] = "LOOM_MEMORY_ENFORCED_BY";
+constexpr char kPlannedGpus[] = "LOOM_PLANNED_GPUS";
+constexpr char kNmWeb[] = "LOOM_NM_WEB";
+constexpr char kGpuNote[] = "LOOM_GPU_NOTE";
 
 Result<int> Number(const std::map<std::string, std::string>& env, const char* key, int fallback) {
   auto it = env.find(key);
@@ -58,6 +61,13 @@ void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
   put(kLogDir, log_dir);
   put(kLinkIntoWorkdir, link_into_workdir);
   put(kMemoryEnforcedBy, memory_enforced_by);
+  if (!planned_gpus.empty()) {
+    std::vector<std::string> ids;
+    for (int d : planned_gpus) ids.push_back(std::to_string(d));
+    env[kPlannedGpus] = Join(ids, ",");
+  }
+  put(kNmWeb, nm_web);
+  put(kGpuNote, gpu_note);
 }
 
 Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string>& env) {
@@ -76,6 +86,17 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
   e.log_dir = get(kLogDir);
   e.link_into_workdir = get(kLinkIntoWorkdir);
   e.memory_enforced_by = get(kMemoryEnforcedBy);
+  e.nm_web = get(kNmWeb);
+  e.gpu_note = get(kGpuNote);
+  if (std::string plan = get(kPlannedGpus); !plan.empty()) {
+    for (const std::string& d : Split(plan, ',')) {
+      auto n = ParseInt(Trim(d));
+      if (!n.ok() || *n < 0 || *n > 4095) {
+        return Status::InvalidArgument(std::string(kPlannedGpus) + "=" + plan + " is not a list of device indices");
+      }
+      e.planned_gpus.push_back(static_cast<int>(*n));
+    }
+  }
   for (const char* required : {kTaskId, kAmAddress}) {
     if (get(required).empty()) return Status::InvalidArgument(std::string(required) + " is not set");
   }
@@ -123,7 +144,8 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
 
 void ExecutorEnv::RemoveWiring(std::map<std::string, std::string>& env) {
   for (const char* k : {kAmAddress, kSecretFile, kSecretCredential, kPortRange, kPreferredPort, kMemoryEnforcedBy,
-                        kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics, kKeyPrefix, kGpuExecPath}) {
+                        kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics, kKeyPrefix, kGpuExecPath,
+                        kPlannedGpus, kNmWeb, kGpuNote}) {
     env.erase(k);
   }
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -41,6 +42,13 @@ struct ExecutorEnv {
   std::string log_dir;         // LOOM_LOG_DIR: where stdout, stderr and executor.log go ("." if unset)
   std::string link_into_workdir;   // LOOM_LINK_INTO_WORKDIR: an unpacked dir whose entries are linked into the cwd
   std::string memory_enforced_by;  // LOOM_MEMORY_ENFORCED_BY: "cgroup", "watchdog" or "" (the cluster)
+  // LOOM_PLANNED_GPUS: "0,1", the devices the AM planned for this container on its node where
+  // the cluster does not say which it assigned (YARN: cluster/yarn/gpu_pinning.h), and
+  // LOOM_NM_WEB, the NodeManager's web services ("http://host:8042") that may say so.
+  std::vector<int> planned_gpus;
+  std::string nm_web;
+  // ---- from the executor's own start-up ----
+  std::string gpu_note;        // LOOM_GPU_NOTE: why other applications may share its GPUs, for the AM
 
   // Writes the fields that are set into `env` (others are left as they are).
   void AddTo(std::map<std::string, std::string>& env) const;

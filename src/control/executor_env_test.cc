@@ -29,6 +29,9 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
   e.gpu_metrics = true;
   e.key_prefix = "tony.";
   e.gpu_exec_path = "/opt/nvidia/bin/nvidia-smi";
+  e.planned_gpus = {1, 3};
+  e.nm_web = "http://n1:8042";
+  e.gpu_note = "others share n1's GPUs";
   std::map<std::string, std::string> env = {{"PATH", "/bin"}};
   e.AddTo(env);
   EXPECT_EQ(env["LOOM_PORT_RANGE"], "21000-22000");
@@ -46,7 +49,12 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
   EXPECT_EQ(back->registry_timeout_ms, 90000);
   EXPECT_EQ(back->metrics_interval_ms, 250);
   EXPECT_TRUE(back->gpu_metrics);
+  EXPECT_EQ(env["LOOM_PLANNED_GPUS"], "1,3");
+  EXPECT_EQ(back->planned_gpus, (std::vector<int>{1, 3}));
+  EXPECT_EQ(back->nm_web, "http://n1:8042");
+  EXPECT_EQ(back->gpu_note, "others share n1's GPUs");
   ExecutorEnv::RemoveWiring(env);
+  EXPECT_EQ(env.count("LOOM_PLANNED_GPUS") + env.count("LOOM_NM_WEB") + env.count("LOOM_GPU_NOTE"), 0u);
   EXPECT_EQ(env.count("LOOM_REGISTRY_TIMEOUT_MS") + env.count("LOOM_METRICS_INTERVAL_MS") + env.count("LOOM_GPU_METRICS") +
                 env.count("LOOM_RESERVE_TB_PORT"),
             0u);
@@ -66,7 +74,8 @@ TEST(ExecutorEnv, NamesWhatIsMissingOrMalformed) {
   EXPECT_FALSE(ExecutorEnv::FromEnv(env)->gpu_metrics);
   EXPECT_FALSE(ExecutorEnv::FromEnv(env)->reserve_tb_port);
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"LOOM_REGISTRY_TIMEOUT_MS", "-1"}, {"LOOM_METRICS_INTERVAL_MS", "0"}, {"LOOM_GPU_METRICS", "yes"}}) {
+           {"LOOM_REGISTRY_TIMEOUT_MS", "-1"}, {"LOOM_METRICS_INTERVAL_MS", "0"}, {"LOOM_GPU_METRICS", "yes"},
+           {"LOOM_PLANNED_GPUS", "0,x"}, {"LOOM_PLANNED_GPUS", "-1"}}) {
     auto bad = env;
     bad[k] = v;
     EXPECT_THAT(ExecutorEnv::FromEnv(bad).status().message(), HasSubstr(k + "=" + v));

@@ -263,6 +263,10 @@ Status TaskExecutor::Register() {
   req.set_executor_pid(::getpid());
   req.set_container_id(wiring_.container_id);
   req.set_tb_port(tb_port_.port());
+  if (auto gpus = env_.find("CUDA_VISIBLE_DEVICES"); gpus != env_.end() && !wiring_.planned_gpus.empty()) {
+    req.set_gpus(gpus->second);
+  }
+  req.set_gpu_note(wiring_.gpu_note);
   // The AM may still be starting its server when the container comes up, or be out of reach
   // (or too busy to answer) for a while: retry, for loom.task.executor.registry-timeout-sec.
   const int64_t limit_ms = wiring_.registry_timeout_ms;  // 0: forever

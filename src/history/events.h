@@ -18,7 +18,8 @@ inline constexpr char kBackendState[] = "BACKEND_STATE";
 inline constexpr char kAmStarted[] = "AM_STARTED";
 // A task changed state: task, state; address, exit_code, diagnostics, peak_rss_bytes,
 // container, host, node_id, node_http as they become known; max_gpu_utilization_percent and
-// peak_gpu_memory_bytes at its end when its GPUs were sampled; waiting (PENDING: why no
+// peak_gpu_memory_bytes at its end when its GPUs were sampled; gpus (its CUDA_VISIBLE_DEVICES,
+// where the backend pinned them at start-up); waiting (PENDING: why no
 // container is asked for yet, "" once it is).
 inline constexpr char kTaskState[] = "TASK_STATE";
 // Tasks still without a container: tasks [{task, resources, waited_ms, reason}].
@@ -41,6 +42,9 @@ inline constexpr char kDependencyTimeout[] = "DEPENDENCY_TIMEOUT";
 inline constexpr char kStageStarted[] = "STAGE_STARTED";
 // The job's TensorBoard answers: task, url ("http://host:TB_PORT/").
 inline constexpr char kTensorBoard[] = "TENSORBOARD";
+// Something the user should know about the job as a whole, once: message, task (the first it
+// concerns). E.g. YARN only counts a node's GPUs: other applications are not fenced off.
+inline constexpr char kJobWarning[] = "JOB_WARNING";
 // The AM decided the job's end: state, diagnostics.
 inline constexpr char kJobFinished[] = "JOB_FINISHED";
 

@@ -59,6 +59,7 @@ void JobView::ApplyChecked(const json& e) {
     if (e.contains("container")) t->container = e.value("container", "");
     if (e.contains("node_id")) t->node_id = e.value("node_id", "");
     if (e.contains("node_http")) t->node_http = e.value("node_http", "");
+    if (e.contains("gpus")) t->gpus = e.value("gpus", "");
     if (e.contains("peak_rss_bytes")) t->peak_rss_bytes = EventInt(e, "peak_rss_bytes", 0, 0, int64_t{1} << 60);
     if (t->state == "RUNNING") t->started_ms = ts;
     if (IsFinalTaskState(t->state)) {
@@ -80,6 +81,11 @@ void JobView::ApplyChecked(const json& e) {
     }
   } else if (type == events::kTaskRestarting) {
     FindTask(e.value("task", "?"))->restarts = static_cast<int>(EventInt(e, "restart", 0, 0, 1 << 20));
+  } else if (type == events::kJobWarning) {
+    std::string message = e.value("message", "");
+    if (!message.empty() && std::find(warnings.begin(), warnings.end(), message) == warnings.end()) {
+      warnings.push_back(message);
+    }
   } else if (type == events::kTensorBoard) {
     tensorboard_url = e.value("url", tensorboard_url);
     tensorboard_task = e.value("task", tensorboard_task);
@@ -212,6 +218,7 @@ json ToJson(const JobView& v) {
     if (!t.container.empty()) task["container"] = t.container;
     if (!t.node_id.empty()) task["node_id"] = t.node_id;
     if (!t.waiting.empty()) task["waiting"] = t.waiting;
+    if (!t.gpus.empty()) task["gpus"] = t.gpus;
     tasks.push_back(std::move(task));
   }
   json j = {{"job_id", v.id},
@@ -232,6 +239,7 @@ json ToJson(const JobView& v) {
   }
   if (!v.tracking_url.empty()) j["tracking_url"] = v.tracking_url;
   if (!v.tensorboard_url.empty()) j["tensorboard_url"] = v.tensorboard_url;
+  if (!v.warnings.empty()) j["warnings"] = v.warnings;
   return j;
 }
 

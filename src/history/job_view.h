@@ -28,6 +28,7 @@ struct TaskView {
   std::string node_id;    // the NodeManager's host:port
   std::string node_http;  // the NodeManager's web address
   std::string waiting;    // while PENDING: why it has no container yet, as the backend says
+  std::string gpus;       // its CUDA_VISIBLE_DEVICES, where the backend pinned them at start-up
 };
 
 struct JobView {
@@ -52,6 +53,8 @@ struct JobView {
   std::string tracking_url;  // where the cluster's UI shows the job, if it has one
   // The job's TensorBoard once it answers ("http://host:TB_PORT/") and the task serving it.
   std::string tensorboard_url, tensorboard_task;
+  // What the user should know about the job as a whole (JOB_WARNING), each once, in order.
+  std::vector<std::string> warnings;
 
   TaskView* FindTask(const std::string& id);
   // Folds one events.jsonl entry into the view; entries of the wrong shape are ignored.

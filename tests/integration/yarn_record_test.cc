@@ -103,6 +103,44 @@ TEST(YarnRecord, LogsFollowFromAnotherHomeRightAfterSubmitPrintsEveryTask) {
   }
 }
 
+// A ResourceManager restarted without a state store forgets every application, while HDFS
+// keeps the job's record and its aggregated logs (measured on a real cluster: `status` and
+// `logs APP` from another home failed; `yarn logs` still showed them).
+TEST(YarnRecord, AnApplicationTheResourceManagerForgotIsFoundByItsRecordInHdfs) {
+  LOOM_REQUIRE_YARN_DOUBLE("a ResourceManager restart without a state store");
+  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) { o.log_aggregation = "TFile"; });
+  RunResult r = cluster.Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.worker.memory=256m", "--conf",
+                                "loom.worker.command=/bin/sh -c 'echo before the restart'"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string app = cluster.ApplicationId(cluster.loom().OnlyJobId());
+  ASSERT_OK(cluster.WaitForAppEnd(cluster.loom().OnlyJobId(), std::chrono::seconds(30)));
+  ASSERT_TRUE(MiniLoom::Eventually([&] { return !cluster.hdfs().ListRecursive("/tmp/logs").empty(); }, std::chrono::seconds(30)));
+  ASSERT_OK(cluster.yarn().ForgetEndedApplicationsForTest());
+
+  MiniLoom elsewhere;
+  RunResult status = elsewhere.Run({"status", app}, cluster.Env());
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_THAT(status.out, HasSubstr("SUCCEEDED"));
+  EXPECT_THAT(status.out, HasSubstr("worker:0  SUCCEEDED"));
+  RunResult logs = elsewhere.Run({"logs", app, "--task", "worker:0"}, cluster.Env());
+  EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("before the restart"));
+  RunResult unknown = elsewhere.Run({"status", "application_1795000000000_0077"}, cluster.Env());
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.out << unknown.err;
+  EXPECT_THAT(unknown.err, HasSubstr("YARN does not know application_1795000000000_0077, and HDFS has no record of it"));
+}
+
+// `loom submit` right after a ResourceManager restart, before the NodeManagers registered again
+// (it exited 2, "no running NodeManager"): it waits for them, bounded, and says so.
+TEST(YarnRecord, SubmitRightAfterAnRmRestartWaitsForTheNodeManagers) {
+  LOOM_REQUIRE_YARN_DOUBLE("NodeManagers that register late, as after an RM restart");
+  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) { o.nodes_register_after_ms = 2000; });
+  RunResult r = cluster.Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.worker.memory=256m", "--conf",
+                                "loom.worker.command=true"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("has no running NodeManager (just restarted?); waiting up to 60 s for them to register"));
+}
+
 // `loom status` of a running YARN job whose ResourceManager does not answer, and of an
 // application id that only that ResourceManager could name: exit 1, "the cluster could not be
 // reached" as the README says (it was 2, a usage error, and 0 for a job last seen running).

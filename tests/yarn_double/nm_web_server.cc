@@ -15,6 +15,7 @@
 #include "cluster/yarn/wire/credentials.h"
 #include "core/strings.h"
 #include "gss_acceptor.h"
+#include "nm_gpus.h"
 #include "yarn_double_impl.h"
 
 namespace loom::yarn_double {
@@ -293,6 +294,8 @@ Status NmWebServer::Start(const std::string& bind_ip, int port) {
     j["containerLogsInfo"] = info;
     Json(res, 200, j.dump());
   });
+
+  AddGpuResourcesRoute(s, d_, node_);
 
   // NMWebServices.getNodeContainer: the NM forgets a container as soon as it completes.
   s.Get(R"(/ws/v1/node/containers/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {

@@ -13,6 +13,7 @@
 #include "core/strings.h"
 #include "fake_hdfs.h"
 #include "localizer.h"
+#include "nm_gpus.h"
 #include "yarn_double_impl.h"
 
 namespace loom::yarn_double {
@@ -373,6 +374,7 @@ void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::
     p.node_host = node.host;
     c.started_ms = NowMs();
     for (const auto& e : clc.environment()) c.launch_env[e.key()] = e.value();
+    AssignContainerGpusLocked(*this, c);  // the LinuxContainerExecutor's preStart
   }
   auto fail = [&](int exit_status, const std::string& diag) {
     std::lock_guard<std::mutex> lock(mu_);

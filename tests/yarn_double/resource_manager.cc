@@ -403,6 +403,7 @@ int64_t YarnDoubleImpl::HeartbeatsLocked(int64_t now, std::vector<std::string>* 
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   if (options_.nm_heartbeat_ms <= 0) return kNever;
   int64_t next = kNever;
+  if (now < nodes_registered_ms_) return nodes_registered_ms_;  // no NodeManager has registered yet
   for (auto& n : nodes_) {
     if (!n->Usable()) continue;
     if (now >= n->next_heartbeat_ms) {
@@ -728,6 +729,7 @@ struct ClientCalls {
     yp::GetClusterNodesResponseProto resp;
     std::lock_guard<std::mutex> lock(d.mu_);
     for (const auto& n : d.nodes_) {
+      if (NowMs() < d.nodes_registered_ms_) break;  // not registered yet
       yp::NodeStateProto state = n->expired ? yp::NS_LOST : yp::NS_RUNNING;
       bool wanted = req->nodestates_size() == 0 ||
                     std::find(req->nodestates().begin(), req->nodestates().end(), state) != req->nodestates().end();

@@ -65,6 +65,8 @@ struct Container {
   // every container as a plain process, as a NodeManager with the DefaultContainerExecutor
   // does (it ignores YARN_CONTAINER_RUNTIME_TYPE).
   std::map<std::string, std::string> launch_env;
+  // Options::linux_container_executor: the GPU indices its NodeManager assigned (nm_gpus.cc).
+  std::vector<int> gpu_devices;
 
   // RM side.
   bool rm_done = false;  // the RM considers it finished (its status is queued for the AM, or it is the AM)
@@ -158,6 +160,7 @@ class YarnDoubleImpl {
 
   YarnTestDouble::Options options_;
   int64_t cluster_ts_ = 0;
+  int64_t nodes_registered_ms_ = 0;  // Options::nodes_register_after_ms: when the NMs register
   std::string instance_;  // marks this double's container processes
   std::unique_ptr<IpcServer> rm_server_, scheduler_server_, nm_server_;
   std::unique_ptr<IpcServer> rm2_server_, scheduler2_server_;  // Options::rm_ha: rm2's

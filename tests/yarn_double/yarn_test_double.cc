@@ -51,6 +51,7 @@ Result<std::pair<int, int>> ReservePort() {
 
 YarnDoubleImpl::YarnDoubleImpl(YarnTestDouble::Options options) : options_(std::move(options)) {
   cluster_ts_ = options_.cluster_timestamp ? options_.cluster_timestamp : NowMs();
+  nodes_registered_ms_ = NowMs() + options_.nodes_register_after_ms;
   instance_ = std::to_string(::getpid()) + "-" + std::to_string(static_cast<uint32_t>(RandomInt32()));
   amrm_key_id_ = RandomInt32();
   nm_key_id_ = RandomInt32();
@@ -267,7 +268,7 @@ Res YarnDoubleImpl::NodeCapacity() const {
 }
 
 Res YarnDoubleImpl::UsedLocked() const {
-  Res used;
+  Res used{0, 0, options_.gpus_held_elsewhere};
   for (const auto& [id, c] : containers_) {
     if (!c->rm_done && !c->complete) used = used + c->resource;
   }
@@ -275,7 +276,7 @@ Res YarnDoubleImpl::UsedLocked() const {
 }
 
 Res YarnDoubleImpl::UsedOnLocked(int node) const {
-  Res used;
+  Res used{0, 0, node == 0 ? options_.gpus_held_elsewhere : 0};
   for (const auto& [id, c] : containers_) {
     if (c->node == node && !c->rm_done && !c->complete) used = used + c->resource;
   }
@@ -659,6 +660,15 @@ Result<int> YarnTestDouble::NodeHeartbeatForTest(int node) {
   }
   for (const std::string& id : launches) impl_->LaunchAm(id);
   return placed;
+}
+
+Status YarnTestDouble::ForgetEndedApplicationsForTest() {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  for (const auto& [id, app] : impl_->apps_) {
+    if (!app->Final()) return Status::FailedPrecondition(app->id_str + " still runs");
+  }
+  impl_->apps_.clear();
+  return Status::Ok();
 }
 
 Status YarnTestDouble::LoseNodeForTest(int node) {

@@ -47,6 +47,15 @@ class YarnTestDouble {
     int64_t node_memory_mb = 8192;
     int node_vcores = 8;
     int node_gpus = 0;  // > 0: the RM knows resource type yarn.io/gpu and the node has that many
+    // How a NodeManager hands out GPUs (yarn-captures gpu/, facts.md §2): false, as under the
+    // DefaultContainerExecutor, it only counts yarn.io/gpu, and its GET
+    // /ws/v1/node/resources/yarn.io%2Fgpu lists no device (gpu/01-31); true, as under the
+    // LinuxContainerExecutor, each container gets the lowest free devices when it starts, listed
+    // there as its own until it completes (gpu/41, 46). The double fences nothing off either way.
+    bool linux_container_executor = false;
+    // Devices 0..N-1 of node 0 held by a container of an application outside the double: the RM
+    // counts them used, and under the LinuxContainerExecutor the endpoint lists them as its.
+    int gpus_held_elsewhere = 0;
     std::string node_host = "localhost";  // NodeId host, like the recording (NM_HOST)
     std::string user = "root";            // default user when a connection names none
     bool fixed_nonce_for_test = false;    // every SASL challenge uses nonce_for_test
@@ -104,6 +113,10 @@ class YarnTestDouble {
     // yarn.nm.liveness-monitor.expiry-interval-ms (Hadoop: 600000): how long after
     // LoseNodeForTest the RM declares the node LOST and its containers completed.
     int nm_liveness_expiry_ms = 2000;
+    // The NodeManagers register with the RM this long after Start(), as after an RM restart
+    // (they come back each within yarn.resourcemanager.connect.retry-interval.ms): until then
+    // getClusterNodes lists none and nothing is placed.
+    int nodes_register_after_ms = 0;
 
     // ---- log aggregation (README §14) ----
     // "" (off, the default, as in nm-web/), "TFile" or "IFile" (yarn.log-aggregation.file-formats).
@@ -277,6 +290,10 @@ class YarnTestDouble {
   // containers completed with exit status -100 (ABORTED) and "Container released on a *lost*
   // node"; an AM container among them fails its application.
   Status LoseNodeForTest(int node);
+  // A ResourceManager restarted without a state store: it knows none of the applications that
+  // have ended (getApplicationReport: ApplicationNotFoundException), while HDFS keeps their
+  // records and aggregated logs. FailedPrecondition while one still runs.
+  Status ForgetEndedApplicationsForTest();
   // An NMToken the NM accepts (e.g. the one recorded in dshell/05's allocate response).
   Status InstallNmTokenForTest(const cluster::yarn::Token& nm_token);
   // The nonces of the next SASL connections, in order (then fixed_nonce_for_test / random).

@@ -35,6 +35,7 @@ json StagingManifest::ToJson() const {
     out["rm_failover"] = {{"max_attempts", rm_failover_max_attempts}, {"sleep_base_ms", rm_failover_sleep_base_ms},
                           {"sleep_max_ms", rm_failover_sleep_max_ms}};
   }
+  if (nm_web_scheme != "http") out["nm_web_scheme"] = nm_web_scheme;
   if (!docker_images.empty()) {
     out["docker_images"] = docker_images;
     out["docker_mounts"] = docker_mounts;
@@ -60,6 +61,10 @@ Result<StagingManifest> StagingManifest::FromJson(const std::string& text) {
       m.rm_failover_sleep_max_ms = f.value("sleep_max_ms", m.rm_failover_sleep_max_ms);
     }
     m.application_id = j.value("application_id", "");
+    m.nm_web_scheme = j.value("nm_web_scheme", m.nm_web_scheme);
+    if (m.nm_web_scheme != "http" && m.nm_web_scheme != "https") {
+      return Status::InvalidArgument("malformed staging manifest: nm_web_scheme " + m.nm_web_scheme);
+    }
     for (const auto& [name, f] : j.at("files").items()) {
       StagedFile& staged = m.files[name];
       staged = {f.at("path").get<std::string>(), f.at("size").get<int64_t>(), f.at("mtime").get<int64_t>(),

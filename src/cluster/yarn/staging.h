@@ -92,6 +92,9 @@ struct StagingManifest {
   int64_t rm_failover_sleep_base_ms = 30000;
   int64_t rm_failover_sleep_max_ms = 30000;
   std::string application_id;
+  // "http" or "https" (yarn.http.policy=HTTPS_ONLY): how a container reaches its NodeManager's
+  // web services (gpu_pinning.h).
+  std::string nm_web_scheme = "http";
   std::map<std::string, StagedFile> files;  // by resource name
   // The cluster's nodes when the job was submitted: where the AM spreads its tasks (node-local
   // asks). The AM cannot ask for them itself on a secure cluster (it holds only its AMRMToken);

@@ -363,6 +363,10 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     UpdateNodesLocked(response);
+    // Devices of containers that ended are free for those that come in the same answer.
+    for (const ypb::ContainerStatusProto& st : response.completed_container_statuses()) {
+      gpu_plan_.Free(ContainerIdString(st.container_id()));
+    }
     for (const ypb::ContainerProto& c : response.allocated_containers()) {
       std::string id = ContainerIdString(c.id());
       // Its key: the request id, or (an RM before 2.9 sends none) the priority.
@@ -389,7 +393,8 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
         continue;
       }
       held_[id] = {it->second.task, c, false, false};
-      allocated.push_back({id, it->second.task, c.nodeid().host(), {}, NodeIdString(c.nodeid()), c.node_http_address()});
+      allocated.push_back({id, it->second.task, c.nodeid().host(), GpuEnvLocked(id, c), NodeIdString(c.nodeid()),
+                           c.node_http_address()});
       int64_t key = it->second.key;
       pending_.erase(it);
       AskLocked(keys_[key]);  // the totals less this one, wherever YARN placed it
@@ -417,6 +422,24 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
   for (const Container& c : allocated) events_->OnAllocated(c);
   for (const ContainerExit& e : completed) events_->OnCompleted(e);
   wake_.notify_all();
+}
+
+std::map<std::string, std::string> YarnContainerBroker::GpuEnvLocked(const std::string& id, const ypb::ContainerProto& c) {
+  std::map<std::string, std::string> env;
+  const int gpus = static_cast<int>(GpusOf(c.resource()));
+  if (gpus <= 0) return env;
+  auto node = nodes_.find(c.nodeid().host());
+  const int node_gpus = node != nodes_.end() ? static_cast<int>(node->second.node.gpus) : 0;
+  bool overlap = false;
+  control::ExecutorEnv wiring;
+  wiring.planned_gpus = gpu_plan_.Assign(c.nodeid().host(), id, gpus, node_gpus, &overlap);
+  if (overlap) {  // a node report behind the scheduler: YARN still counted them free
+    spdlog::warn("{} on {}: the job's containers there hold the {} GPUs the node reported; some devices are planned twice",
+                 id, c.nodeid().host(), node_gpus);
+  }
+  wiring.nm_web = opts_.manifest.nm_web_scheme + "://" + c.node_http_address();
+  wiring.AddTo(env);
+  return env;
 }
 
 Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec& spec) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cluster/container_broker.h"
+#include "cluster/yarn/gpu_pinning.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/staging.h"
 
@@ -137,6 +138,8 @@ class YarnContainerBroker : public ContainerBroker {
   // Queues `key`'s asks as the totals of its pending tasks now: one per host planned, per
   // rack of those, "*" for all; a name no longer wanted is asked with 0.
   void AskLocked(AskKey& key);
+  // The container's GPU wiring (ExecutorEnv::planned_gpus, nm_web) when it has GPUs.
+  std::map<std::string, std::string> GpuEnvLocked(const std::string& id, const hadoop::yarn::ContainerProto& c);
   // Takes allocate's updated_nodes: new nodes, and lost ones whose tasks go elsewhere.
   void UpdateNodesLocked(const hadoop::yarn::AllocateResponseProto& response);
   std::vector<PendingRequest> PendingLocked() const;
@@ -154,6 +157,7 @@ class YarnContainerBroker : public ContainerBroker {
   std::vector<hadoop::yarn::ResourceRequestProto> asks_;  // changed asks for the next heartbeat
   std::vector<hadoop::yarn::ContainerIdProto> releases_;
   std::map<std::string, Held> held_;  // by container id string
+  GpuPlan gpu_plan_;  // the devices planned for each held container with GPUs
   std::map<std::string, NodeView> nodes_;  // by host
   std::optional<hadoop::yarn::ResourceProto> headroom_;  // allocate's `limit`, last heard
   std::chrono::steady_clock::time_point next_pending_report_;

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/capacity_check.h"
+#include "cluster/yarn/cluster_rms.h"
 #include "cluster/yarn/docker_runtime.h"
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/history_upload.h"
@@ -43,10 +44,6 @@ namespace {
 std::string JoinPath(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
 bool IsFinal(const ypb::ApplicationReportProto& report);
-
-bool IsApplicationNotFound(const Status& s) {
-  return RemoteExceptionClass(s) == "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException";
-}
 
 // "[Sun Nov 22 18:58:42 +0000 2026] Application is added ..." -> "Application is added ...".
 std::string WithoutTimestamp(std::string diag) {
@@ -131,22 +128,6 @@ std::optional<std::pair<std::string, std::string>> FinalStateOf(const ypb::Appli
 
 namespace {
 bool IsFinal(const ypb::ApplicationReportProto& report) { return FinalStateOf(report).has_value(); }
-}  // namespace
-
-namespace {
-// RM HA: every ResourceManager of the conf (one without HA), and the failover policy.
-RmAddresses RmsOf(const std::vector<HostPort>& rms) {
-  RmAddresses out;
-  for (const HostPort& hp : rms) out.emplace_back(hp.host, hp.port);
-  return out;
-}
-RmAddresses RmsOf(const HadoopConf& conf) { return RmsOf(conf.rms.empty() ? std::vector<HostPort>{conf.rm} : conf.rms); }
-std::string RmListOf(const HadoopConf& conf) {
-  return HostPortListString(conf.rms.empty() ? std::vector<HostPort>{conf.rm} : conf.rms);
-}
-FailoverSettings FailoverOf(const HadoopConf& conf) {
-  return FailoverSettings{conf.rm_failover_max_attempts, conf.rm_failover_sleep_base_ms, conf.rm_failover_sleep_max_ms};
-}
 }  // namespace
 
 Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
@@ -374,6 +355,25 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
                          std::to_string(retries) + ", yarn.resourcemanager.connect.retry-interval.ms)");
   }
   auto nodes = rm.GetClusterNodes();
+  // Right after a restart the RM knows no NodeManager until they register again, each within
+  // its yarn.resourcemanager.connect.retry-interval.ms (30 s by default): wait, bounded.
+  constexpr auto kNodeManagerWait = std::chrono::seconds(60);
+  auto running = [](const std::vector<ypb::NodeReportProto>& all) {
+    return std::any_of(all.begin(), all.end(), [](const auto& n) { return n.node_state() == ypb::NS_RUNNING; });
+  };
+  const auto waiting_since = std::chrono::steady_clock::now();
+  for (bool said = false;
+       nodes.ok() && !running(*nodes) && std::chrono::steady_clock::now() - waiting_since < kNodeManagerWait;
+       said = true) {
+    if (!said) {
+      std::fprintf(stderr,
+                   "loom: the ResourceManager at %s has no running NodeManager (just restarted?); waiting up to %lld s "
+                   "for them to register\n",
+                   conf.rm.ToString().c_str(), static_cast<long long>(kNodeManagerWait.count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    nodes = rm.GetClusterNodes();
+  }
   if (!nodes.ok()) return unreachable(nodes.status(), "its nodes");
   nodes_ = *nodes;  // the AM places the gang from this snapshot (Stage)
   CapacityRules rules;
@@ -390,6 +390,7 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   m.fs_host = conf_.fs_host;
   m.fs_port = conf_.fs_port;
   m.webhdfs = WebHdfsBaseList(conf_);
+  m.nm_web_scheme = conf_.nm_web_scheme;
   m.user = user_;
   m.dir = conf_.staging_dir + "/" + app_id;
   m.scheduler = HostPortListString(conf_.schedulers.empty() ? std::vector<HostPort>{conf_.scheduler} : conf_.schedulers);
@@ -805,70 +806,6 @@ std::vector<std::string> YarnJobSubmitter::Describe(const history::JobDir& dir) 
   if (!record->last_reason.empty()) lines.push_back("waiting: " + record->last_reason);
   if (view.ok() && !view->tracking_url.empty() && !view->final) lines.push_back("tracking URL: " + view->tracking_url);
   return lines;
-}
-
-Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
-  if (!StartsWith(id, "application_") && !StartsWith(id, "job_")) return Status::NotFound("not a YARN or Loom job id");
-  auto conf = HadoopConf::FromEnvironment(user);
-  if (!conf.ok()) return Status::NotFound("HADOOP_CONF_DIR is not set, so YARN was not asked");
-  // A job dir here that already follows this application.
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(history::LoomHome() + "/jobs", ec)) {
-    history::JobDir dir(entry.path().string());
-    if (auto r = YarnJobRecord::Read(dir); r.ok() && r->application_id == id) return dir;
-  }
-  // A Kerberized cluster: the ticket cache (no job file here names a keytab), and the user is
-  // the principal's short name, as for submit.
-  auto principal = LoginForCluster(*conf, config::Config{});
-  if (!principal.ok()) return principal.status();
-  if (!principal->empty()) user = KerberosShortName(*principal);
-  ApplicationClient rm(RmsOf(*conf), user, FailoverOf(*conf));
-  std::optional<ypb::ApplicationReportProto> report;
-  if (StartsWith(id, "application_")) {
-    LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(id));
-    auto r = rm.GetApplicationReport(app);
-    if (!r.ok()) {
-      if (IsApplicationNotFound(r.status())) return Status::NotFound("YARN does not know " + id);
-      return r.status().WithContext("asking " + conf->rm.ToString() + " about " + id);
-    }
-    report = *r;
-  } else {
-    auto apps = rm.GetApplications({}, {"loom-job:" + id});
-    if (!apps.ok()) return apps.status().WithContext("asking " + conf->rm.ToString() + " for loom-job:" + id);
-    if (apps->empty()) return Status::NotFound("YARN has no application tagged loom-job:" + id);
-    report = apps->front();
-  }
-  std::string app_id = ApplicationIdString(report->applicationid());
-  std::string job_id;
-  for (const std::string& tag : report->applicationtags()) {
-    if (StartsWith(tag, "loom-job:")) job_id = tag.substr(9);
-  }
-  if (job_id.empty()) return Status::NotFound(app_id + " is not a Loom job (no loom-job tag)");
-  std::string owner = report->user().empty() ? user : report->user();
-  YarnJobRecord record{app_id, RmListOf(*conf), owner, "/user/" + owner + "/.loom/" + app_id,
-                       WebHdfsBaseList(*conf)};
-  // The record lives in HDFS: <staging>/history/ once the job ended, job.json beside it before.
-  history::JobDir dir = history::JobDir::ForJob(job_id);
-  LOOM_RETURN_IF_ERROR(MakeDirs(dir.tasks_dir()));
-  WebHdfs fs(record.webhdfs, owner);
-  auto fetch = [&](const std::vector<std::string>& candidates, const std::string& local) {
-    for (const std::string& path : candidates) {
-      if (auto bytes = fs.Open(path); bytes.ok()) return WriteFileAtomic(local, *bytes);
-    }
-    return Status::NotFound("none of " + Join(candidates, ", "));
-  };
-  (void)fetch({record.staging_dir + "/history/job.json", record.staging_dir + "/" + kJobJsonResource}, dir.job_json());
-  (void)fetch({record.staging_dir + "/history/events.jsonl"}, dir.events());
-  (void)fetch({record.staging_dir + "/history/status.json"}, dir.status());
-  if (!PathExists(dir.job_json())) {
-    json job = {{"job_id", job_id}, {"name", report->name()}, {"user", owner}, {"backend", "yarn"},
-                {"submitted_ms", report->starttime()}};
-    LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir.job_json(), job.dump(2) + "\n"));
-  }
-  record.imported = true;
-  record.cleaned = PathExists(dir.status());
-  LOOM_RETURN_IF_ERROR(record.Write(dir));
-  return dir;
 }
 
 }  // namespace loom::cluster::yarn

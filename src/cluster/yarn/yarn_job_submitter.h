@@ -135,11 +135,6 @@ Credentials AmCredentials(const std::string& secret, const std::map<std::string,
 // application completes (cancel_tokens_when_complete, explicitly true).
 void SetAmCredentials(hadoop::yarn::ApplicationSubmissionContextProto* asc, const Credentials& creds);
 
-// Finds a YARN job that has no job dir here, by its application id or its Loom job id (the
-// application's loom-job:<id> tag), and makes its job dir under $LOOM_HOME from the RM's
-// report and the history in HDFS. NotFound when HADOOP_CONF_DIR is not set or YARN does not
-// know the id.
-Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user);
 
 // Ends a YARN job's staging: the job's own files go; config.xml and history/ stay, and the
 // shared binary cache is never touched. Idempotent; used by the client and the AM.

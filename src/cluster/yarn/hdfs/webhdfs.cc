@@ -110,6 +110,8 @@ Status RemoteError(const std::string& op, const std::string& path, const Respons
       const json& e = j["RemoteException"];
       exception = e.value("exception", "");
       message = e.value("message", "");
+      // A DataNode passes on the NameNode's IPC error, whose text is the Java stack trace.
+      if (size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
     }
   } catch (const json::exception&) {
   }

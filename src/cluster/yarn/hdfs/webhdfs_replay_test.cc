@@ -373,6 +373,20 @@ TEST_F(WebHdfsReplayTest, FileNotFoundIsNotFound) {
   (void)server_.TakeRequests();
 }
 
+// A DataNode's answer for a file deleted between the NameNode's redirect and the read carries
+// the NameNode's IPC error text: the Java stack trace stays out of the message.
+TEST_F(WebHdfsReplayTest, ADataNodesStackTraceIsCutFromTheMessage) {
+  server_.Answer("nn", JsonAnswer("404 Not Found",
+                                  R"({"RemoteException":{"exception":"FileNotFoundException",)"
+                                  R"("javaClassName":"java.io.FileNotFoundException",)"
+                                  R"("message":"File does not exist: /h/events.jsonl\n\tat org.apache.hadoop.hdfs.)"
+                                  R"(server.namenode.INodeFile.valueOf(INodeFile.java:86)\n\tat org.apache.X"}})"));
+  Status st = client_.GetFileStatus("/h/events.jsonl").status();
+  EXPECT_STATUS(st, kNotFound, HasSubstr("File does not exist: /h/events.jsonl"));
+  EXPECT_THAT(st.message(), ::testing::Not(HasSubstr("INodeFile")));
+  (void)server_.TakeRequests();
+}
+
 TEST_F(WebHdfsReplayTest, OtherErrorsNameOpPathCodeAndMessage) {
   server_.Answer("nn", JsonAnswer("403 Forbidden",
                                   R"({"RemoteException":{"exception":"AccessControlException",)"

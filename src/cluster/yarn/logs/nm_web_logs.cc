@@ -42,7 +42,10 @@ std::string ErrorText(const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object()) {
     const json& e = j["RemoteException"];
-    if (e.contains("message") && e["message"].is_string()) return e["message"].get<std::string>();
+    if (e.contains("message") && e["message"].is_string()) {
+      std::string message = e["message"].get<std::string>();
+      return message.substr(0, message.find('\n'));  // without a Java stack trace
+    }
   }
   return body.substr(0, 400);
 }
