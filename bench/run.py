@@ -62,11 +62,12 @@ def run_loom(args, home, **kw):
 def bench_launch(sizes, reps):
     rows, footprint = [], {}
     for n in sizes:
-        floors, looms = [], []
+        floors, looms, floor_runs, loom_runs, exit_gaps = [], [], [], [], []
         for _ in range(reps):
             with tempfile.TemporaryDirectory() as d:
                 t0 = time.time_ns()
                 subprocess.run([FLOOR, str(n), STAMP, d], check=True)
+                floor_runs.append((time.time_ns() - t0) / 1e6)
                 stamps = read_stamps(d)
                 assert len(stamps) == n
                 floors.append((max(stamps) - t0) / 1e6)
@@ -74,7 +75,11 @@ def bench_launch(sizes, reps):
                 t0 = time.time_ns()
                 r = run_loom(["--conf", f"loom.worker.instances={n}", "--conf", f"loom.worker.command={STAMP} {d}",
                               "--conf", "loom.worker.memory=64m"], home)
+                t_exit = time.time_ns()
                 assert r.returncode == 0, r.stderr
+                loom_runs.append((t_exit - t0) / 1e6)
+                finished = [e["ts"] for e in events_of(home) if e.get("event") == "JOB_FINISHED"]
+                exit_gaps.append(t_exit / 1e6 - finished[0])  # the events' clock has ms resolution
                 stamps = read_stamps(d)
                 assert len(stamps) == n
                 looms.append((max(stamps) - t0) / 1e6)
@@ -84,8 +89,12 @@ def bench_launch(sizes, reps):
                     am = [e["am_peak_rss_bytes"] for e in ev if e.get("event") == "JOB_FINISHED"]
                     footprint[n] = {"executor_peak_rss_mib": max(execs) / 2**20, "am_peak_rss_mib": am[0] / 2**20}
         f, l = median(floors), median(looms)
-        rows.append({"tasks": n, "floor_ms": f, "loom_ms": l, "ratio": l / f, "overhead_ms": l - f})
-        print(f"launch n={n}: floor {f:.1f} ms, loom {l:.1f} ms", file=sys.stderr)
+        fr, lr = median(floor_runs), median(loom_runs)
+        rows.append({"tasks": n, "floor_ms": f, "loom_ms": l, "ratio": l / f, "overhead_ms": l - f,
+                     "run_floor_ms": fr, "run_loom_ms": lr, "run_over_floor_ms": lr - fr,
+                     "exit_after_job_end_ms": median(exit_gaps)})
+        print(f"launch n={n}: floor {f:.1f} ms, loom {l:.1f} ms; whole run: floor {fr:.1f} ms, loom {lr:.1f} ms, "
+              f"exit {median(exit_gaps):.1f} ms after the job's end", file=sys.stderr)
     return rows, footprint
 
 
@@ -262,6 +271,30 @@ class YarnDouble:
         self.proc.wait(timeout=60)
 
 
+TIMELINE = ("submitted", "staged", "am_started", "first_container", "all_containers", "all_running", "job_end",
+            "backend_end", "exit")
+
+
+def timeline(events, t0, t_exit):
+    """When each step of a job happened, in ms after `loom submit` started (the events' clock has
+    ms resolution): the application submitted (staged), the AM up, the containers launched, every
+    task running, the AM's end of the job, the backend's (YARN FINISHED), the client's exit."""
+    def ts(pred, pick=min):
+        xs = [e["ts"] for e in events if pred(e)]
+        return pick(xs) - t0 / 1e6 if xs else None
+    return {
+        "submitted": ts(lambda e: e.get("event") == "JOB_SUBMITTED"),
+        "staged": ts(lambda e: e.get("event") == "BACKEND_SUBMITTED"),
+        "am_started": ts(lambda e: e.get("event") == "AM_STARTED"),
+        "first_container": ts(lambda e: e.get("event") == "TASK_STATE" and e.get("state") == "LAUNCHED"),
+        "all_containers": ts(lambda e: e.get("event") == "TASK_STATE" and e.get("state") == "LAUNCHED", max),
+        "all_running": ts(lambda e: e.get("event") == "TASK_STATE" and e.get("state") == "RUNNING", max),
+        "job_end": ts(lambda e: e.get("event") == "JOB_FINISHED"),
+        "backend_end": ts(lambda e: e.get("event") == "BACKEND_STATE" and e.get("state") in ("FINISHED", "FAILED", "KILLED")),
+        "exit": (t_exit - t0) / 1e6,
+    }
+
+
 def yarn_submit(double, backend, conf, n):
     """One `loom submit --cluster BACKEND` of n stamp workers; the times are ms after the submit
     started. For yarn, also what the double saw: bytes written to HDFS, the application's AM and
@@ -275,10 +308,11 @@ def yarn_submit(double, backend, conf, n):
         r = subprocess.run([LOOM, "submit", "--quiet", "--cluster", backend] + conf +
                            ["--conf", f"loom.worker.command={STAMP} {d}"], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        t_exit = time.time_ns()
         assert r.returncode == 0, r.stderr
         stamps = read_stamps(d)
         assert len(stamps) == n
-        out = {"running_ms": (max(stamps) - t0) / 1e6}
+        out = {"running_ms": (max(stamps) - t0) / 1e6, "timeline": timeline(events_of(home), t0, t_exit)}
     if double:
         after = double.stats()
         old = {c["id"] for c in before["containers"]}
@@ -325,6 +359,10 @@ def bench_yarn(n, reps):
            "am_allocated_ms": med("am_allocated_ms"), "all_allocated_ms": med("all_allocated_ms"),
            "worker_nodes": med("worker_nodes"),
            "first_submit": yarns[0], "second_submit": yarns[1],
+           "timeline": {k: median([r["timeline"][k] for r in cached if r["timeline"][k] is not None])
+                        for k in TIMELINE},
+           "local_timeline": {k: median([r["timeline"][k] for r in locals_ if r["timeline"][k] is not None])
+                              for k in TIMELINE},
            "binary_bytes": os.path.getsize(LOOM), "runs": {"yarn": yarns, "local": locals_}}
     print(f"yarn double n={n}: yarn {y:.1f} ms, local {l:.1f} ms; HDFS bytes first "
           f"{yarns[0]['hdfs_bytes']}, second {yarns[1]['hdfs_bytes']}", file=sys.stderr)
@@ -370,6 +408,20 @@ def yarn_report(y, date, run_date):
           f"{first['running_ms']:.0f} |",
           f"| second | {second['hdfs_bytes']} ({mib(second['hdfs_bytes'])}) | {second['hdfs_files']} | "
           f"{second['running_ms']:.0f} |", ""]
+    if "timeline" in y:
+        names = {"submitted": "job submitted (written locally)", "staged": "staged, application submitted",
+                 "am_started": "AM started", "first_container": "first container launched",
+                 "all_containers": "all containers launched", "all_running": "every task running",
+                 "job_end": "job ended (the AM's JOB_FINISHED)", "backend_end": "backend's end (YARN FINISHED)",
+                 "exit": "`loom submit` exited"}
+        L += ["Timeline of one submit (ms after `loom submit` started, medians of the same submits; the local "
+              "backend's run of the same job beside it):", "",
+              "| step | yarn (double) | local |", "|---|---:|---:|"]
+        for k, label in names.items():
+            yv, lv = y["timeline"].get(k), y["local_timeline"].get(k)
+            fmt = lambda v: "-" if v is None or v != v else f"{v:.0f}"
+            L.append(f"| {label} | {fmt(yv)} | {fmt(lv)} |")
+        L.append("")
     return L
 
 
@@ -387,6 +439,17 @@ def write_report(res):
          "| tasks | floor (ms) | Loom (ms) | ratio | Loom overhead (ms) |", "|---:|---:|---:|---:|---:|"]
     for r in res["launch"]:
         L.append(f"| {r['tasks']} | {r['floor_ms']:.1f} | {r['loom_ms']:.1f} | {r['ratio']:.1f}x | {r['overhead_ms']:.1f} |")
+    if all("run_floor_ms" in r for r in res["launch"]):
+        L += ["", "### 1b. The whole run: `loom submit` started to `loom submit` exited", "",
+              "Floor: `fork_exec_floor` started to exited (it waits for its N processes). \"Exit after the job's end\": "
+              "`loom submit` exited minus the job's JOB_FINISHED event (the AM stopping its server, the executors, the "
+              "client's last read).", "",
+              "| tasks | floor (ms) | Loom (ms) | ratio | Loom over the floor (ms) | exit after the job's end (ms) |",
+              "|---:|---:|---:|---:|---:|---:|"]
+        for r in res["launch"]:
+            L.append(f"| {r['tasks']} | {r['run_floor_ms']:.1f} | {r['run_loom_ms']:.1f} | "
+                     f"{r['run_loom_ms'] / r['run_floor_ms']:.1f}x | {r['run_over_floor_ms']:.1f} | "
+                     f"{r['exit_after_job_end_ms']:.1f} |")
     e = res["e2e"]
     L += ["", "## 2. End-to-end: 2-worker DDP digits example (wall time)", "",
           "| launcher | median (s) | ratio vs direct |", "|---|---:|---:|"]

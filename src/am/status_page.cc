@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,21 +54,29 @@ Result<int> StatusPage::Start(const std::string& bind_address) {
       ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     return Status::FromErrno("status page listen", errno);
   }
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (wake_fd_ < 0) return Status::FromErrno("status page eventfd", errno);
   thread_ = std::thread([this] { Serve(); });
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
 void StatusPage::Stop() {
   stopping_ = true;
+  if (wake_fd_ >= 0) {
+    uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
+  }
   if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
+  for (int* fd : {&listen_fd_, &wake_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 void StatusPage::Serve() {
   while (!stopping_) {
-    pollfd pfd{listen_fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, 200) <= 0) continue;
+    pollfd pfd[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (::poll(pfd, 2, -1) <= 0 || !(pfd[0].revents & POLLIN)) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     // One short request per connection; a client that sends nothing within a second is dropped.

@@ -43,6 +43,7 @@ class StatusPage {
   history::JobDir dir_;
   std::string job_id_;
   int listen_fd_ = -1;
+  int wake_fd_ = -1;  // an eventfd: Stop() ends the poll at once (the AM's exit waits for it)
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

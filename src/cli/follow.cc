@@ -151,7 +151,7 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
   sigset_t mask = BlockStopSignals();  // already blocked by the caller before any thread
   int sig_fd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   int ino = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  ::inotify_add_watch(ino, dir.root().c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
+  int watch = ::inotify_add_watch(ino, dir.root().c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
   int am_fd = backend.AmExitFd(dir);
 
   EventTail tail(dir.events());
@@ -256,6 +256,9 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
       (void)backend.Kill(dir, std::chrono::milliseconds(0), "");  // the end is recorded: no cause
     }
   }
+  // No more file events are needed. The watch goes now: the kernel frees it after a grace
+  // period, which close() would otherwise wait out (10-20 ms at the very end of `loom submit`).
+  if (watch >= 0) ::inotify_rm_watch(ino, watch);
   // The job is over only when its AM is gone too: wait for it (it is stopping its last
   // containers and its server), and end it if it lingers.
   if (am_fd >= 0) {

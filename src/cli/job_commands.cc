@@ -198,10 +198,21 @@ int LogsCommand(std::vector<std::string> args) {
   std::vector<std::string> labels;  // "worker:0", or "worker:0/1" for process 1 of several
   auto add_task = [&](const TaskId& id) {
     int n = per_process ? processes_of(id.type) : 1;
-    for (int i = 0; i < n; ++i) {
-      if (process >= 0 && i != process) continue;
-      targets.push_back({id, i == 0 ? file : file + "." + std::to_string(i)});
-      labels.push_back(n == 1 ? id.ToString() : id.ToString() + "/" + std::to_string(i));
+    // A restarted task's earlier containers first, where each keeps its own logs (YARN), as
+    // `yarn logs` shows them; then its current one ("").
+    std::vector<std::string> containers;
+    for (const auto& t : view->tasks) {
+      if (t.id != id.ToString() || !backend.LogsPerContainer()) continue;
+      for (const auto& past : t.earlier) containers.push_back(past.container);
+    }
+    containers.push_back("");
+    for (const std::string& container : containers) {
+      for (int i = 0; i < n; ++i) {
+        if (process >= 0 && i != process) continue;
+        targets.push_back({id, i == 0 ? file : file + "." + std::to_string(i), container});
+        std::string label = n == 1 ? id.ToString() : id.ToString() + "/" + std::to_string(i);
+        labels.push_back(container.empty() ? label : label + " (earlier container " + container + ")");
+      }
     }
   };
   if (task == "am") {

@@ -25,6 +25,7 @@ namespace loom::cluster {
 struct LogTarget {
   std::optional<TaskId> task;  // nullopt: the ApplicationMaster
   std::string file = "stdout";  // "stdout", "stderr", "executor.log"; "am.log" for the AM
+  std::string container;        // "": the task's current container; else an earlier one of it
   std::string Label() const { return task ? task->ToString() : "am"; }
 };
 
@@ -64,6 +65,11 @@ class Backend {
   // The bytes of a log stream from `offset` on; empty when there is nothing new. NotFound
   // when the stream does not exist (yet, or any more), with the reason.
   virtual Result<std::string> ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) = 0;
+
+  // Whether each container of a task keeps its own logs (YARN), so that those of a restarted
+  // task's earlier containers can be read too (LogTarget::container); else a task's logs are
+  // one stream across its restarts.
+  virtual bool LogsPerContainer() const { return false; }
 
   // Extra lines for `loom status` and the end of `loom submit` ("application: ...").
   virtual std::vector<std::string> Describe(const history::JobDir& dir) { return {}; }

@@ -1,5 +1,7 @@
 #include "core/subprocess.h"
 
+#include <algorithm>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -249,8 +251,9 @@ bool ProcessGroupAlive(pid_t pgid) {
   return false;
 }
 
-std::vector<pid_t> FindProcessesWithEnv(const std::string& entry) {
+std::vector<pid_t> FindProcessesWithEnv(const std::vector<std::string>& entries) {
   std::vector<pid_t> found;
+  if (entries.empty()) return found;
   pid_t self = ::getpid();
   for (pid_t pid : ListPids()) {
     if (pid == self || !ProcessAlive(pid)) continue;
@@ -265,7 +268,8 @@ std::vector<pid_t> FindProcessesWithEnv(const std::string& entry) {
     while (pos < env.size()) {
       size_t end = env.find('\0', pos);
       if (end == std::string::npos) end = env.size();
-      if (env.compare(pos, end - pos, entry) == 0) {
+      std::string_view var(env.data() + pos, end - pos);
+      if (std::find(entries.begin(), entries.end(), var) != entries.end()) {
         found.push_back(pid);
         break;
       }
@@ -275,11 +279,17 @@ std::vector<pid_t> FindProcessesWithEnv(const std::string& entry) {
   return found;
 }
 
-int KillProcessesWithEnv(const std::string& entry) {
+std::vector<pid_t> FindProcessesWithEnv(const std::string& entry) {
+  return FindProcessesWithEnv(std::vector<std::string>{entry});
+}
+
+int KillProcessesWithEnv(const std::vector<std::string>& entries) {
   int n = 0;
-  for (pid_t pid : FindProcessesWithEnv(entry)) n += ::kill(pid, SIGKILL) == 0;
+  for (pid_t pid : FindProcessesWithEnv(entries)) n += ::kill(pid, SIGKILL) == 0;
   return n;
 }
+
+int KillProcessesWithEnv(const std::string& entry) { return KillProcessesWithEnv(std::vector<std::string>{entry}); }
 
 std::vector<pid_t> ListPids() {
   std::vector<pid_t> pids;

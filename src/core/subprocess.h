@@ -88,8 +88,11 @@ std::vector<pid_t> ListPids();
 // excluding the caller. Every process Loom starts carries such a marker, and children inherit
 // it, which finds a task's processes even after they left its process group.
 std::vector<pid_t> FindProcessesWithEnv(const std::string& entry);
+// The same for any of `entries`, in one pass over /proc (a pass costs milliseconds).
+std::vector<pid_t> FindProcessesWithEnv(const std::vector<std::string>& entries);
 // SIGKILLs those processes; returns how many were signalled.
 int KillProcessesWithEnv(const std::string& entry);
+int KillProcessesWithEnv(const std::vector<std::string>& entries);
 
 std::string SignalName(int sig);
 

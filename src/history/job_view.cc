@@ -56,7 +56,11 @@ void JobView::ApplyChecked(const json& e) {
     if (e.contains("address")) t->address = e.value("address", "");
     if (e.contains("exit_code")) t->exit_code = static_cast<int>(EventInt(e, "exit_code", 0, -255, 255));
     if (e.contains("diagnostics")) t->diagnostics = e.value("diagnostics", "");
-    if (e.contains("container")) t->container = e.value("container", "");
+    if (e.contains("container")) {
+      std::string container = e.value("container", "");
+      if (!t->container.empty() && container != t->container) t->earlier.push_back({t->container, t->node_id, t->node_http});
+      t->container = container;
+    }
     if (e.contains("node_id")) t->node_id = e.value("node_id", "");
     if (e.contains("node_http")) t->node_http = e.value("node_http", "");
     if (e.contains("gpus")) t->gpus = e.value("gpus", "");
@@ -93,7 +97,12 @@ void JobView::ApplyChecked(const json& e) {
     tensorboard_url.clear();
     tensorboard_task.clear();
     attempt = static_cast<int>(EventInt(e, "attempt", attempt, 0, 1 << 20));
-    for (auto& t : tasks) t = TaskView{t.id};  // a new attempt starts every task afresh
+    for (auto& t : tasks) {  // a new attempt starts every task afresh; its containers stay known
+      TaskView fresh{t.id};
+      fresh.earlier = std::move(t.earlier);
+      if (!t.container.empty()) fresh.earlier.push_back({t.container, t.node_id, t.node_http});
+      t = std::move(fresh);
+    }
   } else if (type == events::kBackendSubmitted) {
     backend_id = e.value("id", backend_id);
   } else if (type == events::kBackendState) {

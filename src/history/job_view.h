@@ -12,6 +12,11 @@
 
 namespace loom::history {
 
+// A container a task ran in before its current one (a restart: alone, or the whole gang).
+struct PastContainer {
+  std::string container, node_id, node_http;
+};
+
 struct TaskView {
   std::string id;  // "worker:0"
   std::string state = "PENDING";
@@ -29,6 +34,7 @@ struct TaskView {
   std::string node_http;  // the NodeManager's web address
   std::string waiting;    // while PENDING: why it has no container yet, as the backend says
   std::string gpus;       // its CUDA_VISIBLE_DEVICES, where the backend pinned them at start-up
+  std::vector<PastContainer> earlier;  // oldest first; their logs stay the task's (`loom logs`)
 };
 
 struct JobView {

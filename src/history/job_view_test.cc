@@ -111,6 +111,27 @@ TEST_F(JobViewTest, RssIsTheLastSampleWhileATaskRunsThenItsPeak) {
   EXPECT_THAT(RenderTaskTable(view), ::testing::HasSubstr(" 750M "));  // ended: the executor's peak
 }
 
+// A task restarted alone, then the whole gang: every container it ran in stays known, oldest
+// first, with where its logs are; the current one is the task's own.
+TEST_F(JobViewTest, ARestartedTaskKeepsItsEarlierContainers) {
+  JobView view;
+  auto apply = [&](const char* text) { view.Apply(nlohmann::json::parse(text)); };
+  apply(R"({"ts": 1, "event": "TASK_STATE", "task": "worker:0", "state": "LAUNCHED", "container": "c2", "node_id": "n1:1", "node_http": "n1:2"})");
+  apply(R"({"ts": 2, "event": "TASK_STATE", "task": "worker:0", "state": "FAILED"})");
+  apply(R"({"ts": 3, "event": "TASK_STATE", "task": "worker:0", "state": "LAUNCHED", "container": "c3", "node_id": "n2:1", "node_http": "n2:2"})");
+  apply(R"({"ts": 4, "event": "TASK_STATE", "task": "worker:0", "state": "RUNNING", "container": "c3"})");
+  apply(R"({"ts": 5, "event": "JOB_RESTARTING", "attempt": 1, "reason": "x"})");
+  EXPECT_EQ(view.tasks[0].state, "PENDING");
+  EXPECT_EQ(view.tasks[0].container, "");
+  apply(R"({"ts": 6, "event": "TASK_STATE", "task": "worker:0", "state": "LAUNCHED", "container": "c5", "node_id": "n1:1", "node_http": "n1:2"})");
+  ASSERT_EQ(view.tasks[0].earlier.size(), 2u);
+  EXPECT_EQ(view.tasks[0].earlier[0].container, "c2");
+  EXPECT_EQ(view.tasks[0].earlier[0].node_http, "n1:2");
+  EXPECT_EQ(view.tasks[0].earlier[1].container, "c3");
+  EXPECT_EQ(view.tasks[0].earlier[1].node_id, "n2:1");
+  EXPECT_EQ(view.tasks[0].container, "c5");
+}
+
 // A job ended by its backend (killed on YARN, its AM gone): the tasks that ran were stopped
 // with SIGTERM, 143 as the README promises; one that never started has no exit code.
 TEST_F(JobViewTest, EndJobStopsRunningTasksWith143) {

@@ -75,5 +75,28 @@ TEST(YarnHadoop28, GangRestartGetsAWholeNewGang) {
   EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
 }
 
+// The DDP example end to end, over two NodeManagers of a 2.8 ResourceManager: real PyTorch
+// training across containers whose asks and matches go by priority alone.
+TEST(YarnHadoop28, PyTorchDdpTrainsAcrossTwoNodes) {
+  LOOM_REQUIRE_YARN_DOUBLE("a ResourceManager that behaves as Hadoop 2.8's");
+  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) {
+    o.hadoop_2_8 = true;
+    o.node_count = 2;
+  });
+  RunResult r = cluster.Submit({"--src_dir", MiniLoom::Source("examples/pytorch"), "--executes", "train_ddp.py",
+                                "--python_binary_path", "/usr/bin/python3", "--conf_file",
+                                MiniLoom::Source("examples/pytorch/tony.xml"), "--conf", "tony.am.memory=1g"});
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  history::JobView view = cluster.loom().View(id);
+  EXPECT_EQ(view.state, "SUCCEEDED");
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, "SUCCEEDED") << t.id;
+  std::string out = cluster.ContainerLogs("stdout");
+  size_t at = out.find("test accuracy: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_GE(std::stod(out.substr(at + 15, 8)), 0.9) << out;
+  EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
+}
+
 }  // namespace
 }  // namespace loom::testing

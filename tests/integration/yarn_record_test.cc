@@ -130,6 +130,29 @@ TEST(YarnRecord, AnApplicationTheResourceManagerForgotIsFoundByItsRecordInHdfs) 
   EXPECT_THAT(unknown.err, HasSubstr("YARN does not know application_1795000000000_0077, and HDFS has no record of it"));
 }
 
+// A gang restart (loom.am.retry-count) runs every task in a new container: `loom logs` shows the
+// earlier attempt's output too, as `yarn logs` does (it showed only the last attempt).
+TEST(YarnRecord, LogsOfARestartedGangShowEveryAttempt) {
+  LOOM_REQUIRE_YARN_DOUBLE("containers that share this machine (a marker file)");
+  YarnDoubleCluster cluster;
+  const std::string marker = cluster.root() + "/first-attempt-failed";
+  RunResult r = cluster.Submit(
+      {"--conf", "loom.am.retry-count=1", "--conf", "loom.worker.instances=2", "--conf", "loom.worker.memory=256m",
+       "--conf",
+       "loom.worker.command=/bin/sh -c 'echo \"attempt $LOOM_RESTART_COUNT of $TASK_INDEX\"; if [ \"$TASK_INDEX\" = 1 ] "
+       "&& [ ! -e " + marker + " ]; then touch " + marker + "; exit 3; fi'"});
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  ASSERT_EQ(cluster.loom().View(id).attempt, 1);
+  RunResult logs = cluster.loom().Run({"logs", id, "--task", "worker:1"}, cluster.Env());
+  EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
+  size_t first = logs.out.find("attempt 0 of 1"), second = logs.out.find("attempt 1 of 1");
+  EXPECT_NE(first, std::string::npos) << logs.out << logs.err;
+  EXPECT_NE(second, std::string::npos) << logs.out << logs.err;
+  EXPECT_LT(first, second) << logs.out;  // oldest first
+  EXPECT_THAT(logs.out, HasSubstr("worker:1 (earlier container container_")) << logs.out;
+}
+
 // `loom submit` right after a ResourceManager restart, before the NodeManagers registered again
 // (it exited 2, "no running NodeManager"): it waits for them, bounded, and says so.
 TEST(YarnRecord, SubmitRightAfterAnRmRestartWaitsForTheNodeManagers) {

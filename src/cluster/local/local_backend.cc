@@ -41,7 +41,7 @@ Status LocalBackend::Submit(const JobSpec& spec, const history::JobDir& dir) {
 
 Status LocalBackend::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(inventory_.CheckFits(spec));
-  return ResourceLedger::Open(ResourceLedger::DefaultDir()).status();
+  return ResourceLedger::CheckUsable(ResourceLedger::DefaultDir());
 }
 
 std::optional<pid_t> LocalBackend::LiveAmPid(const history::JobDir& dir) {

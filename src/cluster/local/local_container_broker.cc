@@ -282,6 +282,7 @@ void LocalContainerBroker::ReaperLoop() {
     std::vector<Container> granted;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      std::vector<std::map<std::string, Slot>::iterator> ended;
       for (int i = 0; i < n; ++i) {
         int fd = evs[i].data.fd;
         if (fd == wake_fd_) {
@@ -308,14 +309,22 @@ void LocalContainerBroker::ReaperLoop() {
             slot.cgroup->KillAll();
             (void)slot.cgroup->Remove();
           }
-          KillProcessesWithEnv(MarkerFor(slot.container.id));
           ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
           ::close(fd);
-          ReleaseLocked(slot);
+          slot.pidfd = -1;
           exits.push_back(exit);
-          slots_.erase(it);
+          ended.push_back(it);
           break;
         }
+      }
+      // Whatever left the task's group (and cgroup) too, for all that ended at once in one pass
+      // over /proc; only then are their GPUs and memory free for others.
+      std::vector<std::string> markers;
+      for (auto it : ended) markers.push_back(MarkerFor(it->second.container.id));
+      KillProcessesWithEnv(markers);
+      for (auto it : ended) {
+        ReleaseLocked(it->second);
+        slots_.erase(it);
       }
       if (!exits.empty()) {
         if (!shutting_down_) granted = AllocateLocked();

@@ -234,22 +234,34 @@ std::string ResourceLedger::DefaultDir() {
   return "/tmp/loom-ledger";
 }
 
-Result<std::unique_ptr<ResourceLedger>> ResourceLedger::Open(const std::string& dir) {
-  auto fail = [&](const std::string& what, int err) {
-    return Status::FailedPrecondition("the resource ledger " + dir + " cannot be used (" + what + ": " +
-                                      std::strerror(err) + "); set LOOM_LEDGER_DIR to a directory every job of " +
-                                      "this machine can write");
-  };
+namespace {
+Status LedgerUnusable(const std::string& dir, const std::string& what, int err) {
+  return Status::FailedPrecondition("the resource ledger " + dir + " cannot be used (" + what + ": " +
+                                    std::strerror(err) + "); set LOOM_LEDGER_DIR to a directory every job of " +
+                                    "this machine can write");
+}
+}  // namespace
+
+Status ResourceLedger::CheckUsable(const std::string& dir) {
   if (!IsDirectory(dir)) {
     size_t slash = dir.find_last_of('/');
     if (slash != std::string::npos && slash > 0) (void)MakeDirs(dir.substr(0, slash));
     if (::mkdir(dir.c_str(), 0777) == 0) {
       ::chmod(dir.c_str(), 01777);  // shared by every user of the machine, as /tmp is
     } else if (errno != EEXIST) {
-      return fail("mkdir", errno);
+      return LedgerUnusable(dir, "mkdir", errno);
     }
   }
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) return fail("access", errno);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return LedgerUnusable(dir, "access", errno);
+  int lock = OpenOrCreateReadOnly(dir + "/" + kLockName);
+  if (lock < 0) return LedgerUnusable(dir, kLockName, errno);
+  ::close(lock);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<ResourceLedger>> ResourceLedger::Open(const std::string& dir) {
+  auto fail = [&](const std::string& what, int err) { return LedgerUnusable(dir, what, err); };
+  LOOM_RETURN_IF_ERROR(CheckUsable(dir));
   std::unique_ptr<ResourceLedger> ledger(new ResourceLedger(dir));
   ledger->lock_fd_ = OpenOrCreateReadOnly(dir + "/" + kLockName);
   if (ledger->lock_fd_ < 0) return fail(kLockName, errno);

@@ -60,6 +60,10 @@ class ResourceLedger {
   // Opens the ledger at `dir` (creating it) and starts watching it for changes. Returns
   // FailedPrecondition naming the directory when it cannot be used.
   static Result<std::unique_ptr<ResourceLedger>> Open(const std::string& dir);
+  // What Open checks of `dir` (made if missing, writable), without opening anything: a closed
+  // inotify instance costs the closer a kernel grace period (~10-20 ms), which `loom submit`'s
+  // check before the job starts need not pay.
+  static Status CheckUsable(const std::string& dir);
   ~ResourceLedger();
   ResourceLedger(const ResourceLedger&) = delete;
   ResourceLedger& operator=(const ResourceLedger&) = delete;

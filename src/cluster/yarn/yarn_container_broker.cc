@@ -348,8 +348,11 @@ void YarnContainerBroker::HeartbeatLoop() {
       }
       lock.lock();
     }
-    auto interval = pending_.empty() ? opts_.heartbeat : opts_.fast_heartbeat;
-    wake_.wait_for(lock, interval, [this] { return stopping_ || !asks_.empty() || !releases_.empty(); });
+    // Fast while containers are wanted, and while Shutdown waits for the RM to report them
+    // completed (the job's end waits on that).
+    auto interval = pending_.empty() && !draining_ ? opts_.heartbeat : opts_.fast_heartbeat;
+    wake_.wait_for(lock, interval, [this] { return stopping_ || heartbeat_now_ || !asks_.empty() || !releases_.empty(); });
+    heartbeat_now_ = false;
   }
 }
 
@@ -536,8 +539,11 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
     }
     // Cancel what is still wanted.
     pending_.clear();
+    draining_ = true;
+    heartbeat_now_ = true;
     for (auto& [id, key] : keys_) AskLocked(key);
   }
+  wake_.notify_all();  // the next allocate now, at the fast pace
   spdlog::info("shutting down: {} containers still running", live.size());
   for (const std::string& id : live) (void)Stop(id, grace);
   // Wait for the RM to report them completed (the heartbeat keeps running meanwhile).

@@ -151,6 +151,8 @@ class YarnContainerBroker : public ContainerBroker {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool draining_ = false;  // Shutdown waits for the containers' completion
+  bool heartbeat_now_ = false;  // allocate without waiting out the interval
   int64_t next_request_ = 1;
   std::map<int64_t, Pending> pending_;  // wanted tasks, in the order they were asked for
   std::map<int64_t, AskKey> keys_;      // by allocation_request_id

@@ -580,7 +580,7 @@ void YarnJobSubmitter::Mirror(history::JobDir dir) {
     auto record = YarnJobRecord::Read(dir);
     if (record.ok() && record->cleaned) return;  // the end is recorded and cleaned up
     // Quick while the application starts, calmer once it runs.
-    int steps = record.ok() && record->last_state == "RUNNING" ? 5 : 2;
+    int steps = am_ended_ ? 1 : record.ok() && record->last_state == "RUNNING" ? 5 : 2;
     for (int i = 0; i < steps && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
@@ -741,6 +741,7 @@ bool YarnJobSubmitter::PullAmEvents(const std::string& am_address, const std::st
     if (resp.events().empty()) return true;
     if (!AppendEventLines(dir.events(), resp.events()).ok()) return false;
     record->am_events_offset = resp.events_end();
+    if (resp.events().find("\"event\":\"JOB_FINISHED\"") != std::string::npos) am_ended_ = true;
   }
   return true;
 }
@@ -781,6 +782,12 @@ Result<std::string> YarnJobSubmitter::ReadLog(const history::JobDir& dir, const 
   if (target.task) {
     history::TaskView* t = view.FindTask(target.task->ToString());
     where = {t->container, t->node_id, t->node_http};
+    if (!target.container.empty()) {
+      auto past = std::find_if(t->earlier.begin(), t->earlier.end(),
+                               [&](const history::PastContainer& p) { return p.container == target.container; });
+      if (past == t->earlier.end()) return Status::NotFound(target.Label() + " never ran in " + target.container);
+      where = {past->container, past->node_id, past->node_http};
+    }
   } else {
     where = {view.am_container, view.am_node_id, view.am_node_http};
   }

@@ -77,6 +77,7 @@ class YarnJobSubmitter : public Backend {
   Status Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) override;
   Result<std::string> ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) override;
   std::vector<std::string> Describe(const history::JobDir& dir) override;
+  bool LogsPerContainer() const override { return true; }
 
  private:
   YarnJobSubmitter();
@@ -120,6 +121,9 @@ class YarnJobSubmitter : public Backend {
   struct AmChannel;
   std::unique_ptr<AmChannel> am_;  // the control-plane channel to the job's AM, made on first use
   bool said_following_hdfs_ = false;
+  // The AM's events said the job ended: YARN's FINISHED follows within moments (the AM
+  // unregisters), so the mirror asks at its fastest until then.
+  std::atomic<bool> am_ended_{false};
   std::chrono::steady_clock::time_point next_hdfs_read_;  // following the HDFS record: at most 1/s
   std::mutex sync_mu_;  // one Sync at a time in this process (the mirror and the follower)
   std::thread mirror_;
