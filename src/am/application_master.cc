@@ -285,9 +285,20 @@ std::string ApplicationMaster::DescribeExit(const TaskId& id, const cluster::Con
 }
 
 void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
-  loop_.Post([this, exit] {
+  loop_.Post([this, exit] { TaskEnded(exit, /*container_gone=*/true); });
+}
+
+void ApplicationMaster::TaskEnded(const cluster::ContainerExit& exit, bool container_gone) {
+  {
     TaskSlot* slot = Slot(exit.task);
     if (!slot || !slot->container || slot->container->id != exit.container_id) return;
+    if (slot->end_recorded == exit.container_id) {
+      if (!container_gone) return;
+      slot->container.reset();
+      slot->end_recorded.clear();
+      AfterTransition();
+      return;
+    }
     int code = exit.exit_code;
     if (slot->report) {
       code = slot->report->signal() ? 128 + slot->report->signal() : slot->report->exit_code();
@@ -315,13 +326,17 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
       extra["peak_gpu_memory_bytes"] = slot->report->peak_gpu_memory_bytes();
     }
     RecordTask(exit.task, extra);
-    slot->container.reset();
+    if (container_gone) {
+      slot->container.reset();
+    } else {
+      slot->end_recorded = exit.container_id;
+    }
     for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task ended"), {});
     slot->spec_waiters.clear();
     StopTasks(stop);
     if (!IsTerminal(tracker_->state()) && tracker_->GangComplete() && !spec_ready_) PublishClusterSpec();
     AfterTransition();
-  });
+  }
 }
 
 int64_t ApplicationMaster::NowNs() {
@@ -415,11 +430,14 @@ void ApplicationMaster::AfterTransition() {
     ArmDependencyTimeouts();
   }
   if (!IsTerminal(tracker_->state()) || finalized_) return;
+  const bool next_attempt =
+      tracker_->state() == JobState::kFailed && retryable_ && !kill_requested_ && attempt_ < opts_.spec.am_retry_count;
   for (auto& [id, slot] : slots_) {
-    if (slot.container) return;
+    // A container whose task's end is recorded is only its executor exiting: the job's end does
+    // not wait for it (the broker's shutdown does), a new gang does (processes, ports, devices).
+    if (slot.container && (next_attempt || slot.end_recorded != slot.container->id)) return;
   }
-  if (tracker_->state() == JobState::kFailed && retryable_ && !kill_requested_ &&
-      attempt_ < opts_.spec.am_retry_count) {
+  if (next_attempt) {
     StartNextAttempt();
     return;
   }
@@ -778,8 +796,15 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
     Status error;
     auto id = CheckTask(req.task(), &error);
     if (!id) return reply(error, {});
-    Slot(*id)->report = req;
+    TaskSlot* slot = Slot(*id);
+    slot->report = req;
     reply(Status::Ok(), {});
+    // The task's end is what its executor reports, now: a cluster reports the container's end
+    // only later (YARN: a NodeManager heartbeat, then an allocate), and that adds nothing.
+    if (slot->container) {
+      TaskEnded({slot->container->id, *id, req.signal() ? 128 + req.signal() : req.exit_code(), "", false},
+                /*container_gone=*/false);
+    }
   });
 }
 

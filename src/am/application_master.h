@@ -105,6 +105,9 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   struct TaskSlot {
     std::optional<cluster::Container> container;
     std::optional<control::ExitReport> report;
+    // The container whose task's end its executor reported and the AM recorded; the container
+    // itself ends a moment later (its executor exiting), which only the next gang waits for.
+    std::string end_recorded;
     bool stop_requested = false;
     std::string stop_reason;  // why the AM stopped it, for its row ("tracked tasks finished")
     int restarts = 0;        // of this task alone, under its type's restart-policy
@@ -163,6 +166,10 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void PublishClusterSpec();
   control::ClusterSpecResponse SpecFor(const TaskId& id) const;
   void RecordTask(const TaskId& id, nlohmann::json extra = nlohmann::json::object());
+  // A task's container ended (`container_gone`), or its executor reported the task's end
+  // first (loop thread): the first decides the task's state; the container's own end then only
+  // frees its slot.
+  void TaskEnded(const cluster::ContainerExit& exit, bool container_gone);
   std::set<std::string> warned_;  // JOB_WARNING messages already recorded (loop thread)
   std::string DescribeExit(const TaskId& id, const cluster::ContainerExit& exit) const;
   void Finalize();

@@ -208,10 +208,14 @@ TEST(YarnDaily, UntrackedTaskStoppedAtTheEndEndsLikeOnTheLocalBackend) {
 }
 
 // A job whose workers print numbered lines to stdout and stderr, then end: worker:1 fails.
-std::vector<std::string> LinesJob(int lines, int sleep_s) {
+// worker:1 prints `lines` lines, then fails after `sleep_s`; worker:0 prints them, sleeps
+// `others_sleep_s` (default: the same) and prints "worker:0 done". The job ends as worker:1
+// fails, stopping worker:0 if it is not done by then.
+std::vector<std::string> LinesJob(int lines, int sleep_s, int others_sleep_s = -1) {
+  if (others_sleep_s < 0) others_sleep_s = sleep_s;
   return {"submit", "--cluster", "yarn", "--quiet", "--src_dir", MiniLoom::Source(kScripts), "--executes",
           "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
-          "--task worker:1 --delay " + std::to_string(sleep_s) + " --others-sleep " + std::to_string(sleep_s) +
+          "--task worker:1 --delay " + std::to_string(sleep_s) + " --others-sleep " + std::to_string(others_sleep_s) +
               " --lines " + std::to_string(lines),
           "--conf", "loom.worker.instances=2", "--conf", "loom.worker.memory=512m"};
 }
@@ -240,7 +244,8 @@ void ExpectLogsOfEveryStream(YarnDoubleCluster& cluster, MiniLoom& client, const
 
 TEST(YarnDaily, LogsFollowEveryTaskWithLabelsWhileTheJobRuns) {
   YarnDoubleCluster cluster;
-  Subprocess submit = cluster.loom().Start(LinesJob(3, 4), "submit", cluster.Env());
+  // worker:0 is done well before worker:1 fails and ends the job.
+  Subprocess submit = cluster.loom().Start(LinesJob(3, 4, 1), "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
   RunResult follow = cluster.loom().Run({"logs", id, "-f"}, cluster.Env());

@@ -173,6 +173,14 @@ class YarnDoubleCluster {
     return files;
   }
 
+  // StagingFiles() less the shared binary cache (<staging root>/cache/), which other jobs of a
+  // real cluster fill: what a job refused at submit must not have left.
+  std::vector<std::string> JobStagingFiles() const {
+    std::vector<std::string> files = StagingFiles();
+    std::erase_if(files, [&](const std::string& f) { return f.starts_with(StagingRoot() + "/cache/"); });
+    return files;
+  }
+
   // Every container log file named `name` (stdout, stderr, am.log), each after a "==> path"
   // line. On a real cluster those of this test's applications under LOOM_TEST_NM_LOG_DIR (a
   // comma-separated list, as yarn.nodemanager.log-dirs), or a line saying it is not set.

@@ -276,7 +276,7 @@ TEST(YarnJob, DockerAndApplicationTypeMistakesAreRefusedBeforeAnythingIsStaged) 
     EXPECT_THAT(r.err, HasSubstr(c.message));
   }
   EXPECT_TRUE(cluster.loom().JobIds().empty());
-  EXPECT_TRUE(cluster.StagingFiles().empty());
+  EXPECT_TRUE(cluster.JobStagingFiles().empty());
   if (!cluster.real()) EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
 }
 

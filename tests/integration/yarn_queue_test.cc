@@ -37,7 +37,7 @@ TEST(YarnQueue, UnknownQueueIsRefusedBeforeAnythingIsStaged) {
   EXPECT_THAT(r.err, HasSubstr("unknown YARN queue 'nosuch'"));
   EXPECT_THAT(r.err, HasSubstr("default"));  // the queues there are
   EXPECT_TRUE(cluster.loom().JobIds().empty());
-  EXPECT_TRUE(cluster.StagingFiles().empty()) << cluster.StagingFiles().front();
+  EXPECT_TRUE(cluster.JobStagingFiles().empty()) << cluster.JobStagingFiles().front();
   if (!cluster.real()) EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
 }
 
@@ -49,7 +49,7 @@ TEST(YarnQueue, GangThatCanNeverFitIsRefusedAtSubmit) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("3 worker"));
   EXPECT_TRUE(cluster.loom().JobIds().empty());
-  EXPECT_TRUE(cluster.StagingFiles().empty());
+  EXPECT_TRUE(cluster.JobStagingFiles().empty());
   EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
 }
 
