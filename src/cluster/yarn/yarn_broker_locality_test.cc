@@ -195,11 +195,15 @@ TEST(ManifestNodes, RunningNodesRoundTripThroughTheManifest) {
   EXPECT_TRUE(old->nodes.empty());
 }
 
+// The tests below on a Hadoop 2.9+ ResourceManager and on a 2.8 one (no allocation_request_id:
+// one ask per priority and location), issue 22.
+class OnEveryHadoopTest : public BrokerLocalityTest, public ::testing::WithParamInterface<bool> {};
+
 // Issue 8 item 10: 8 tasks asked for "*" arrive one per NodeManager heartbeat; spread over the
 // nodes with node-local asks, each node takes its share in its next heartbeat.
-TEST_F(BrokerLocalityTest, GangSpreadOverTheNodesArrivesInOneHeartbeatRound) {
+TEST_P(OnEveryHadoopTest, GangSpreadOverTheNodesArrivesInOneHeartbeatRound) {
   constexpr int kBeatMs = 250;
-  StartCluster(2, kBeatMs);
+  StartCluster(2, kBeatMs, 8192, 2000, /*hadoop_2_8=*/GetParam());
   StartBroker(Options(/*with_nodes=*/true));
   auto start = std::chrono::steady_clock::now();
   RequestWorkers(8, {1024, 1, 0});
@@ -229,8 +233,8 @@ TEST_F(BrokerLocalityTest, GangSpreadOverTheNodesArrivesInOneHeartbeatRound) {
   EXPECT_LT(local_ms, any_ms);
 }
 
-TEST_F(BrokerLocalityTest, PendingTasksSayWhatTheyWaitFor) {
-  StartCluster(2, 50, /*node_mb=*/4096);
+TEST_P(OnEveryHadoopTest, PendingTasksSayWhatTheyWaitFor) {
+  StartCluster(2, 50, /*node_mb=*/4096, 2000, /*hadoop_2_8=*/GetParam());
   std::mutex mu;
   std::vector<std::vector<PendingRequest>> reports;
   YarnBrokerOptions o = Options(true);
@@ -343,10 +347,11 @@ TEST_P(GangHeartbeatTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
   EXPECT_TRUE(events_.errors().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Hadoop, GangHeartbeatTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? std::string("2_8") : std::string("2_9_and_later");
-                         });
+std::string HadoopName(const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? std::string("2_8") : std::string("2_9_and_later");
+}
+INSTANTIATE_TEST_SUITE_P(Hadoop, GangHeartbeatTest, ::testing::Bool(), HadoopName);
+INSTANTIATE_TEST_SUITE_P(Hadoop, OnEveryHadoopTest, ::testing::Bool(), HadoopName);
 
 }  // namespace
 }  // namespace loom::cluster::yarn
