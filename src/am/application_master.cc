@@ -289,54 +289,52 @@ void ApplicationMaster::OnCompleted(const cluster::ContainerExit& exit) {
 }
 
 void ApplicationMaster::TaskEnded(const cluster::ContainerExit& exit, bool container_gone) {
-  {
-    TaskSlot* slot = Slot(exit.task);
-    if (!slot || !slot->container || slot->container->id != exit.container_id) return;
-    if (slot->end_recorded == exit.container_id) {
-      if (!container_gone) return;
-      slot->container.reset();
-      slot->end_recorded.clear();
-      AfterTransition();
-      return;
-    }
-    int code = exit.exit_code;
-    if (slot->report) {
-      code = slot->report->signal() ? 128 + slot->report->signal() : slot->report->exit_code();
-    } else if (slot->stop_requested) {
-      // Stopped before its executor could report: one convention on every backend, the
-      // shell's 143 (SIGTERM). Backends differ here: YARN completes a released container with
-      // ABORTED (-100) or KILLED_BY_APPMASTER (-105), the local one has the executor's code.
-      code = kStoppedExitCode;
-    }
-    std::string diagnostics = code == 0 ? "" : DescribeExit(exit.task, exit);
-    if (slot->stop_requested && code != 0) diagnostics = StopDiagnostics(*slot);
-    if (code != 0 && !slot->stop_requested && MaybeRestartTask(exit.task, code, diagnostics)) return;
-    // A task already ended by the AM (lost, not registered in time) keeps what it was told.
-    const TaskRecord* before = tracker_->Find(exit.task);
-    bool already_final = before && IsTerminal(before->state);
-    auto stop = tracker_->OnTaskFinished(exit.task, code, slot->stop_requested, diagnostics);
-    json extra = already_final ? json::object() : json{{"exit_code", code}};
-    if (!diagnostics.empty() && !already_final) extra["diagnostics"] = diagnostics;
-    if (slot->report && slot->report->peak_rss_bytes()) extra["peak_rss_bytes"] = slot->report->peak_rss_bytes();
-    if (slot->report && slot->report->executor_peak_rss_bytes()) {
-      extra["executor_peak_rss_bytes"] = slot->report->executor_peak_rss_bytes();
-    }
-    if (slot->report && slot->report->gpu_samples() > 0) {  // loom.task.gpu-metrics.enabled, GPUs held
-      extra["max_gpu_utilization_percent"] = slot->report->max_gpu_utilization_percent();
-      extra["peak_gpu_memory_bytes"] = slot->report->peak_gpu_memory_bytes();
-    }
-    RecordTask(exit.task, extra);
-    if (container_gone) {
-      slot->container.reset();
-    } else {
-      slot->end_recorded = exit.container_id;
-    }
-    for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task ended"), {});
-    slot->spec_waiters.clear();
-    StopTasks(stop);
-    if (!IsTerminal(tracker_->state()) && tracker_->GangComplete() && !spec_ready_) PublishClusterSpec();
+  TaskSlot* slot = Slot(exit.task);
+  if (!slot || !slot->container || slot->container->id != exit.container_id) return;
+  if (slot->end_recorded == exit.container_id) {
+    if (!container_gone) return;
+    slot->container.reset();
+    slot->end_recorded.clear();
     AfterTransition();
+    return;
   }
+  int code = exit.exit_code;
+  if (slot->report) {
+    code = slot->report->signal() ? 128 + slot->report->signal() : slot->report->exit_code();
+  } else if (slot->stop_requested) {
+    // Stopped before its executor could report: one convention on every backend, the
+    // shell's 143 (SIGTERM). Backends differ here: YARN completes a released container with
+    // ABORTED (-100) or KILLED_BY_APPMASTER (-105), the local one has the executor's code.
+    code = kStoppedExitCode;
+  }
+  std::string diagnostics = code == 0 ? "" : DescribeExit(exit.task, exit);
+  if (slot->stop_requested && code != 0) diagnostics = StopDiagnostics(*slot);
+  if (code != 0 && !slot->stop_requested && MaybeRestartTask(exit.task, code, diagnostics)) return;
+  // A task already ended by the AM (lost, not registered in time) keeps what it was told.
+  const TaskRecord* before = tracker_->Find(exit.task);
+  bool already_final = before && IsTerminal(before->state);
+  auto stop = tracker_->OnTaskFinished(exit.task, code, slot->stop_requested, diagnostics);
+  json extra = already_final ? json::object() : json{{"exit_code", code}};
+  if (!diagnostics.empty() && !already_final) extra["diagnostics"] = diagnostics;
+  if (slot->report && slot->report->peak_rss_bytes()) extra["peak_rss_bytes"] = slot->report->peak_rss_bytes();
+  if (slot->report && slot->report->executor_peak_rss_bytes()) {
+    extra["executor_peak_rss_bytes"] = slot->report->executor_peak_rss_bytes();
+  }
+  if (slot->report && slot->report->gpu_samples() > 0) {  // loom.task.gpu-metrics.enabled, GPUs held
+    extra["max_gpu_utilization_percent"] = slot->report->max_gpu_utilization_percent();
+    extra["peak_gpu_memory_bytes"] = slot->report->peak_gpu_memory_bytes();
+  }
+  RecordTask(exit.task, extra);
+  if (container_gone) {
+    slot->container.reset();
+  } else {
+    slot->end_recorded = exit.container_id;
+  }
+  for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task ended"), {});
+  slot->spec_waiters.clear();
+  StopTasks(stop);
+  if (!IsTerminal(tracker_->state()) && tracker_->GangComplete() && !spec_ready_) PublishClusterSpec();
+  AfterTransition();
 }
 
 int64_t ApplicationMaster::NowNs() {
@@ -348,13 +346,17 @@ void ApplicationMaster::RequestStop(TaskSlot& slot) {
   slot.stop = true;
 }
 
-bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const std::string& diagnostics) {
+bool ApplicationMaster::CanRestartTask(const TaskId& id, int exit_code) {
   const TaskTypeSpec* type = opts_.spec.FindType(id.type);
   TaskSlot* slot = Slot(id);
-  if (!type || !slot || IsTerminal(tracker_->state()) || !type->Restartable(exit_code) ||
-      slot->restarts >= type->max_restarts) {
-    return false;
-  }
+  return type && slot && !IsTerminal(tracker_->state()) && type->Restartable(exit_code) &&
+         slot->restarts < type->max_restarts;
+}
+
+bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const std::string& diagnostics) {
+  if (!CanRestartTask(id, exit_code)) return false;
+  const TaskTypeSpec* type = opts_.spec.FindType(id.type);
+  TaskSlot* slot = Slot(id);
   ++slot->restarts;
   const TaskRecord* r = tracker_->Find(id);
   slot->previous_port = r ? r->port : 0;
@@ -800,10 +802,11 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
     slot->report = req;
     reply(Status::Ok(), {});
     // The task's end is what its executor reports, now: a cluster reports the container's end
-    // only later (YARN: a NodeManager heartbeat, then an allocate), and that adds nothing.
-    if (slot->container) {
-      TaskEnded({slot->container->id, *id, req.signal() ? 128 + req.signal() : req.exit_code(), "", false},
-                /*container_gone=*/false);
+    // only later (YARN: a NodeManager heartbeat, then an allocate), and that adds nothing. A
+    // task restarted alone waits for its container to go (its port, its devices).
+    const int code = req.signal() ? 128 + req.signal() : req.exit_code();
+    if (slot->container && (code == 0 || !CanRestartTask(*id, code))) {
+      TaskEnded({slot->container->id, *id, code, "", false}, /*container_gone=*/false);
     }
   });
 }

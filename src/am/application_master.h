@@ -154,6 +154,9 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   // Starts the whole gang again (loom.am.retry-count): new containers, LOOM_RESTART_COUNT+1.
   void StartNextAttempt();
   // Restarts one failed task if its type's restart-policy allows; returns whether it did.
+  // Whether the task, having exited with `exit_code`, is restarted alone (its restart-policy
+  // and max-restarts).
+  bool CanRestartTask(const TaskId& id, int exit_code);
   bool MaybeRestartTask(const TaskId& id, int exit_code, const std::string& diagnostics);
   void AfterTransition();
   void CheckHeartbeats();
