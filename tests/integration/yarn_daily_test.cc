@@ -259,7 +259,7 @@ TEST(YarnDaily, LogsFollowEveryTaskWithLabelsWhileTheJobRuns) {
 
 TEST(YarnDaily, LogsOfAnEndedJobFromTheNodeManager) {
   YarnDoubleCluster cluster;
-  RunResult r = cluster.loom().Run(LinesJob(3, 0), cluster.Env());
+  RunResult r = cluster.loom().Run(LinesJob(3, 2, 0), cluster.Env());  // worker:0 done before worker:1 fails
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   ExpectLogsOfEveryStream(cluster, cluster.loom(), cluster.loom().OnlyJobId());
 }
@@ -269,7 +269,7 @@ class AggregatedLogs : public ::testing::TestWithParam<std::string> {};
 TEST_P(AggregatedLogs, AreReadFromHdfsOnceTheNodeManagerLetsGo) {
   LOOM_REQUIRE_YARN_DOUBLE("turns log aggregation on");
   YarnDoubleCluster cluster([](auto& o) { o.log_aggregation = GetParam(); });
-  RunResult r = cluster.loom().Run(LinesJob(3, 0), cluster.Env());
+  RunResult r = cluster.loom().Run(LinesJob(3, 2, 0), cluster.Env());  // worker:0 done before worker:1 fails
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   std::string id = cluster.loom().OnlyJobId();
   ASSERT_OK(cluster.yarn().WaitForLogAggregation(cluster.ApplicationId(id), 30s));
