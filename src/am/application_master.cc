@@ -24,6 +24,9 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 namespace {
+
+// A reported exit in the shell's convention: the code, or 128 + the signal that ended it.
+int ReportedExitCode(const control::ExitReport& r) { return r.signal() ? 128 + r.signal() : r.exit_code(); }
 TaskId FromRef(const control::TaskRef& ref) { return {ref.type(), ref.index()}; }
 
 // Horovod's slot plan of the gang now complete, read from the very variables its processes are
@@ -300,7 +303,7 @@ void ApplicationMaster::TaskEnded(const cluster::ContainerExit& exit, bool conta
   }
   int code = exit.exit_code;
   if (slot->report) {
-    code = slot->report->signal() ? 128 + slot->report->signal() : slot->report->exit_code();
+    code = ReportedExitCode(*slot->report);
   } else if (slot->stop_requested) {
     // Stopped before its executor could report: one convention on every backend, the
     // shell's 143 (SIGTERM). Backends differ here: YARN completes a released container with
@@ -804,7 +807,7 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
     // The task's end is what its executor reports, now: a cluster reports the container's end
     // only later (YARN: a NodeManager heartbeat, then an allocate), and that adds nothing. A
     // task restarted alone waits for its container to go (its port, its devices).
-    const int code = req.signal() ? 128 + req.signal() : req.exit_code();
+    const int code = ReportedExitCode(req);
     if (slot->container && (code == 0 || !CanRestartTask(*id, code))) {
       TaskEnded({slot->container->id, *id, code, "", false}, /*container_gone=*/false);
     }

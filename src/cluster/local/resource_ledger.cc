@@ -240,9 +240,9 @@ Status LedgerUnusable(const std::string& dir, const std::string& what, int err) 
                                     std::strerror(err) + "); set LOOM_LEDGER_DIR to a directory every job of " +
                                     "this machine can write");
 }
-}  // namespace
 
-Status ResourceLedger::CheckUsable(const std::string& dir) {
+// The ledger dir, made if missing (shared like /tmp), and writable.
+Status PrepareDir(const std::string& dir) {
   if (!IsDirectory(dir)) {
     size_t slash = dir.find_last_of('/');
     if (slash != std::string::npos && slash > 0) (void)MakeDirs(dir.substr(0, slash));
@@ -253,6 +253,12 @@ Status ResourceLedger::CheckUsable(const std::string& dir) {
     }
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) return LedgerUnusable(dir, "access", errno);
+  return Status::Ok();
+}
+}  // namespace
+
+Status ResourceLedger::CheckUsable(const std::string& dir) {
+  LOOM_RETURN_IF_ERROR(PrepareDir(dir));
   int lock = OpenOrCreateReadOnly(dir + "/" + kLockName);
   if (lock < 0) return LedgerUnusable(dir, kLockName, errno);
   ::close(lock);
@@ -261,7 +267,7 @@ Status ResourceLedger::CheckUsable(const std::string& dir) {
 
 Result<std::unique_ptr<ResourceLedger>> ResourceLedger::Open(const std::string& dir) {
   auto fail = [&](const std::string& what, int err) { return LedgerUnusable(dir, what, err); };
-  LOOM_RETURN_IF_ERROR(CheckUsable(dir));
+  LOOM_RETURN_IF_ERROR(PrepareDir(dir));
   std::unique_ptr<ResourceLedger> ledger(new ResourceLedger(dir));
   ledger->lock_fd_ = OpenOrCreateReadOnly(dir + "/" + kLockName);
   if (ledger->lock_fd_ < 0) return fail(kLockName, errno);

@@ -85,6 +85,10 @@ int64_t QueueMaxMemoryMb(const ypb::QueueInfoProto& queue, int64_t cluster_memor
   return static_cast<int64_t>(std::floor(static_cast<double>(max) * cluster_memory_mb));
 }
 
+bool HasRunningNode(const std::vector<ypb::NodeReportProto>& nodes) {
+  return std::any_of(nodes.begin(), nodes.end(), Running);
+}
+
 Status CheckJobFits(const JobSpec& spec, const std::vector<ypb::NodeReportProto>& nodes,
                     const ypb::QueueInfoProto& queue, const CapacityRules& rules) {
   std::vector<ypb::NodeReportProto> running;

@@ -38,6 +38,10 @@ struct CapacityRules {
 Status CheckJobFits(const JobSpec& spec, const std::vector<hadoop::yarn::NodeReportProto>& nodes,
                     const hadoop::yarn::QueueInfoProto& queue, const CapacityRules& rules = {});
 
+// Whether any of getClusterNodes' reports is a RUNNING NodeManager (CheckJobFits refuses a
+// cluster without one).
+bool HasRunningNode(const std::vector<hadoop::yarn::NodeReportProto>& nodes);
+
 // The most the queue may ever use of `cluster` (its running nodes' total), in MiB: the queue's
 // effective maximum capacity for the default partition when the RM reports it, else its
 // absolute maximum capacity (a fraction) times the cluster's memory.

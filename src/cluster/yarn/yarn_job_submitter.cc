@@ -358,12 +358,9 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   // Right after a restart the RM knows no NodeManager until they register again, each within
   // its yarn.resourcemanager.connect.retry-interval.ms (30 s by default): wait, bounded.
   constexpr auto kNodeManagerWait = std::chrono::seconds(60);
-  auto running = [](const std::vector<ypb::NodeReportProto>& all) {
-    return std::any_of(all.begin(), all.end(), [](const auto& n) { return n.node_state() == ypb::NS_RUNNING; });
-  };
   const auto waiting_since = std::chrono::steady_clock::now();
   for (bool said = false;
-       nodes.ok() && !running(*nodes) && std::chrono::steady_clock::now() - waiting_since < kNodeManagerWait;
+       nodes.ok() && !HasRunningNode(*nodes) && std::chrono::steady_clock::now() - waiting_since < kNodeManagerWait;
        said = true) {
     if (!said) {
       std::fprintf(stderr,
@@ -741,7 +738,9 @@ bool YarnJobSubmitter::PullAmEvents(const std::string& am_address, const std::st
     if (resp.events().empty()) return true;
     if (!AppendEventLines(dir.events(), resp.events()).ok()) return false;
     record->am_events_offset = resp.events_end();
-    if (resp.events().find("\"event\":\"JOB_FINISHED\"") != std::string::npos) am_ended_ = true;
+    // The AM's events as its EventLog writes them: compact JSON, "event" second.
+    static const std::string kEnded = std::string("\"event\":\"") + history::events::kJobFinished + "\"";
+    if (resp.events().find(kEnded) != std::string::npos) am_ended_ = true;
   }
   return true;
 }
