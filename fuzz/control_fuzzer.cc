@@ -5,10 +5,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -59,10 +63,20 @@ template <typename Req, typename Resp, typename Call>
 void Send(const uint8_t* data, size_t size, Call call) {
   Req req;
   if (!req.ParseFromArray(data, static_cast<int>(size))) return;
-  std::promise<void> done;
-  call(req, [&done](const loom::Status&, const Resp&) { done.set_value(); });
+  // The reply may come after this call has given up waiting (a task's end can end the job, and
+  // that is slow under ASan), so it owns its promise. A call answered twice is an AM defect.
+  auto done = std::make_shared<std::promise<void>>();
+  auto answers = std::make_shared<std::atomic<int>>(0);
+  auto answered = done->get_future();
+  call(req, [done, answers](const loom::Status&, const Resp&) {
+    if (answers->fetch_add(1) > 0) {
+      std::fprintf(stderr, "control_fuzzer: a call was answered twice\n");
+      std::abort();
+    }
+    done->set_value();
+  });
   // Unanswered calls are legal (GetClusterSpec waits for the gang); don't wait for those long.
-  done.get_future().wait_for(std::chrono::milliseconds(50));
+  answered.wait_for(std::chrono::milliseconds(50));
 }
 
 }  // namespace
@@ -82,8 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // May legitimately wait for the gang: answered later or when the job ends.
       ClusterSpecRequest req;
       if (req.ParseFromArray(body, static_cast<int>(n))) {
-        auto keep = std::make_shared<std::promise<void>>();
-        am->HandleGetClusterSpec(req, [keep](const loom::Status&, const ClusterSpecResponse&) {});
+        am->HandleGetClusterSpec(req, [](const loom::Status&, const ClusterSpecResponse&) {});
       }
       break;
     }

@@ -32,6 +32,7 @@
 #include "am/exec_relay.h"
 #include "am/rendezvous_server.h"
 #include "cluster/container_broker.h"
+#include "core/clock.h"
 #include "core/event_loop.h"
 #include "core/job_spec.h"
 #include "core/job_state.h"
@@ -58,7 +59,12 @@ struct AmOptions {
   // events (YARN, Slurm: its job dir is elsewhere) has fetched them all.
   std::chrono::milliseconds events_linger{0};
   std::string status_url;  // the AM's status page (am/status_page.h), in AM_STARTED; "" if none
+  // What its timers and heartbeat ages run on: a test drives every timeout with a FakeClock.
+  Clock* clock = &Clock::Real();
 };
+
+// A reported exit in the shell's convention: the code, or 128 + the signal that ended it.
+inline int ReportedExitCode(const control::ExitReport& r) { return r.signal() ? 128 + r.signal() : r.exit_code(); }
 
 class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler {
  public:
@@ -114,7 +120,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
     int previous_port = 0;   // asked for again by a restarted task, so the cluster spec can stay
     int tb_port = 0;         // the TensorBoard port its executor registered (TB_PORT), 0: none
     std::vector<Reply<control::ClusterSpecResponse>> spec_waiters;
-    std::atomic<int64_t> last_heartbeat_ns{0};  // steady clock
+    std::atomic<int64_t> last_heartbeat_ns{0};  // ns on opts_.clock
     std::atomic<int64_t> rss_bytes{0};
     int64_t recorded_rss = 0;     // in the last TASK_METRICS event, and when (steady ns)
     int64_t recorded_rss_ns = 0;
@@ -148,7 +154,7 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   void ArmAllocationTimeout();
   void ArmRegistrationTimeout(const TaskId& id, const std::string& container_id);
   void ArmDependencyTimeouts();
-  static int64_t NowNs();
+  int64_t NowNs() const;  // on opts_.clock
   // Ends the job as FAILED; `retryable` lets loom.am.retry-count restart the gang.
   void Fail(const std::string& reason, bool retryable = true);
   // Starts the whole gang again (loom.am.retry-count): new containers, LOOM_RESTART_COUNT+1.

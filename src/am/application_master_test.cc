@@ -10,8 +10,12 @@
 #include "cluster/fake_container_broker.h"
 #include "control/auth.h"
 #include "core/files.h"
+#include "core/clock.h"
 #include "core/testing.h"
 #include "history/job_view.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
 
 namespace loom::am {
 namespace {
@@ -53,29 +57,20 @@ class AmTest : public ::testing::Test {
     o.secret = kSecret;
     o.secret_file = "/nonexistent/secret";  // handed to executors by path
     o.bind_address = "127.0.0.1";
+    o.clock = clock_;
     events_ = std::make_unique<history::EventLog>(o.job_dir.events());
     am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);
     run_ = std::async(std::launch::async, [this] { return am_->Run(); });
-    ASSERT_TRUE(WaitFor([&] { return am_->port() > 0; }));
+    ASSERT_TRUE(Eventually([&] { return am_->port() > 0; }));
     stub_ = control::Control::NewStub(
         grpc::CreateChannel("127.0.0.1:" + std::to_string(am_->port()), grpc::InsecureChannelCredentials()));
   }
 
-  template <typename Pred>
-  bool WaitFor(Pred p, std::chrono::milliseconds t = 5s) {
-    auto end = std::chrono::steady_clock::now() + t;
-    while (std::chrono::steady_clock::now() < end) {
-      if (p()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return p();
-  }
-
   // The AM asks for its containers on its own thread: grant them once all are asked for.
   void GrantAndLaunchAll() {
-    ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 2; }));
+    ASSERT_TRUE(Eventually([&] { return broker_.requested() == 2; }));
     broker_.GrantAll();
-    ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 2; }));
+    ASSERT_TRUE(Eventually([&] { return broker_.launched() == 2; }));
   }
 
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& secret = kSecret) {
@@ -97,6 +92,8 @@ class AmTest : public ::testing::Test {
 
   std::filesystem::path root_;
   JobSpec spec_;
+  FakeClock fake_clock_;  // outlives the AM (declared before it)
+  Clock* clock_ = &Clock::Real();
   cluster::FakeContainerBroker broker_;
   std::unique_ptr<history::EventLog> events_;
   std::unique_ptr<ApplicationMaster> am_;
@@ -218,10 +215,10 @@ class StagesTest : public AmTest {
 TEST_F(StagesTest, TrainingContainersAreAskedForOnlyAfterThePrepareStageSucceeded) {
   StartAm();
   // The AM asks for the prepare stage and marks the training tasks as waiting, in one step.
-  ASSERT_TRUE(WaitFor([&] { return Waiting("worker:1"); }));
+  ASSERT_TRUE(Eventually([&] { return Waiting("worker:1"); }));
   EXPECT_EQ(broker_.requested(), 1u);
   broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.launched() == 1; }));
   EXPECT_EQ(broker_.launch_spec({"dbloader", 0}).env.count("LOOM_TASK_ID"), 1u);
   ASSERT_TRUE(Register({"dbloader", 0}, 21000).ok());
   // The prepare stage is a gang of its own: its spec does not wait for the workers.
@@ -233,9 +230,9 @@ TEST_F(StagesTest, TrainingContainersAreAskedForOnlyAfterThePrepareStageSucceede
   EXPECT_EQ(broker_.requested(), 0u);  // still nothing asked for the training stage
 
   Finish({"dbloader", 0}, 0);
-  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.requested() == 2; }));
   broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.launched() == 3; }));
   ASSERT_TRUE(Register({"worker", 0}, 21001).ok());
   ASSERT_TRUE(Register({"worker", 1}, 21002).ok());
   req.mutable_task()->set_type("worker");
@@ -261,9 +258,9 @@ TEST_F(StagesTest, TrainingContainersAreAskedForOnlyAfterThePrepareStageSucceede
 
 TEST_F(StagesTest, APrepareFailureFailsTheJobAndNothingOfTrainingIsAskedFor) {
   StartAm();
-  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 1 && Waiting("worker:0"); }));
+  ASSERT_TRUE(Eventually([&] { return broker_.requested() == 1 && Waiting("worker:0"); }));
   broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.launched() == 1; }));
   ASSERT_TRUE(Register({"dbloader", 0}, 21000).ok());
   Finish({"dbloader", 0}, 3);
   ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);
@@ -286,13 +283,13 @@ TEST_F(StagesTest, APrepareFailureFailsTheJobAndNothingOfTrainingIsAskedFor) {
 TEST_F(StagesTest, ARestartedGangBeginsAgainWithThePrepareStage) {
   spec_.am_retry_count = 1;
   StartAm();
-  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.requested() == 1; }));
   broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.launched() == 1; }));
   Finish({"dbloader", 0}, 3);  // attempt 0 fails in its prepare stage
   // Attempt 1 asks for the prepare stage again, and only for it (TonY rebuilds its session).
-  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 1; }));
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(Eventually([&] { return broker_.requested() == 1; }));
+  ASSERT_TRUE(Eventually([&] {
     int waiting = 0;
     for (const auto& e : Events(root_)) waiting += e.value("attempt", 0) == 1 && e.value("waiting", "") != "";
     return waiting == 2;
@@ -312,9 +309,9 @@ TEST_F(AmTest, TheTensorBoardTaskGetsItsPortAndLogDirAndItsUrlIsShown) {
   spec_.metrics_interval_ms = 250;
   spec_.types[0].resources.gpus = 1;  // the workers: GPU metrics on
   StartAm();
-  ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.requested() == 3; }));
   broker_.GrantAll();
-  ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return broker_.launched() == 3; }));
   auto tb_env = broker_.launch_spec({"tensorboard", 0}).env;
   auto w_env = broker_.launch_spec({"worker", 0}).env;
   EXPECT_EQ(tb_env["LOOM_RESERVE_TB_PORT"], "1");
@@ -350,7 +347,7 @@ TEST_F(AmTest, TheTensorBoardTaskGetsItsPortAndLogDirAndItsUrlIsShown) {
   ASSERT_TRUE(stub_->RegisterTensorBoard(Ctx().get(), url, &ack).ok());
   url.set_url("javascript:alert(1)");
   EXPECT_EQ(stub_->RegisterTensorBoard(Ctx().get(), url, &ack).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(Eventually([&] {
     auto view = history::LoadJobView(history::JobDir(root_.string()));
     return view.ok() && view->tensorboard_url == "http://127.0.0.1:24007/" && view->tensorboard_task == "tensorboard:0";
   }));
@@ -367,6 +364,123 @@ TEST_F(AmTest, KillEndsTheJobOnce) {
   auto view = history::LoadJobView(history::JobDir(root_.string()));
   EXPECT_EQ(view->diagnostics, "killed by test");
 }
+
+// ---- Timeouts, on a clock the test drives ---------------------------------------------------
+
+// One of the AM's timers: the job set up as `setup` says, then time advanced `step` at a time.
+// After `quiet_steps` the job still runs; after one step more it has failed with `diagnostics`
+// (nullptr: it still runs then too).
+struct TimeoutCase {
+  const char* name;
+  std::function<void(JobSpec&)> configure;
+  enum Setup { kAsked, kLaunched, kRegistered, kOneWorkerDone } setup;
+  bool heartbeats;  // every task heartbeats before each step
+  std::chrono::milliseconds step;
+  int quiet_steps;
+  const char* diagnostics;
+};
+
+void PrintTo(const TimeoutCase& c, std::ostream* os) { *os << c.name; }
+
+class AmTimeoutTest : public AmTest, public ::testing::WithParamInterface<TimeoutCase> {
+ protected:
+  // Returns once the AM's loop has run everything due before the call: a JobState call is
+  // answered on the loop, after the timers that were due.
+  // A job that ended may be gone before it answers: then state_ is "".
+  void Settle() {
+    control::JobStateRequest req;
+    req.set_events_offset(-1);
+    control::JobStateResponse resp;
+    state_ = stub_->JobState(Ctx().get(), req, &resp).ok() ? resp.state() : "";
+  }
+  void Heartbeat(const TaskId& t) {
+    control::HeartbeatRequest req;
+    req.mutable_task()->set_type(t.type);
+    req.mutable_task()->set_index(t.index);
+    control::HeartbeatResponse resp;
+    ASSERT_OK(am_->HandleHeartbeat(req, &resp));
+  }
+  std::string state_;
+};
+
+TEST_P(AmTimeoutTest, FiresWhenItsTimeHasComeAndNotBefore) {
+  const TimeoutCase& c = GetParam();
+  spec_.max_missed_heartbeats = 1000000;  // no task is lost but where a row says so
+  if (c.setup == TimeoutCase::kOneWorkerDone) {
+    spec_.types[0].instances = 1;
+    TaskTypeSpec evaluator = spec_.types[0];
+    evaluator.name = "evaluator";
+    spec_.types.push_back(evaluator);
+  }
+  c.configure(spec_);
+  clock_ = &fake_clock_;
+  StartAm();
+  std::vector<TaskId> tasks = spec_.AllTasks();
+  if (c.setup == TimeoutCase::kAsked) {
+    ASSERT_TRUE(Eventually([&] { return broker_.requested() == 2; }));
+  } else {
+    GrantAndLaunchAll();
+  }
+  if (c.setup == TimeoutCase::kRegistered || c.setup == TimeoutCase::kOneWorkerDone) {
+    for (size_t i = 0; i < tasks.size(); ++i) ASSERT_TRUE(Register(tasks[i], 21000 + static_cast<int>(i)).ok());
+  }
+  if (c.setup == TimeoutCase::kOneWorkerDone) {
+    control::ExitReport report;
+    report.mutable_task()->set_type("worker");
+    report.set_exit_code(0);
+    control::Ack ack;
+    ASSERT_TRUE(stub_->ReportExit(Ctx().get(), report, &ack).ok());
+    broker_.Complete({"worker", 0}, 0);
+  }
+  Settle();
+  auto step = [&] {
+    if (c.heartbeats) {
+      for (const TaskId& t : tasks) Heartbeat(t);
+    }
+    fake_clock_.Advance(c.step);
+    Settle();
+  };
+  for (int i = 0; i < c.quiet_steps; ++i) {
+    step();
+    ASSERT_EQ(state_, "RUNNING") << "after " << (i + 1) * c.step.count() << " ms";
+  }
+  step();
+  if (!c.diagnostics) {
+    EXPECT_EQ(state_, "RUNNING");
+    return;
+  }
+  ASSERT_EQ(run_.wait_for(5s), std::future_status::ready) << "the job did not end";
+  EXPECT_EQ(*run_.get(), JobState::kFailed);
+  am_.reset();
+  auto view = history::LoadJobView(history::JobDir(root_.string()));
+  ASSERT_OK(view);
+  EXPECT_THAT(view->diagnostics, HasSubstr(c.diagnostics));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Timers, AmTimeoutTest,
+    ::testing::Values(
+        TimeoutCase{"HeartbeatsStop", [](JobSpec& s) { s.max_missed_heartbeats = 3; }, TimeoutCase::kRegistered,
+                    false, 1s, 3, "lost: no heartbeat for 3000 ms"},
+        TimeoutCase{"HeartbeatsKeepTasksAlive", [](JobSpec& s) { s.max_missed_heartbeats = 3; },
+                    TimeoutCase::kRegistered, true, 1s, 10, nullptr},
+        TimeoutCase{"Registration", [](JobSpec& s) { s.registration_timeout_ms = 5000; }, TimeoutCase::kLaunched,
+                    false, 1s, 4, "did not register within 5000 ms"},
+        TimeoutCase{"AllocationNeverGranted", [](JobSpec& s) { s.allocation_timeout_ms = 2000; },
+                    TimeoutCase::kAsked, false, 1s, 1,
+                    "the gang was not complete after 2000 ms (loom.container.allocation.timeout); never got "
+                    "resources: worker:0, worker:1"},
+        TimeoutCase{"AllocationLaunchedNotRegistered", [](JobSpec& s) { s.allocation_timeout_ms = 2000; },
+                    TimeoutCase::kLaunched, false, 1s, 1, "launched but not registered: worker:0, worker:1"},
+        TimeoutCase{"AllocationMetByAGangThatRegistered", [](JobSpec& s) { s.allocation_timeout_ms = 2000; },
+                    TimeoutCase::kRegistered, true, 1s, 5, nullptr},
+        TimeoutCase{"Application", [](JobSpec& s) { s.application_timeout_ms = 10000; }, TimeoutCase::kRegistered,
+                    true, 2s, 4, "application timeout: the job ran longer than"},
+        TimeoutCase{"DependencyAfterItsGroupFinished",
+                    [](JobSpec& s) { s.dependency_timeouts = {{"evaluator", "trainers", {"worker"}, 30, false}}; },
+                    TimeoutCase::kOneWorkerDone, true, 10s, 2,
+                    "group dependency timeout: evaluator still running 30 s after group trainers (worker) finished"}),
+    [](const ::testing::TestParamInfo<TimeoutCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace loom::am

@@ -12,6 +12,9 @@
 #include "cluster/fake_container_broker.h"
 #include "control/auth.h"
 #include "core/testing.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
 
 namespace loom::am {
 namespace {
@@ -56,12 +59,12 @@ class ExecServiceTest : public ::testing::Test {
     events_ = std::make_unique<history::EventLog>(o.job_dir.events());
     am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);
     run_ = std::async(std::launch::async, [this] { return am_->Run(); });
-    ASSERT_TRUE(WaitFor([&] { return am_->port() > 0; }));
+    ASSERT_TRUE(Eventually([&] { return am_->port() > 0; }));
     stub_ = control::Control::NewStub(
         grpc::CreateChannel("127.0.0.1:" + std::to_string(am_->port()), grpc::InsecureChannelCredentials()));
-    ASSERT_TRUE(WaitFor([&] { return broker_.requested() == 3; }));
+    ASSERT_TRUE(Eventually([&] { return broker_.requested() == 3; }));
     broker_.GrantAll();
-    ASSERT_TRUE(WaitFor([&] { return broker_.launched() == 3; }));
+    ASSERT_TRUE(Eventually([&] { return broker_.launched() == 3; }));
     int port = 21000;
     for (const TaskId& t : spec_.AllTasks()) {
       control::RegisterRequest req;
@@ -76,16 +79,6 @@ class ExecServiceTest : public ::testing::Test {
     am_->RequestKill("test over");
     run_.wait_for(5s);
     std::filesystem::remove_all(root_.parent_path());
-  }
-
-  template <typename Pred>
-  static bool WaitFor(Pred p, std::chrono::milliseconds t = 5s) {
-    auto end = std::chrono::steady_clock::now() + t;
-    while (std::chrono::steady_clock::now() < end) {
-      if (p()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return p();
   }
 
   static std::unique_ptr<grpc::ClientContext> Ctx(const std::string& secret = kSecret) {
@@ -176,7 +169,7 @@ class ExecServiceTest : public ::testing::Test {
 TEST_F(ExecServiceTest, TheLaunchersCommandRunsInItsTargetAndItsExitComesBack) {
   auto guests = OpenGuests(kWorker1);
   auto call = StartExec(ExecOf(kLauncher, kWorker1, "orted -mca ess env"));
-  ASSERT_TRUE(WaitFor([&] { return guests->count() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return guests->count() == 1; }));
   control::GuestCommand cmd = guests->at(0);
   EXPECT_EQ(cmd.command(), "orted -mca ess env");
   EXPECT_FALSE(cmd.stop());
@@ -194,7 +187,7 @@ TEST_F(ExecServiceTest, TheLaunchersCommandRunsInItsTargetAndItsExitComesBack) {
 TEST_F(ExecServiceTest, ACommandCalledBeforeItsTargetsStreamOpensIsDelivered) {
   auto call = StartExec(ExecOf(kLauncher, kWorker0, "orted"));
   auto guests = OpenGuests(kWorker0);
-  ASSERT_TRUE(WaitFor([&] { return guests->count() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return guests->count() == 1; }));
   ASSERT_TRUE(Exited(kWorker0, guests->at(0).id(), 0).ok());
   EXPECT_TRUE(call->status.get().ok());
 }
@@ -225,10 +218,10 @@ TEST_F(ExecServiceTest, OnlyTheLauncherMayExecAndOnlyInTasksThatHoldRanks) {
 TEST_F(ExecServiceTest, ACancelledCallStopsItsGuest) {
   auto guests = OpenGuests(kWorker0);
   auto call = StartExec(ExecOf(kLauncher, kWorker0, "orted"));
-  ASSERT_TRUE(WaitFor([&] { return guests->count() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return guests->count() == 1; }));
   call->ctx->TryCancel();  // the agent went away
   EXPECT_EQ(call->status.get().error_code(), grpc::StatusCode::CANCELLED);
-  ASSERT_TRUE(WaitFor([&] { return guests->count() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return guests->count() == 2; }));
   EXPECT_TRUE(guests->at(1).stop());
   EXPECT_EQ(guests->at(1).id(), guests->at(0).id());
   EXPECT_TRUE(Exited(kWorker0, guests->at(0).id(), 143).ok());  // its end is still taken
@@ -237,7 +230,7 @@ TEST_F(ExecServiceTest, ACancelledCallStopsItsGuest) {
 TEST_F(ExecServiceTest, ATargetThatEndsFailsItsCallsWithTheReason) {
   auto guests = OpenGuests(kWorker1);
   auto call = StartExec(ExecOf(kLauncher, kWorker1, "orted"));
-  ASSERT_TRUE(WaitFor([&] { return guests->count() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return guests->count() == 1; }));
   broker_.Complete(kWorker1, 9);
   grpc::Status s = call->status.get();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);

@@ -9,6 +9,9 @@
 #include <thread>
 
 #include "core/testing.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
 
 namespace loom::am {
 namespace {
@@ -67,16 +70,6 @@ int RawRequest(int port, const std::string& raw) {
   while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) all.append(buf, static_cast<size_t>(n));
   ::close(fd);
   return all.size() >= 12 ? std::stoi(all.substr(9, 3)) : 0;
-}
-
-template <typename Pred>
-bool WaitFor(Pred p, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!p()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 class RendezvousServerTest : public ::testing::Test {
@@ -247,7 +240,7 @@ TEST(RendezvousServerLimits, AClientThatNeverReadsItsAnswerDoesNotHoldUpStop) {
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   std::string get = "GET /global/0 HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
   ASSERT_EQ(::send(fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
-  ASSERT_TRUE(WaitFor([&] { return server.requests() == 2; }));  // the GET is being answered
+  ASSERT_TRUE(Eventually([&] { return server.requests() == 2; }));  // the GET is being answered
 
   std::promise<void> stopped;
   std::thread stopper([&] {
@@ -312,7 +305,7 @@ TEST(RendezvousServerLimits, ConnectionsBeyondThoseThatMayWaitAreClosedAtOnce) {
     ASSERT_GE(idle.back(), 0);
     // Taken by a thread (the first four), or waiting (the fifth).
     size_t waiting = i < 4 ? 0 : 1;
-    ASSERT_TRUE(WaitFor([&] { return server.queued() == i + 1 && server.pending() == waiting; }));
+    ASSERT_TRUE(Eventually([&] { return server.queued() == i + 1 && server.pending() == waiting; }));
   }
   // One more is closed unanswered, at once: Horovod's client tries again.
   int extra = Connect(*port);

@@ -69,6 +69,14 @@ class ContainerBroker {
   virtual Status Start(ContainerEvents* events) = 0;
   // Asks for one container; it arrives later through OnAllocated.
   virtual Status Request(const ContainerRequest& request) = 0;
+  // Asks for several at once: a cluster that is asked over the network hears of them all in
+  // one message (a gang lands together). Stops at the first error.
+  virtual Status RequestAll(const std::vector<ContainerRequest>& requests) {
+    for (const ContainerRequest& r : requests) {
+      if (Status s = Request(r); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
   virtual Status Launch(const Container& container, const LaunchSpec& spec) = 0;
   // Asks the container to stop (SIGTERM-like), forcing it after `grace`. OnCompleted follows.
   virtual Status Stop(const std::string& container_id, std::chrono::milliseconds grace) = 0;

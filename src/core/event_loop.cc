@@ -2,6 +2,16 @@
 
 namespace loom {
 
+EventLoop::EventLoop(Clock& clock) : clock_(clock) {
+  // A fake clock's jump may make a timer due: wake the loop to look.
+  watch_ = clock_.Watch([this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  });
+}
+
+EventLoop::~EventLoop() { clock_.Unwatch(watch_); }
+
 void EventLoop::Post(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -13,7 +23,7 @@ void EventLoop::Post(std::function<void()> fn) {
 EventLoop::TimerId EventLoop::PostAfter(std::chrono::milliseconds delay, std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   TimerId id = next_id_++;
-  timers_.emplace(Clock::now() + delay, std::make_pair(id, std::move(fn)));
+  timers_.emplace(clock_.Now() + delay, std::make_pair(id, std::move(fn)));
   cv_.notify_one();
   return id;
 }
@@ -21,7 +31,7 @@ EventLoop::TimerId EventLoop::PostAfter(std::chrono::milliseconds delay, std::fu
 void EventLoop::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopped_) {
-    auto now = Clock::now();
+    auto now = clock_.Now();
     std::function<void()> fn;
     if (!timers_.empty() && timers_.begin()->first <= now) {
       fn = std::move(timers_.begin()->second.second);
@@ -29,7 +39,7 @@ void EventLoop::Run() {
     } else if (!queue_.empty()) {
       fn = std::move(queue_.front());
       queue_.pop_front();
-    } else if (!timers_.empty()) {
+    } else if (!timers_.empty() && clock_.IsReal()) {
       cv_.wait_until(lock, timers_.begin()->first);
       continue;
     } else {

@@ -12,22 +12,15 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
 
 namespace loom::executor {
 namespace {
 
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
 
 class GuestProcessesTest : public ::testing::Test {
  protected:

@@ -99,11 +99,11 @@ TEST(Chaos, RandomKillsAndStopsEndEveryJobCleanly) {
     EXPECT_EQ(view.state, "FAILED") << view.diagnostics;
     EXPECT_LT(took, 15s) << view.diagnostics;  // well inside the 20 s application timeout
     // Nothing of the job survives: not the AM, executors, workers nor their children.
-    EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
+    EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
         << MiniLoom::JobProcesses(id).size() << " processes left; " << view.diagnostics;
     // ... nor its cgroups, whoever had to clean up (the AM, or the client after the AM died).
     if (auto self = cluster::local::TaskCgroup::WritableSelfCgroup()) {
-      EXPECT_TRUE(MiniLoom::Eventually([&] { return !PathExists(*self + "/loom/" + id); }, 3s))
+      EXPECT_TRUE(loom::testing::Eventually([&] { return !PathExists(*self + "/loom/" + id); }, 3s))
           << "cgroups left under " << *self << "/loom/" << id;
     }
     for (const Subprocess& b : bystanders) {

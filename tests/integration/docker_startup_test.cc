@@ -62,7 +62,7 @@ std::function<void(yarn_double::YarnTestDouble::Options&)> HeldByTheAmShare() {
 // The job whose backend state says the queue holds it, once there is one.
 std::string HeldJob(YarnDoubleCluster& cluster, const std::string& other) {
   std::string held;
-  MiniLoom::Eventually(
+  loom::testing::Eventually(
       [&] {
         for (const auto& id : cluster.loom().JobIds()) {
           if (id != other && cluster.loom().View(id).backend_state.find("AM resource limit") != std::string::npos) {
@@ -89,7 +89,7 @@ TEST(AmStartupTimeout, YarnJobStillAcceptedIsEndedByItsClient) {
       cluster.loom().Start(SleepJob("1g", {"--conf", "tony.am.startup-timeout=3000"}), "second", cluster.Env());
   std::string second_id = HeldJob(cluster, first_id);
   ASSERT_FALSE(second_id.empty());
-  bool ended = MiniLoom::Eventually([&] { return cluster.loom().View(second_id).final; }, 30s);
+  bool ended = loom::testing::Eventually([&] { return cluster.loom().View(second_id).final; }, 30s);
   if (!ended) ::kill(second.pid(), SIGKILL);  // it would wait for the first job forever
   RunResult r = cluster.loom().Collect(second, "second");
   ASSERT_TRUE(ended) << "the held job never ended:\n" << r.out << r.err;
@@ -159,7 +159,7 @@ TEST(AmStartupTimeout, LocalJobStillQueuedIsEnded) {
   ASSERT_FALSE(first_id.empty());
   Subprocess second = loom.Start(job({"--conf", "loom.am.startup-timeout=2000"}), "second");
   std::string second_id;
-  bool ended = MiniLoom::Eventually(
+  bool ended = loom::testing::Eventually(
       [&] {
         for (const auto& id : loom.JobIds()) {
           if (id != first_id) second_id = id;
@@ -174,7 +174,7 @@ TEST(AmStartupTimeout, LocalJobStillQueuedIsEnded) {
   EXPECT_THAT(r.out, HasSubstr("the AM did not start within loom.am.startup-timeout=2000 ms (local: still QUEUED, "
                                "position 1: waiting for 3.0 GiB of memory"));
   EXPECT_EQ(loom.View(second_id).state, "FAILED");
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(second_id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(second_id).empty(); }, 10s));
   // The first job's AM started at once; it runs on past the same timeout.
   EXPECT_EQ(loom.View(first_id).state, "RUNNING");
   ::kill(first.pid(), SIGINT);

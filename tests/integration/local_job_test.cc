@@ -86,7 +86,7 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
   std::string id = loom.WaitUntilRunning(3, 30s);
   ASSERT_FALSE(id.empty());
   // Each task runs python plus a child: AM + 3 executors + 6 user processes.
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 10; }, 10s))
+  ASSERT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 10; }, 10s))
       << MiniLoom::JobProcesses(id).size();
   RunResult kill = loom.Run({"kill", id}, {{"USER", "kim"}});
   EXPECT_EQ(kill.exit_code, 0) << kill.err;
@@ -98,7 +98,7 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
   EXPECT_EQ(loom.View(id).diagnostics, "killed by loom kill (user kim)");
   EXPECT_THAT(r.out, HasSubstr("killed by loom kill (user kim)"));
   EXPECT_THAT(loom.Run({"status", id}).out, HasSubstr("killed by loom kill (user kim)"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
       << MiniLoom::JobProcesses(id).size() << " processes left";  EXPECT_FALSE(PathExists(loom.Dir(id).secret()));  // no secret outlives its job
 }
 
@@ -121,7 +121,7 @@ TEST_P(SignalToSubmit, KillsTheJobAndSaysWhoSentIt) {
   EXPECT_THAT(view.diagnostics, HasSubstr(cause));
   EXPECT_THAT(r.out, HasSubstr(cause));
   EXPECT_THAT(view.diagnostics, Not(HasSubstr("loom kill")));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
 }
 
 INSTANTIATE_TEST_SUITE_P(LocalJob, SignalToSubmit, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
@@ -216,7 +216,7 @@ TEST(LocalJob, CtrlCAtTheTerminalIsNamedAsSuch) {
   EXPECT_EQ(loom.View(id).state, "KILLED");
   EXPECT_EQ(loom.View(id).diagnostics, "killed: Ctrl-C (SIGINT) to loom submit");
   EXPECT_THAT(tty.screen(), HasSubstr("killed: Ctrl-C (SIGINT) to loom submit"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s));
 }
 
 TEST(LocalJob, SigtermToTheAmFromOutsideLoomIsNamedAsSuch) {
@@ -339,14 +339,14 @@ TEST(LocalJob, StatusOfARunningJobShowsEachTasksRss) {
   std::string id = loom.WaitUntilRunning(2, 30s);
   ASSERT_FALSE(id.empty());
   // Each task holds 96 MiB once it printed so; `loom status` of the running job shows it.
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         return loom.TaskOutput(id, {"worker", 0}).find("holding 96 MiB") != std::string::npos &&
                loom.TaskOutput(id, {"worker", 1}).find("holding 96 MiB") != std::string::npos;
       },
       30s));
   nlohmann::json status;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         status = json::parse(loom.Run({"status", "--json", id}).out);
         for (const auto& t : status["tasks"]) {
@@ -504,7 +504,7 @@ TEST(LocalJob, ExecutorsStopTheirTasksWhenTheAmIsLost) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(loom.View(id).state, "FAILED");
   EXPECT_THAT(loom.View(id).diagnostics, HasSubstr("ApplicationMaster stopped answering"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
       << MiniLoom::JobProcesses(id).size() << " processes left";
 }
 
@@ -517,7 +517,7 @@ std::pair<RunResult, std::string> DdpWithWorkerKilled(MiniLoom& loom, std::vecto
   args.insert(args.end(), extra.begin(), extra.end());
   Subprocess submit = loom.Start(SubmitArgs("examples/pytorch", "train_ddp.py", args), "submit");
   std::string id;
-  EXPECT_TRUE(MiniLoom::Eventually(
+  EXPECT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = loom.JobIds();
         if (ids.empty()) return false;

@@ -141,7 +141,7 @@ Submitted SubmitOne(MiniLoom& loom, const std::vector<std::string>& args, const 
                     const std::map<std::string, std::string>& env = {}) {
   auto before = loom.JobIds();
   Submitted s{loom.Start(args, name, env), "", name};
-  MiniLoom::Eventually(
+  loom::testing::Eventually(
       [&] {
         for (const auto& id : loom.JobIds()) {
           if (std::find(before.begin(), before.end(), id) == before.end()) s.id = id;
@@ -155,7 +155,7 @@ Submitted SubmitOne(MiniLoom& loom, const std::vector<std::string>& args, const 
 
 bool WaitForState(MiniLoom& loom, const std::string& id, const std::string& state, int position = 0,
                   std::chrono::milliseconds timeout = 15s) {
-  return MiniLoom::Eventually(
+  return loom::testing::Eventually(
       [&] {
         auto v = loom.View(id);
         return v.state == state && (position == 0 || v.queue_position == position);
@@ -164,7 +164,7 @@ bool WaitForState(MiniLoom& loom, const std::string& id, const std::string& stat
 }
 
 bool AllRunning(MiniLoom& loom, const std::string& id) {
-  return MiniLoom::Eventually(
+  return loom::testing::Eventually(
       [&] {
         auto v = loom.View(id);
         return !v.tasks.empty() &&
@@ -334,7 +334,7 @@ TEST(LocalQueue, AJobWhoseAmIsKilledGivesItsGpuBack) {
   auto runs = task.RunsOf(b.id);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].gpus, "0");
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return task.RunsOf(a.id).size() == 1u; }, 10s))
+  ASSERT_TRUE(loom::testing::Eventually([&] { return task.RunsOf(a.id).size() == 1u; }, 10s))
       << "a's task never recorded its stop";
   // GPU 0 went to b only once the last process of a was gone, not when a's AM died.
   ExpectNoGpuSharedAtOnce(task.Runs());

@@ -17,6 +17,7 @@
 #include "core/files.h"
 #include "core/subprocess.h"
 #include "history/job_view.h"
+#include "core/eventually.h"
 
 namespace loom::testing {
 
@@ -114,7 +115,7 @@ class MiniLoom {
   // Waits until the (only) job has `tasks` tasks, all RUNNING; returns its id, "" on timeout.
   std::string WaitUntilRunning(size_t tasks, std::chrono::milliseconds timeout) const {
     std::string id;
-    bool ok = Eventually(
+    bool ok = loom::testing::Eventually(
         [&] {
           auto ids = JobIds();
           if (ids.empty()) return false;
@@ -150,17 +151,6 @@ class MiniLoom {
       if (end != std::string::npos && cmd.compare(end + 1, role.size() + 1, role + std::string(1, '\0')) == 0) ++n;
     }
     return n;
-  }
-
-  // Waits until `pred` holds or `timeout` passes; returns whether it held.
-  template <typename Pred>
-  static bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return pred();
   }
 
  private:

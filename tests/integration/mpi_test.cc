@@ -144,7 +144,7 @@ TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
   for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? "SUCCEEDED" : "KILLED") << t.id;
   // The launcher's stderr has nothing from the agent: every daemon ended with mpirun.
   EXPECT_EQ(WithoutOpenMpiSetpgidRace(loom.TaskOutput(id, {"launcher", 0}, true)), "");
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   std::vector<std::string> scratch = ScratchDirs(ExecutorLogs(loom, id, 3));
   EXPECT_EQ(scratch.size(), 3u);
@@ -170,7 +170,7 @@ TEST(MpiJob, ACrashingRankFailsTheJobAndLeavesNothingBehind) {
   EXPECT_THAT(r.out, HasSubstr("rank 3: crashing with exit code 7"));
   EXPECT_THAT(r.out, HasSubstr("mpirun detected that one or more processes exited with non-zero status"));
   for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? "FAILED" : "KILLED") << t.id;
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   for (const std::string& dir : ScratchDirs(ExecutorLogs(loom, id, 3))) EXPECT_FALSE(PathExists(dir)) << dir;
 }
@@ -183,14 +183,14 @@ TEST(MpiJob, KillStopsTheRanksEverywhere) {
   std::string id = loom.WaitUntilRunning(3, 30s);
   ASSERT_FALSE(id.empty());
   // Up once every rank has printed: then they sleep in the worker tasks.
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return ParseRanks(loom.TaskOutput(id, {"launcher", 0})).size() == 4; }, 20s))
+  ASSERT_TRUE(loom::testing::Eventually([&] { return ParseRanks(loom.TaskOutput(id, {"launcher", 0})).size() == 4; }, 20s))
       << loom.TaskOutput(id, {"launcher", 0}, true);
   RunResult kill = loom.Run({"kill", id});
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(loom.View(id).state, "KILLED");
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   for (const std::string& dir : ScratchDirs(ExecutorLogs(loom, id, 2))) EXPECT_FALSE(PathExists(dir)) << dir;
 }
@@ -209,7 +209,7 @@ TEST(MpiJob, ATaskThatHoldsRanksEndingFirstFailsTheJob) {
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "FAILED");
   EXPECT_THAT(view.diagnostics, HasSubstr("MPI task worker:1 ended before the launcher"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
@@ -232,7 +232,7 @@ TEST(MpiJob, TheAgentRunsCommandsInTheNamedTaskOnlyAndRefusesUnknownHosts) {
   std::string daemon_log = ReadFile(loom.Dir(id).task_dir({"worker", 1}) + "/mpi-daemon.log").value_or("");
   EXPECT_THAT(daemon_log, HasSubstr("guest in worker:1 at " + loom.Dir(id).task_work({"worker", 1})));
   EXPECT_EQ(ReadFile(loom.Dir(id).task_dir({"worker", 0}) + "/mpi-daemon.log").value_or(""), "");
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
@@ -274,7 +274,7 @@ TEST(MpiJob, AllreduceOnYarn) {
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   EXPECT_EQ(cluster.Report(id).final_application_status(), hadoop::yarn::APP_SUCCEEDED);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
@@ -285,7 +285,7 @@ TEST(MpiJob, ACrashingRankFailsTheApplicationOnYarn) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(cluster.Report(id).final_application_status(), hadoop::yarn::APP_FAILED);
   EXPECT_THAT(cluster.Report(id).diagnostics(), HasSubstr("launcher:0"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 

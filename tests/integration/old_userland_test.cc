@@ -79,7 +79,7 @@ TEST(OldUserland, LocalJobRunsInDebian11) {
     EXPECT_THAT(loom.TaskOutput(id, {"py", i}), HasSubstr("python 3.9.")) << i;
   }
   EXPECT_THAT(loom.TaskOutput(id, {"py", 1}, true), HasSubstr("failing on purpose"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
 
@@ -102,13 +102,13 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
       "loom.probe.command=echo \"debian $(cat /etc/debian_version)\"; "
       "python3 -c 'import sys; print(\"python\", sys.version.split()[0])'"};
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return !cluster.loom().JobIds().empty(); }, 30s));
+  ASSERT_TRUE(loom::testing::Eventually([&] { return !cluster.loom().JobIds().empty(); }, 30s));
   std::string id = cluster.loom().OnlyJobId();
   // The probe may finish at once; the workers wait for `release`. Every process of the job then
   // alive (the AM, the executors, their tasks) has the mounted root as its /.
   std::vector<pid_t> pids;
   bool up = false;
-  MiniLoom::Eventually(
+  loom::testing::Eventually(
       [&] {
         pids = MiniLoom::JobProcesses(id);
         up = MiniLoom::CountRole(pids, "am") == 1 && MiniLoom::CountRole(pids, "executor") >= 2;
@@ -141,7 +141,7 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
   EXPECT_THAT(out, HasSubstr("debian 11."));
   EXPECT_THAT(out, HasSubstr("python 3.9."));
   EXPECT_THAT(out, HasSubstr("found " + release));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   EXPECT_TRUE(cluster.yarn().StrayProcesses().empty()) << MiniLoom::DescribeProcesses(cluster.yarn().StrayProcesses());
 }

@@ -142,7 +142,7 @@ TEST(Processes, DdpRunsAsTwoTasksOfTwoProcessesOnYarn) {
     }
   }
   ExpectFourAgreeingRanks(outs);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 // worker:0's process 1 fails on the first attempt; the other processes sleep `others_sleep` s.
@@ -175,7 +175,7 @@ TEST(Processes, OneFailingProcessFailsItsTaskAndStopsTheOthers) {
   std::string dir = loom.Dir(id).task_dir({"worker", 0});
   EXPECT_THAT(ReadFile(dir + "/stdout").value_or(""), HasSubstr("worker:0/0 started"));
   EXPECT_THAT(ReadFile(dir + "/stdout").value_or(""), Not(HasSubstr("done")));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
       << MiniLoom::JobProcesses(id).size() << " processes left";
 }
 
@@ -191,7 +191,7 @@ TEST(Processes, AFailedProcessRestartsItsTaskUnderTheRestartPolicy) {
   std::string dir = loom.Dir(id).task_dir({"worker", 0});
   EXPECT_THAT(ReadFile(dir + "/stdout.1").value_or(""), HasSubstr("worker:0/1 attempt 1 ok"));
   EXPECT_THAT(ReadFile(dir + "/stdout").value_or(""), HasSubstr("worker:0/0 attempt 1 ok"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s));
 }
 
 TEST(Processes, LoomKillStopsEveryProcess) {
@@ -203,14 +203,14 @@ TEST(Processes, LoomKillStopsEveryProcess) {
   std::string id = loom.WaitUntilRunning(1, 30s);
   ASSERT_FALSE(id.empty());
   // The AM, the executor and three processes with a child each.
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 8; }, 15s))
+  ASSERT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 8; }, 15s))
       << MiniLoom::JobProcesses(id).size() << " processes";
   RunResult kill = loom.Run({"kill", id});
   EXPECT_EQ(kill.exit_code, 0) << kill.err;
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(loom.View(id).state, "KILLED");
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
       << MiniLoom::JobProcesses(id).size() << " processes left";
 }
 

@@ -92,7 +92,7 @@ TEST(TwoStages, TrainingStartsOnlyAfterThePrepareStageSucceeded) {
   fs::create_directories(dir);
   Subprocess submit = loom.Start(Submit(TwoStageJob(dir.string())), "submit");
   std::string id;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = loom.JobIds();
         if (ids.empty()) return false;
@@ -201,7 +201,7 @@ TEST(TensorBoard, TheSidecarServesItsLogDirAndItsLinkAnswers) {
       "submit");
   std::string id;
   history::JobView view;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = loom.JobIds();
         if (ids.empty()) return false;
@@ -278,7 +278,7 @@ TEST(RegistryTimeout, ZeroRetriesUntilStopped) {
   Subprocess executor = loom.Start({"executor"}, "executor", env);
   // Well past the 30 s an executor used to give up after would take too long; 4 s of retries
   // (many backoff rounds) show it does not give up on a timeout of its own.
-  EXPECT_FALSE(MiniLoom::Eventually([&] { return !ProcessAlive(executor.pid()); }, 4s));
+  EXPECT_FALSE(loom::testing::Eventually([&] { return !ProcessAlive(executor.pid()); }, 4s));
   ::kill(executor.pid(), SIGTERM);
   auto start = std::chrono::steady_clock::now();
   RunResult r = loom.Collect(executor, "executor");
@@ -340,7 +340,7 @@ TEST(MetricsInterval, TheExecutorSamplesAtTheConfiguredPeriod) {
       "submit");
   std::string id;
   // The first sample is taken as the task starts.
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = loom.JobIds();
         if (ids.empty()) return false;
@@ -350,10 +350,10 @@ TEST(MetricsInterval, TheExecutorSamplesAtTheConfiguredPeriod) {
       60s));
   int64_t first = RssRecords(loom, id, "worker:0")[0].first;
   Touch(dir / "go");
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return fs::exists(dir / "grown"); }, 10s));
+  ASSERT_TRUE(loom::testing::Eventually([&] { return fs::exists(dir / "grown"); }, 10s));
   int64_t grown = static_cast<int64_t>(Seconds(dir / "grown") * 1000);
   int64_t seen = 0;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         for (auto [ts, rss] : RssRecords(loom, id, "worker:0")) {
           if (rss >= (int64_t{250} << 20)) seen = ts;
@@ -432,7 +432,7 @@ TEST(YarnStages, TheTrainingStageIsAskedForAfterThePrepareStageOnYarn) {
   }
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = cluster.loom().JobIds();
         if (ids.empty()) return false;
@@ -458,7 +458,7 @@ TEST(YarnStages, TheTrainingStageIsAskedForAfterThePrepareStageOnYarn) {
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   EXPECT_GE(view.FindTask("worker:1")->started_ms, view.FindTask("dbloader:0")->finished_ms);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 TEST(YarnStages, TheStatusPageLinksAnAnsweringTensorBoardOnYarn) {
@@ -479,7 +479,7 @@ TEST(YarnStages, TheStatusPageLinksAnAnsweringTensorBoardOnYarn) {
   }
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id, url;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = cluster.loom().JobIds();
         if (ids.empty()) return false;

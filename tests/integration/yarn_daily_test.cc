@@ -50,7 +50,7 @@ TEST_P(StopSignal, KillsTheApplicationAndEveryContainer) {
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s));
+  ASSERT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s));
   ::kill(submit.pid(), GetParam());
   RunResult r = cluster.loom().Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -66,7 +66,7 @@ TEST_P(StopSignal, KillsTheApplicationAndEveryContainer) {
   EXPECT_THAT(status.value("yarn_diagnostics", ""), HasSubstr("was killed by user root"));
   EXPECT_THAT(cluster.Report(id).diagnostics(), HasSubstr(cause));  // what `yarn application -status` says
   ExpectEveryTaskRowFinal(view);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::JobProcesses(id).size() << " processes left";
   ExpectOnlyHistoryLeft(cluster);
 }
@@ -120,7 +120,7 @@ TEST(YarnDaily, LoomKillCleansStagingAndEndsEveryTaskRow) {
   ExpectEveryTaskRowFinal(view);
   ExpectOnlyHistoryLeft(cluster);
   EXPECT_FALSE(PathExists(cluster.loom().Dir(id).secret()));  // no secret outlives its job
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 TEST(YarnDaily, JobWhoseClientWasKilledIsRecordedAndCleanedByTheNextStatus) {
@@ -153,7 +153,7 @@ TEST(YarnDaily, AnotherClientFindsTheJobByApplicationOrJobId) {
   // Another user session: its own $LOOM_HOME, the same HADOOP_CONF_DIR.
   MiniLoom elsewhere;
   RunResult running;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         running = elsewhere.Run({"status", app}, cluster.Env());
         return running.out.find("worker:1") != std::string::npos && running.out.find("RUNNING") != std::string::npos;
@@ -204,7 +204,7 @@ TEST(YarnDaily, UntrackedTaskStoppedAtTheEndEndsLikeOnTheLocalBackend) {
   EXPECT_EQ(ps->diagnostics, "stopped by the AM: tracked tasks finished");
   RunResult status = cluster.loom().Run({"status", id}, cluster.Env());
   EXPECT_THAT(status.out, HasSubstr("ps:0: stopped by the AM: tracked tasks finished"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 // A job whose workers print numbered lines to stdout and stderr, then end: worker:1 fails.
@@ -321,7 +321,7 @@ TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
     EXPECT_NE(t.state, "KILLED") << t.id << ": " << t.diagnostics;
   }
   EXPECT_THAT(view.diagnostics, HasSubstr("Container released on a *lost* node"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
   ExpectOnlyHistoryLeft(cluster);
 }
 
@@ -338,7 +338,7 @@ TEST(YarnDaily, CrashedAmFailsTheJobAndItsStagingIsCleaned) {
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "FAILED");
   ExpectEveryTaskRowFinal(view);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 15s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 15s));
   ExpectOnlyHistoryLeft(cluster);
 }
 

@@ -76,7 +76,7 @@ TEST(YarnHa, SubmitStatusKillSkipTheStandbyResourceManager) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(cluster.loom().View(id).state, "KILLED");
   EXPECT_EQ(Report(cluster, id).yarn_application_state(), ypb::KILLED);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 TEST(YarnHa, FailoverDuringARunningJobIsFollowedByTheClientAndTheAm) {
@@ -96,7 +96,7 @@ TEST(YarnHa, FailoverDuringARunningJobIsFollowedByTheClientAndTheAm) {
   EXPECT_TRUE(Calls(cluster.yarn(), "scheduler2").empty());
   // rm1 goes standby, rm2 active: the AM's next heartbeat fails over, registers again there.
   ASSERT_OK(cluster.yarn().FailoverForTest(1));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return AnyOk(Calls(cluster.yarn(), "scheduler2"), "allocate"); }, 15s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return AnyOk(Calls(cluster.yarn(), "scheduler2"), "allocate"); }, 15s))
       << cluster.ContainerLogs("am.log");
   EXPECT_TRUE(AnyOk(Calls(cluster.yarn(), "scheduler2"), "registerApplicationMaster"));
   std::ofstream(release) << "go\n";

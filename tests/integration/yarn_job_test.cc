@@ -72,7 +72,7 @@ TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
                 f.starts_with(cluster.StagingRoot() + "/cache/loom-"))
         << f;
   }
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s));
 }
 
 TEST(YarnJob, FailingWorkerFailsTheApplicationWithDiagnostics) {
@@ -91,7 +91,7 @@ TEST(YarnJob, FailingWorkerFailsTheApplicationWithDiagnostics) {
   EXPECT_EQ(status.exit_code, 1);
   EXPECT_THAT(status.out, HasSubstr("FAILED"));
   EXPECT_THAT(status.out, HasSubstr("worker:1"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
@@ -105,7 +105,7 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s))
+  ASSERT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s))
       << MiniLoom::JobProcesses(id).size() << " processes";
   RunResult kill = cluster.loom().Run({"kill", id}, cluster.Env());
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
@@ -113,7 +113,7 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(cluster.loom().View(id).state, "KILLED");
   EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::KILLED);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id)) << cluster.ContainerLogs("am.log");
 }
 
@@ -158,7 +158,7 @@ sys.exit(1 if bad else 0)
                                            "submit", env);
   // The client removes its copy of the secret when the job ends: read it while it runs.
   std::string secret;
-  ASSERT_TRUE(MiniLoom::Eventually([&] {
+  ASSERT_TRUE(loom::testing::Eventually([&] {
     std::vector<std::string> ids = cluster.loom().JobIds();
     if (ids.size() == 1) secret = Trim(ReadFile(cluster.loom().Dir(ids[0]).secret()).value_or(""));
     return !secret.empty();

@@ -102,7 +102,7 @@ TEST(YarnKerberos, DdpExampleReadsHdfsWithTheDelegationToken) {
   ASSERT_OK(id_fields);
   EXPECT_EQ(id_fields->renewer, "rm");
   EXPECT_EQ(store.RenewCount(tokens[0]), 1);
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(store, kUser) == 1; }, 20s))
+  ASSERT_TRUE(loom::testing::Eventually([&] { return CancelledCount(store, kUser) == 1; }, 20s))
       << "the RM did not cancel the job's token when the application ended";
 
   // The tasks' token file holds the delegation token and none of Loom's secrets.
@@ -128,7 +128,7 @@ TEST(YarnKerberos, DdpExampleReadsHdfsWithTheDelegationToken) {
   RunResult logs = cluster.loom().Run({"logs", id, "--task", "worker:1"}, realm.Env(cluster));
   EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("[rank 1] read"));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
@@ -149,7 +149,7 @@ TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
   const std::string app = cluster.ApplicationId(id);
   MiniLoom elsewhere;
   RunResult status;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         status = elsewhere.Run({"status", app}, realm.Env(cluster));
         return status.out.find("RUNNING") != std::string::npos;
@@ -163,8 +163,8 @@ TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
   auto report = cluster.yarn().ApplicationReport(cluster.ApplicationId(id));
   ASSERT_OK(report);
   EXPECT_EQ(report->yarn_application_state(), ypb::KILLED);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 15s));
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens(), kUser) == 1; }, 20s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 15s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return CancelledCount(cluster.hdfs().tokens(), kUser) == 1; }, 20s));
 }
 
 // Kerberos on an HA cluster: rm1 is standby (the client and the AM skip it), the NameNodes are a
@@ -185,7 +185,7 @@ TEST(YarnKerberos, HaClusterGetsOneTokenForItsNameservice) {
   std::vector<cluster::yarn::Token> tokens = TokensOwnedBy(cluster.hdfs().tokens(), kUser);
   ASSERT_EQ(tokens.size(), 1u);
   EXPECT_EQ(cluster.hdfs().tokens().RenewCount(tokens[0]), 1);
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return CancelledCount(cluster.hdfs().tokens(), kUser) == 1; }, 20s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return CancelledCount(cluster.hdfs().tokens(), kUser) == 1; }, 20s));
   // The service the client set, as the AM's container received it.
   bool ha_service = false;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(cluster.nm_local())) {
@@ -234,7 +234,7 @@ TEST(YarnKerberos, ExpiredTicketIsRefusedBeforeStaging) {
   ASSERT_TRUE(realm.ok());
   ASSERT_OK(realm.kdc().Kinit("root", "2s"));
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return !realm.kdc().TicketValid(); }, 10s));
+  ASSERT_TRUE(loom::testing::Eventually([&] { return !realm.kdc().TicketValid(); }, 10s));
   RunResult r = Submit(cluster, realm, QuickJob());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("expired"));

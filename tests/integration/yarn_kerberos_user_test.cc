@@ -74,7 +74,7 @@ TEST(YarnKerberosUser, PrincipalsShortNameIsTheUserNotDollarUser) {
   EXPECT_THAT(status.out, HasSubstr("SUCCEEDED"));
   RunResult logs = cluster.loom().Run({"logs", id, "--task", "worker:0"}, realm.Env(cluster));
   EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 // Staging fails after the tokens were fetched (a file where alice's staging root should be):

@@ -90,7 +90,7 @@ TEST(YarnProtection, AmAllowingLessThanTheClusterRequiresFailsClearly) {
   std::string am_log = cluster.ContainerLogs("am.log");
   EXPECT_THAT(am_log, HasSubstr("hadoop.rpc.protection=privacy")) << am_log;
   EXPECT_THAT(am_log, HasSubstr("hadoop.rpc.protection=authentication")) << am_log;
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));
 }
 
 }  // namespace

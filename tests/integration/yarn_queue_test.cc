@@ -64,7 +64,7 @@ TEST(YarnQueue, FourJobsRunAtOnceOnAStockQueue) {
   for (int i = 0; i < 4; ++i) {
     submits.push_back(cluster.loom().Start(SleepJob(1, "512m"), "submit" + std::to_string(i), cluster.Env()));
   }
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = cluster.loom().JobIds();
         if (ids.size() < 4) return false;
@@ -100,7 +100,7 @@ TEST(YarnQueue, JobHeldByTheQueueAmShareShowsYarnsReason) {
        "loom.worker.instances=1", "--conf", "loom.worker.memory=512m", "--conf", "loom.am.memory=1g"},
       "second", cluster.Env());
   std::string second_id;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         for (const auto& id : cluster.loom().JobIds()) {
           if (id != first_id && cluster.loom().View(id).backend_state.find("AM resource limit") != std::string::npos) {
@@ -145,7 +145,7 @@ TEST(YarnQueue, EightTasksLandInOneHeartbeatPerNode) {
     return n;
   };
   // Heartbeats until the AM's container is placed; then none until the AM has sent its asks.
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         heartbeat_all();
         for (const auto& c : cluster.yarn().Containers()) {
@@ -154,12 +154,12 @@ TEST(YarnQueue, EightTasksLandInOneHeartbeatPerNode) {
         return false;
       },
       30s));
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return allocates() >= 3; }, 30s)) << cluster.ContainerLogs("am.log");
+  ASSERT_TRUE(loom::testing::Eventually([&] { return allocates() >= 3; }, 30s)) << cluster.ContainerLogs("am.log");
   ASSERT_EQ(task_containers(), 0);
   heartbeat_all();
   EXPECT_EQ(task_containers(), 8) << "one heartbeat per node should place the whole gang";
   std::string id = cluster.loom().JobIds().empty() ? "" : cluster.loom().JobIds().front();
-  EXPECT_TRUE(MiniLoom::Eventually([&] { return cluster.loom().View(id).state == "RUNNING"; }, 30s));
+  EXPECT_TRUE(loom::testing::Eventually([&] { return cluster.loom().View(id).state == "RUNNING"; }, 30s));
   ::kill(submit.pid(), SIGINT);
   cluster.loom().Collect(submit, "submit");
 }
@@ -181,7 +181,7 @@ TEST(YarnQueue, GangWaitingForCapacitySaysWhichTasksArePendingAndWhy) {
       "second", cluster.Env());
   std::string second_id;
   RunResult status;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         for (const auto& id : cluster.loom().JobIds()) {
           if (id != first_id) second_id = id;

@@ -83,7 +83,7 @@ TEST(YarnRecord, LogsFollowFromAnotherHomeRightAfterSubmitPrintsEveryTask) {
        "loom.am.memory=512m", "--conf", "loom.worker.memory=512m"},
       "submit", cluster.Env());
   std::string app;
-  ASSERT_TRUE(MiniLoom::Eventually(
+  ASSERT_TRUE(loom::testing::Eventually(
       [&] {
         auto ids = cluster.loom().JobIds();
         if (ids.empty()) return false;
@@ -114,7 +114,7 @@ TEST(YarnRecord, AnApplicationTheResourceManagerForgotIsFoundByItsRecordInHdfs) 
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::string app = cluster.ApplicationId(cluster.loom().OnlyJobId());
   ASSERT_OK(cluster.WaitForAppEnd(cluster.loom().OnlyJobId(), std::chrono::seconds(30)));
-  ASSERT_TRUE(MiniLoom::Eventually([&] { return !cluster.hdfs().ListRecursive("/tmp/logs").empty(); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(loom::testing::Eventually([&] { return !cluster.hdfs().ListRecursive("/tmp/logs").empty(); }, std::chrono::seconds(30)));
   ASSERT_OK(cluster.yarn().ForgetEndedApplicationsForTest());
 
   MiniLoom elsewhere;

@@ -26,6 +26,9 @@
 #include "kerberos/kdc_harness.h"
 #include "namenode_rpc.h"
 #include "yarn_test_double.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
 
 namespace loom::yarn_double {
 namespace {
@@ -38,15 +41,6 @@ using namespace std::chrono_literals;
 
 constexpr char kRm[] = "rm/localhost@LOOM.TEST";
 constexpr char kNn[] = "nn/localhost@LOOM.TEST";
-
-template <typename F>
-bool Eventually(F f, std::chrono::milliseconds timeout = 10s) {
-  for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;) {
-    if (f()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return f();
-}
 
 class KerberosDoubleTest : public ::testing::Test {
  protected:

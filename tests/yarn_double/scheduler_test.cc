@@ -17,6 +17,9 @@
 #include "core/files.h"
 #include "core/testing.h"
 #include "yarn_test_double.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
 
 namespace loom::yarn_double {
 namespace {
@@ -36,17 +39,6 @@ std::string RecordedDiagnostics(const std::string& file) {
   std::string body = text.value_or("");
   EXPECT_TRUE(std::regex_search(body, m, std::regex(R"re("diagnostics":"([^"]*)")re"))) << file;
   return m.size() > 1 ? m[1].str() : "";
-}
-
-// Waits (polling) until `done` holds; for the double's own threads and real processes.
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 ypb::ResourceRequestProto Ask(const std::string& where, int64_t allocation_request_id, int64_t mb, int n = 1) {

@@ -198,7 +198,8 @@ class YarnDoubleImpl {
   const Node& NodeOf(const Container& c) const { return *nodes_[static_cast<size_t>(c.node)]; }
   App* FindAppLocked(int32_t id);
   App* AppOfAttemptLocked(const yp::ApplicationAttemptIdProto& attempt);
-  void RecordLocked(const std::string& server, const std::string& method, const CallResult& r);
+  void RecordLocked(const std::string& server, const std::string& method, const CallResult& r,
+                    std::string_view request = {});
   void DispatchLoop();
   void TickLocked(int64_t now);
 

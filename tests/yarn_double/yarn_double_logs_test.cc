@@ -33,6 +33,11 @@
 #include "log_aggregation.h"
 #include "nm_web_server.h"
 #include "yarn_test_double.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
+// Containers that write logs are real processes, started on NodeManager heartbeats.
+constexpr std::chrono::seconds kLogWait{20};
 
 namespace loom::yarn_double {
 namespace {
@@ -211,15 +216,6 @@ std::string RecordedBody(const std::string& s2c, const std::vector<std::pair<std
   return body;
 }
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 class DoubleLogsTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { Start(GetParam(), 1); }
@@ -282,8 +278,8 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   const std::string node = "localhost:" + std::to_string(double_->nm_port());
   const int http = double_->nm_http_port();
   const std::string log_dir = work_.string() + "/yarn/logs/" + app + "/" + cid;
-  ASSERT_TRUE(WaitFor([&] { return ReadFile(log_dir + "/stderr").value_or("") == "err-line\n"; }));
-  ASSERT_TRUE(WaitFor([&] { return ReadFile(log_dir + "/stdout").value_or("") == "out-line\n"; }));
+  ASSERT_TRUE(Eventually([&] { return ReadFile(log_dir + "/stderr").value_or("") == "err-line\n"; }, kLogWait));
+  ASSERT_TRUE(Eventually([&] { return ReadFile(log_dir + "/stdout").value_or("") == "out-line\n"; }, kLogWait));
   EXPECT_EQ(double_->nm_http_address(), "localhost:" + std::to_string(http));
   EXPECT_EQ(conf_.nm_webapp.port, http);
 
@@ -364,7 +360,7 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   if (!aggregating) {
     // Off: the NM forgets the container (13) but serves its logs, without the running note (16).
     EXPECT_EQ(Get(http, "/ws/v1/node/containers/" + cid).status, 404);
-    ASSERT_TRUE(WaitFor([&] { return Get(http, base + "/stdout").body.find("running container") == std::string::npos; }));
+    ASSERT_TRUE(Eventually([&] { return Get(http, base + "/stdout").body.find("running container") == std::string::npos; }, kLogWait));
     EXPECT_EQ(Get(http, base + "/stdout").body,
               RecordedBody("nm-web/16-nm-8042-finished-containerlogs-stdout.s2c.bin", ours));
     EXPECT_EQ(Get(http, base + "/stdout?size=-4").body,
@@ -441,12 +437,12 @@ TEST_F(MultiNodeLogsTest, EachNodeManagerServesItsOwnContainers) {
   const std::string app = Submit(work_.string() + "/go");
   const std::string cid = "container_" + app.substr(12) + "_01_000001";
   std::optional<YarnTestDouble::ContainerInfo> am;
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(Eventually([&] {
     for (const auto& c : double_->Containers()) {
       if (c.id == cid && c.pid > 0) am = c;
     }
     return am.has_value() && ReadFile(am->log_dir + "/stdout").value_or("") == "out-line\n";
-  }));
+  }, kLogWait));
   // Every node's web address, from the RM's node reports (NodeReportProto.httpaddress).
   cy::ApplicationClient rm("127.0.0.1", double_->rm_port(), "root");
   Result<std::vector<hadoop::yarn::NodeReportProto>> nodes = rm.GetClusterNodes();

@@ -93,7 +93,7 @@ Status YarnDoubleImpl::Start() {
                                                "Operation category READ is not supported in state standby"})
                          : (this->*handler)(method, req, c);
       std::lock_guard<std::mutex> lock(mu_);
-      RecordLocked(name, method, r);
+      RecordLocked(name, method, r, req);
       return r;
     };
     return std::make_unique<IpcServer>(std::move(o));
@@ -302,8 +302,16 @@ App* YarnDoubleImpl::AppOfAttemptLocked(const yp::ApplicationAttemptIdProto& att
   return app && app->attempt == attempt.attemptid() ? app : nullptr;
 }
 
-void YarnDoubleImpl::RecordLocked(const std::string& server, const std::string& method, const CallResult& r) {
-  served_.push_back({server, method, std::holds_alternative<std::string>(r)});
+void YarnDoubleImpl::RecordLocked(const std::string& server, const std::string& method, const CallResult& r,
+                                  std::string_view request) {
+  YarnTestDouble::ServedCall call{server, method, std::holds_alternative<std::string>(r)};
+  yp::AllocateRequestProto allocate;
+  if (method == "allocate" && allocate.ParseFromArray(request.data(), static_cast<int>(request.size()))) {
+    for (const auto& ask : allocate.ask()) {
+      if (ask.resource_name() == "*") call.any_asked += ask.num_containers();
+    }
+  }
+  served_.push_back(std::move(call));
   cv_.notify_all();
 }
 

@@ -207,6 +207,7 @@ class YarnTestDouble {
     std::string server;  // "rm", "scheduler" or "nm"
     std::string method;  // e.g. "allocate"
     bool ok = false;     // SUCCESS (false: ERROR/FATAL reply)
+    int64_t any_asked = 0;  // allocate: the containers its asks for "*" want, all priorities
   };
 
   explicit YarnTestDouble(Options options);

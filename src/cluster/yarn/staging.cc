@@ -5,6 +5,7 @@
 #include <openssl/sha.h>
 
 #include "cluster/yarn/docker_runtime.h"
+#include "cluster/yarn/wire/credentials.h"
 #include "cluster/yarn/wire/crypto_library.h"
 #include "core/files.h"
 
@@ -12,16 +13,53 @@ namespace loom::cluster::yarn {
 
 using nlohmann::json;
 
-json StagingManifest::ToJson() const {
-  json files_json = json::object();
+namespace {
+
+json StagedFilesToJson(const std::map<std::string, StagedFile>& files) {
+  json out = json::object();
   for (const auto& [name, f] : files) {
-    files_json[name] = {{"path", f.path},       {"size", f.size},
-                        {"mtime", f.mtime},     {"archive", f.archive},
-                        {"visibility", hadoop::yarn::LocalResourceVisibilityProto_Name(f.visibility)}};
+    out[name] = {{"path", f.path},   {"size", f.size},
+                 {"mtime", f.mtime}, {"archive", f.archive},
+                 {"visibility", hadoop::yarn::LocalResourceVisibilityProto_Name(f.visibility)}};
   }
+  return out;
+}
+
+Result<std::map<std::string, StagedFile>> StagedFilesFromJson(const json& j) {
+  std::map<std::string, StagedFile> files;
+  try {
+    if (!j.is_object()) return Status::InvalidArgument("staged files: not a JSON object");
+    for (const auto& [name, f] : j.items()) {
+      StagedFile& staged = files[name];
+      staged = {f.at("path").get<std::string>(), f.at("size").get<int64_t>(), f.at("mtime").get<int64_t>(),
+                f.at("archive").get<bool>()};
+      if (!hadoop::yarn::LocalResourceVisibilityProto_Parse(f.value("visibility", "APPLICATION"), &staged.visibility)) {
+        return Status::InvalidArgument("staged file " + name + " has visibility " + f.value("visibility", ""));
+      }
+    }
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("staged files: ") + e.what());
+  }
+  return files;
+}
+
+}  // namespace
+
+std::string EncodeStagedFiles(const std::map<std::string, StagedFile>& files) {
+  return Base64Encode(StagedFilesToJson(files).dump());
+}
+
+Result<std::map<std::string, StagedFile>> DecodeStagedFiles(std::string_view value) {
+  LOOM_ASSIGN_OR_RETURN(std::string text, Base64Decode(value));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument("staged files: not JSON");
+  return StagedFilesFromJson(j);
+}
+
+json StagingManifest::ToJson() const {
   json out = {{"fs_scheme", fs_scheme}, {"fs_host", fs_host},   {"fs_port", fs_port},
               {"webhdfs", webhdfs},     {"user", user},         {"dir", dir},
-              {"scheduler", scheduler}, {"application_id", application_id}, {"files", files_json}};
+              {"scheduler", scheduler}, {"application_id", application_id}};
   if (!nodes.empty()) {
     json nodes_json = json::array();
     for (const ManifestNode& n : nodes) {
@@ -65,15 +103,6 @@ Result<StagingManifest> StagingManifest::FromJson(const std::string& text) {
     if (m.nm_web_scheme != "http" && m.nm_web_scheme != "https") {
       return Status::InvalidArgument("malformed staging manifest: nm_web_scheme " + m.nm_web_scheme);
     }
-    for (const auto& [name, f] : j.at("files").items()) {
-      StagedFile& staged = m.files[name];
-      staged = {f.at("path").get<std::string>(), f.at("size").get<int64_t>(), f.at("mtime").get<int64_t>(),
-                f.at("archive").get<bool>()};
-      if (!hadoop::yarn::LocalResourceVisibilityProto_Parse(f.value("visibility", "APPLICATION"), &staged.visibility)) {
-        return Status::InvalidArgument("malformed staging manifest: " + name + " has visibility " +
-                                       f.value("visibility", ""));
-      }
-    }
     for (const auto& n : j.value("nodes", json::array())) {
       m.nodes.push_back({n.at("host").get<std::string>(), n.at("port").get<int>(), n.value("rack", "/default-rack"),
                          n.at("memory_mb").get<int64_t>(), n.value("used_memory_mb", int64_t{0}),
@@ -106,6 +135,14 @@ hadoop::yarn::LocalResourceProto StagingManifest::ToLocalResource(const StagedFi
   r.set_type(f.archive ? hadoop::yarn::ARCHIVE : hadoop::yarn::FILE);
   r.set_visibility(f.visibility);
   return r;
+}
+
+std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::AmResources() const {
+  std::map<std::string, hadoop::yarn::LocalResourceProto> out;
+  for (const char* name : {kLoomBinaryResource, kManifestResource, kJobJsonResource, kConfigResource}) {
+    if (auto it = files.find(name); it != files.end()) out[name] = ToLocalResource(it->second);
+  }
+  return out;
 }
 
 std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::ExecutorResources() const {

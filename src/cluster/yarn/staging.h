@@ -1,8 +1,9 @@
 #pragma once
 // What a YARN job ships through HDFS, and how a container receives it. The client uploads the
-// job's files under /user/<user>/.loom/<app-id>/ and writes a manifest (loom-staging.json,
-// itself a LocalResource of the AM) naming each file with the exact length and modification
-// time HDFS reported, so the AM can hand the same files to every executor container.
+// job's files under /user/<user>/.loom/<app-id>/ with a manifest (loom-staging.json, itself a
+// LocalResource of the AM: where HDFS and the RM are, the nodes, the Docker images), and names
+// each file with the exact length and modification time HDFS reported in the AM's environment
+// (kStagedFilesEnv), so the AM can hand the same files to every executor container.
 //
 // The `loom` binary is the exception: it is shared by every job of the same build, in
 // /user/<user>/.loom/cache/loom-<SHA-256 prefix>, uploaded once and localized PUBLIC or PRIVATE
@@ -35,6 +36,9 @@ inline constexpr char kVenvResource[] = "venv";
 inline constexpr char kConfigResource[] = "config.xml";
 inline constexpr char kJobJsonResource[] = "job.json";
 inline constexpr char kManifestResource[] = "loom-staging.json";
+// In the AM's launch environment: the staged files (EncodeStagedFiles). The manifest
+// is uploaded beside them (job_stager.h), so it cannot name their lengths and times itself.
+inline constexpr char kStagedFilesEnv[] = "LOOM_STAGED_FILES";
 // The job secret never goes to HDFS: it rides in each container's credentials
 // (HADOOP_TOKEN_FILE_LOCATION) as the secret key of this alias.
 inline constexpr char kSecretCredentialAlias[] = "loom.job.secret";
@@ -95,7 +99,8 @@ struct StagingManifest {
   // "http" or "https" (yarn.http.policy=HTTPS_ONLY): how a container reaches its NodeManager's
   // web services (gpu_pinning.h).
   std::string nm_web_scheme = "http";
-  std::map<std::string, StagedFile> files;  // by resource name
+  // By resource name. Not in the manifest's JSON: the AM reads them from kStagedFilesEnv.
+  std::map<std::string, StagedFile> files;
   // The cluster's nodes when the job was submitted: where the AM spreads its tasks (node-local
   // asks). The AM cannot ask for them itself on a secure cluster (it holds only its AMRMToken);
   // allocate's updated_nodes keeps its picture current. Empty: the AM asks for "*" only.
@@ -114,7 +119,16 @@ struct StagingManifest {
   hadoop::yarn::LocalResourceProto ToLocalResource(const StagedFile& f) const;
   // Every file but the AM-only ones (manifest, job.json, config.xml): what an executor gets.
   std::map<std::string, hadoop::yarn::LocalResourceProto> ExecutorResources() const;
+  // What the AM's container needs: the binary and the AM-only files, not the src dir or the
+  // venv (a large venv would be downloaded and unpacked before the AM could start).
+  std::map<std::string, hadoop::yarn::LocalResourceProto> AmResources() const;
 };
+
+// The value of kStagedFilesEnv: the files as JSON, in Base64 because the NodeManager writes an
+// environment value into launch_container.sh between double quotes without escaping it.
+std::string EncodeStagedFiles(const std::map<std::string, StagedFile>& files);
+// Errors: InvalidArgument naming what is malformed.
+Result<std::map<std::string, StagedFile>> DecodeStagedFiles(std::string_view value);
 
 // Ships `local_binary` to `cache_dir` as loom-<first 16 hex digits of its SHA-256>, unless a
 // file of that name and length is already there (a second submit of the same build uploads

@@ -32,12 +32,14 @@ StagingManifest Sample() {
 
 // The AM hands executors what the client staged, visibility included: a binary the AM
 // localized from the NM's cache must reach executors the same way.
-TEST(StagingManifest, VisibilitySurvivesTheManifest) {
-  Result<StagingManifest> back = StagingManifest::FromJson(Sample().ToJson().dump());
-  ASSERT_OK(back);
-  EXPECT_EQ(back->files.at(kLoomBinaryResource).visibility, ypb::PUBLIC);
-  EXPECT_EQ(back->files.at(kSrcResource).visibility, ypb::APPLICATION);
-  std::map<std::string, ypb::LocalResourceProto> executor = back->ExecutorResources();
+TEST(StagedFiles, VisibilitySurvivesTheAmsEnvironment) {
+  auto files = DecodeStagedFiles(EncodeStagedFiles(Sample().files));
+  ASSERT_OK(files);
+  StagingManifest back = Sample();
+  back.files = *files;
+  EXPECT_EQ(back.files.at(kLoomBinaryResource).visibility, ypb::PUBLIC);
+  EXPECT_EQ(back.files.at(kSrcResource).visibility, ypb::APPLICATION);
+  std::map<std::string, ypb::LocalResourceProto> executor = back.ExecutorResources();
   ASSERT_EQ(executor.count(kLoomBinaryResource), 1u);
   EXPECT_EQ(executor[kLoomBinaryResource].visibility(), ypb::PUBLIC);
   EXPECT_EQ(executor[kLoomBinaryResource].resource().file(), "/user/alice/.loom/cache/loom-0123456789abcdef");
@@ -46,14 +48,38 @@ TEST(StagingManifest, VisibilitySurvivesTheManifest) {
   EXPECT_EQ(executor.count(kManifestResource), 0u);
 }
 
-TEST(StagingManifest, MissingVisibilityIsApplicationAndGarbageIsRefused) {
-  nlohmann::json j = Sample().ToJson();
-  j["files"][kSrcResource].erase("visibility");
-  Result<StagingManifest> back = StagingManifest::FromJson(j.dump());
+// The NodeManager writes `export NAME="value"` into launch_container.sh without escaping: the
+// value must hold nothing a shell treats specially between double quotes.
+TEST(StagedFiles, TheEnvironmentValueIsSafeInsideDoubleQuotes) {
+  std::string value = EncodeStagedFiles(Sample().files);
+  EXPECT_EQ(value.find_first_of("\"$`\\! \n"), std::string::npos) << value;
+}
+
+TEST(StagedFiles, GarbageIsRefusedWithWhatIsWrong) {
+  EXPECT_STATUS(DecodeStagedFiles("not base64!"), kInvalidArgument, ::testing::_);
+  EXPECT_STATUS(DecodeStagedFiles(Base64Encode("[1,2")), kInvalidArgument, ::testing::HasSubstr("not JSON"));
+  nlohmann::json j = nlohmann::json::parse(*Base64Decode(EncodeStagedFiles(Sample().files)));
+  j[kSrcResource].erase("visibility");
+  auto back = DecodeStagedFiles(Base64Encode(j.dump()));
   ASSERT_OK(back);
-  EXPECT_EQ(back->files.at(kSrcResource).visibility, ypb::APPLICATION);
-  j["files"][kSrcResource]["visibility"] = "EVERYONE";
-  EXPECT_STATUS(StagingManifest::FromJson(j.dump()), kInvalidArgument, ::testing::HasSubstr("EVERYONE"));
+  EXPECT_EQ(back->at(kSrcResource).visibility, ypb::APPLICATION);  // absent: the job's own
+  j[kSrcResource]["visibility"] = "EVERYONE";
+  EXPECT_STATUS(DecodeStagedFiles(Base64Encode(j.dump())), kInvalidArgument, ::testing::HasSubstr("EVERYONE"));
+  j[kSrcResource].erase("size");
+  EXPECT_STATUS(DecodeStagedFiles(Base64Encode(j.dump())), kInvalidArgument, ::testing::HasSubstr("size"));
+}
+
+// The AM's container gets what the AM reads, not the job's src dir or venv.
+TEST(StagingManifest, TheAmIsGivenOnlyWhatItReads) {
+  StagingManifest m = Sample();
+  m.files[kConfigResource] = {m.dir + "/config.xml", 5, 11, false};
+  m.files[kJobJsonResource] = {m.dir + "/job.json", 6, 12, false};
+  std::map<std::string, ypb::LocalResourceProto> am = m.AmResources();
+  std::vector<std::string> names;
+  for (const auto& [name, r] : am) names.push_back(name);
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre(kLoomBinaryResource, kManifestResource, kJobJsonResource,
+                                                     kConfigResource));
+  EXPECT_EQ(am[kLoomBinaryResource].visibility(), ypb::PUBLIC);
 }
 
 // The client decides each type's image; the AM, reading the manifest, asks for it on exactly

@@ -14,6 +14,9 @@
 #include "cluster/yarn/yarn_container_broker.h"
 #include "core/testing.h"
 #include "yarn_test_double.h"
+#include "core/eventually.h"
+
+using ::loom::testing::Eventually;
 
 namespace loom::cluster::yarn {
 namespace {
@@ -53,16 +56,6 @@ class Recorder : public ContainerEvents {
   std::vector<Container> allocated_;
   std::vector<std::string> errors_;
 };
-
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 class BrokerLocalityTest : public ::testing::Test {
  protected:
@@ -231,6 +224,29 @@ TEST_P(OnEveryHadoopTest, GangSpreadOverTheNodesArrivesInOneHeartbeatRound) {
   EXPECT_GE(any_ms.count(), 3 * kBeatMs);  // 4 rounds of 2 heartbeats, the first possibly at once
   EXPECT_LT(local_ms.count(), 3 * kBeatMs);
   EXPECT_LT(local_ms, any_ms);
+}
+
+// Issue 18 item 5: the gang is asked for in the AM's first allocate after registering, not in a
+// second one behind an empty first (an RPC round trip, and on a busy RM more). The AM asks a
+// moment after the broker started (here 30 ms of other work).
+TEST_P(OnEveryHadoopTest, TheFirstAllocateCarriesTheWholeGang) {
+  StartCluster(2, 50, 8192, 2000, /*hadoop_2_8=*/GetParam());
+  YarnBrokerOptions o = Options(/*with_nodes=*/true);
+  o.heartbeat = 1s;  // a cluster's default: the first allocate must not wait that long either
+  StartBroker(std::move(o));
+  auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(30ms);
+  std::vector<ContainerRequest> gang;
+  for (int i = 0; i < 4; ++i) gang.push_back({TaskId{"worker", i}, {1024, 1, 0}, ""});
+  ASSERT_OK(broker_->RequestAll(gang));
+  ASSERT_EQ(events_.WaitAllocated(4).size(), 4u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "the asks waited for a heartbeat";
+  std::vector<int64_t> allocates;  // what each allocate asked for, in order
+  for (const auto& call : double_->ServedCalls()) {
+    if (call.server == "scheduler" && call.method == "allocate") allocates.push_back(call.any_asked);
+  }
+  ASSERT_FALSE(allocates.empty());
+  EXPECT_EQ(allocates.front(), 4) << "allocates' asks for \"*\": " << ::testing::PrintToString(allocates);
 }
 
 TEST_P(OnEveryHadoopTest, PendingTasksSayWhatTheyWaitFor) {

@@ -209,17 +209,22 @@ void YarnContainerBroker::AskLocked(AskKey& key) {
   }
 }
 
-Status YarnContainerBroker::Request(const ContainerRequest& request) {
+Status YarnContainerBroker::Request(const ContainerRequest& request) { return RequestAll({request}); }
+
+// All under one lock: the heartbeat sends them in one allocate.
+Status YarnContainerBroker::RequestAll(const std::vector<ContainerRequest>& requests) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return Status::Cancelled("the broker is shutting down");
   if (!fatal_.ok()) return fatal_;
   auto now = std::chrono::steady_clock::now();
   if (pending_.empty()) next_pending_report_ = now + opts_.pending_report_interval;
-  // Node labels pick nodes the snapshot does not describe: those asks stay "*".
-  std::string host = request.node_label.empty() ? PickNodeLocked(request.resources) : "";
-  AskKey& key = KeyForLocked(request.resources, request.node_label);
-  pending_[next_request_++] = Pending{request.task, request.resources, host, key.id, now};
-  AskLocked(key);
+  for (const ContainerRequest& request : requests) {
+    // Node labels pick nodes the snapshot does not describe: those asks stay "*".
+    std::string host = request.node_label.empty() ? PickNodeLocked(request.resources) : "";
+    AskKey& key = KeyForLocked(request.resources, request.node_label);
+    pending_[next_request_++] = Pending{request.task, request.resources, host, key.id, now};
+    AskLocked(key);
+  }
   wake_.notify_all();
   return Status::Ok();
 }
@@ -290,6 +295,9 @@ std::vector<PendingRequest> YarnContainerBroker::PendingRequests() const {
 void YarnContainerBroker::HeartbeatLoop() {
   int failures = 0;
   std::unique_lock<std::mutex> lock(mu_);
+  // The AM asks for its gang right after Start: the first allocate waits for those asks (a
+  // heartbeat at most) instead of going out empty and making them wait for its answer.
+  wake_.wait_for(lock, opts_.heartbeat, [this] { return stopping_ || !asks_.empty(); });
   while (!stopping_) {
     std::vector<ypb::ResourceRequestProto> asks = LastAskPerName(std::move(asks_));
     std::vector<ypb::ContainerIdProto> releases = std::move(releases_);
@@ -622,6 +630,13 @@ Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::str
   YarnBrokerOptions o;
   LOOM_ASSIGN_OR_RETURN(std::string manifest_text, ReadFile(kManifestResource));
   LOOM_ASSIGN_OR_RETURN(o.manifest, StagingManifest::FromJson(manifest_text));
+  auto staged_files = env.find(kStagedFilesEnv);
+  if (staged_files == env.end()) {
+    return Status::FailedPrecondition(std::string(kStagedFilesEnv) + " is not set: the client that staged this job did not name its files");
+  }
+  auto files = DecodeStagedFiles(staged_files->second);
+  if (!files.ok()) return files.status().WithContext(std::string("reading ") + kStagedFilesEnv);
+  o.manifest.files = std::move(*files);
   auto token_file = env.find("HADOOP_TOKEN_FILE_LOCATION");
   if (token_file == env.end()) {
     return Status::FailedPrecondition("HADOOP_TOKEN_FILE_LOCATION is not set: `loom am --backend yarn` runs in a YARN container");

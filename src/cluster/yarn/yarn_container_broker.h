@@ -82,6 +82,7 @@ class YarnContainerBroker : public ContainerBroker {
 
   Status Start(ContainerEvents* events) override;
   Status Request(const ContainerRequest& request) override;
+  Status RequestAll(const std::vector<ContainerRequest>& requests) override;
   Status Launch(const Container& container, const LaunchSpec& spec) override;
   Status Stop(const std::string& container_id, std::chrono::milliseconds grace) override;
   void Shutdown(std::chrono::milliseconds grace) override;

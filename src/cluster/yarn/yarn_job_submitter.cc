@@ -1,4 +1,5 @@
 #include "cluster/yarn/yarn_job_submitter.h"
+#include "cluster/yarn/yarn_job_submitter_internal.h"
 
 #include <fcntl.h>
 
@@ -17,6 +18,7 @@
 #include "cluster/yarn/docker_runtime.h"
 #include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/history_upload.h"
+#include "cluster/yarn/job_stager.h"
 #include "cluster/yarn/logs/yarn_log_reader.h"
 #include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/wire/credentials.h"
@@ -41,33 +43,7 @@ namespace ypb = ::hadoop::yarn;
 
 namespace {
 
-std::string JoinPath(const std::string& dir, const std::string& name) { return dir + "/" + name; }
-
 bool IsFinal(const ypb::ApplicationReportProto& report);
-
-// "[Sun Nov 22 18:58:42 +0000 2026] Application is added ..." -> "Application is added ...".
-std::string WithoutTimestamp(std::string diag) {
-  if (!diag.empty() && diag[0] == '[') {
-    if (size_t close = diag.find("] "); close != std::string::npos) diag.erase(0, close + 2);
-  }
-  while (!diag.empty() && (diag.back() == ' ' || diag.back() == '\n')) diag.pop_back();
-  return diag;
-}
-
-// Holds flock(2) on the job's yarn.json lock file: one Sync at a time across clients.
-class DirLock {
- public:
-  explicit DirLock(const history::JobDir& dir) {
-    fd_ = ::open((dir.root() + "/yarn.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~DirLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // A job's loom.application.hdfs-conf-path / yarn-conf-path; a relative path is taken from
 // `base_dir`, where the job was submitted.
@@ -141,36 +117,11 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
   std::vector<std::string> names = {kSrcArchiveFile, kManifestResource, kJobJsonResource};
   names.insert(names.end(), std::begin(kVenvFiles), std::end(kVenvFiles));
   for (const std::string& name : names) {
-    auto deleted = fs.Delete(JoinPath(staging_dir, name), false);
+    auto deleted = fs.Delete(JoinHdfsPath(staging_dir, name), false);
     if (!deleted.ok()) result = deleted.status();
   }
   return result;
 }
-
-namespace {
-// The job's record in HDFS at its end, never with less than is there: job.json and status.json,
-// and events.jsonl only where this client's copy holds every line the AM uploaded. A job found
-// from another client never writes its events (its copy is the HDFS one, read whole).
-Status RecordEndInHdfs(const YarnJobRecord& record, const history::JobDir& dir) {
-  auto there = WebHdfs(record.webhdfs, record.user).GetFileStatus(record.staging_dir + "/history/events.jsonl");
-  bool absent = !there.ok() && there.status().code() == StatusCode::kNotFound;
-  bool with_events = absent || (there.ok() && !record.imported && there->length <= record.am_events_offset);
-  if (there.ok() && !with_events && !record.imported) {
-    spdlog::warn("kept the AM's record of {} in HDFS ({} bytes of events; this client has {} of them)",
-                 record.application_id, there->length, record.am_events_offset);
-  }
-  return UploadHistory(record.webhdfs, record.user, record.staging_dir, dir, /*replace_status=*/true, std::nullopt,
-                       with_events);
-}
-}  // namespace
-
-struct YarnJobSubmitter::AmChannel {
-  std::string address;  // host:port, as the RM reports the AM
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<control::Control::Stub> stub;
-  bool failed = false;  // a call failed: the next one waits until the channel is up again
-  std::chrono::steady_clock::time_point resolve_again;  // without a stub: the name did not resolve
-};
 
 YarnJobSubmitter::YarnJobSubmitter() = default;
 
@@ -403,71 +354,7 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
     for (const TaskTypeSpec& t : spec.types) m.docker_images[t.name] = t.docker_image;
     m.docker_mounts = spec.docker_mounts;
   }
-  WebHdfs fs(m.webhdfs, user_);
-  // The binary first: a staging root this creates is then 755, which lets it be PUBLIC.
-  LOOM_ASSIGN_OR_RETURN(StagedFile binary, StageCachedBinary(fs, loom_binary_, conf_.staging_dir + "/cache", app_id));
-  m.files[kLoomBinaryResource] = binary;
-  LOOM_RETURN_IF_ERROR(fs.Mkdirs(m.dir, "700").WithContext("creating the staging dir " + m.dir));
-  auto upload = [&](const std::string& local, const std::string& name, const std::string& hdfs_name, bool archive,
-                    const std::string& perm) -> Status {
-    LOOM_ASSIGN_OR_RETURN(HdfsFileStatus st, fs.Upload(local, JoinPath(m.dir, hdfs_name), perm));
-    m.files[name] = {JoinPath(m.dir, hdfs_name), st.length, st.modification_time, archive};
-    return Status::Ok();
-  };
-  // An archive built here in the job dir, uploaded, then removed.
-  auto upload_built = [&](const std::string& local, const std::string& name, const std::string& hdfs_name) {
-    Status s = upload(local, name, hdfs_name, true, "600");
-    ::unlink(local.c_str());
-    return s;
-  };
-  // No secret here: it rides in the containers' credentials (Submit), never in HDFS.
-  LOOM_RETURN_IF_ERROR(upload(dir.config(), kConfigResource, kConfigResource, false, "600"));
-  LOOM_RETURN_IF_ERROR(upload(dir.job_json(), kJobJsonResource, kJobJsonResource, false, "600"));
-  if (!spec.src_dir.empty()) {
-    // tar.gz, not zip: the NodeManager's unzip would turn the src dir's symlinks into text files.
-    // The directory's contents, not the directory: the NodeManager unpacks it as loom-src/.
-    std::string tgz = dir.root() + "/" + kSrcArchiveFile;
-    LOOM_RETURN_IF_ERROR(RunTool({"tar", "-czf", tgz, "-C", spec.src_dir, "."}));
-    LOOM_RETURN_IF_ERROR(upload_built(tgz, kSrcResource, kSrcArchiveFile));
-  }
-  switch (spec.python_venv_format) {
-    case VenvFormat::kNone:
-      break;
-    case VenvFormat::kZip: {
-      // Repacked as tar.gz: unzipped by the NodeManager, a venv's bin/python -> /usr/bin/python3
-      // would become a 16-byte text file (README §13 fact 1). Info-ZIP's unzip keeps symlinks.
-      std::string unpacked = dir.root() + "/venv-repack";
-      std::string tgz = dir.root() + "/venv.tar.gz";
-      (void)RemoveTree(unpacked);
-      Status s = MakeDirs(unpacked);
-      if (s.ok()) s = RunTool({"unzip", "-q", "-o", spec.python_venv, "-d", unpacked});
-      if (s.ok()) s = RunTool({"tar", "-czf", tgz, "-C", unpacked, "."});
-      (void)RemoveTree(unpacked);
-      if (!s.ok()) {
-        ::unlink(tgz.c_str());
-        return s.WithContext("repacking --python_venv " + spec.python_venv + " as tar.gz");
-      }
-      LOOM_RETURN_IF_ERROR(upload_built(tgz, kVenvResource, "venv.tar.gz"));
-      break;
-    }
-    case VenvFormat::kTarGz: {
-      // The NodeManager picks the unpacker by the HDFS file's extension.
-      std::string name = EndsWith(ToLower(spec.python_venv), ".tgz") ? "venv.tgz" : "venv.tar.gz";
-      LOOM_RETURN_IF_ERROR(upload(spec.python_venv, kVenvResource, name, true, "600"));
-      break;
-    }
-    case VenvFormat::kPex:
-      // A FILE, run as the task's interpreter (`python venv script.py`).
-      LOOM_RETURN_IF_ERROR(upload(spec.python_venv, kVenvResource, "venv.pex", false, "600"));
-      break;
-  }
-  for (const TaskTypeSpec& t : spec.types) {
-    if (!t.extra_files.empty()) {
-      return Status::Unimplemented("loom." + t.name + ".resources is not supported on the yarn backend yet");
-    }
-  }
-  LOOM_ASSIGN_OR_RETURN(HdfsFileStatus st, fs.Create(JoinPath(m.dir, kManifestResource), m.ToJson().dump(2), "600"));
-  m.files[kManifestResource] = {JoinPath(m.dir, kManifestResource), st.length, st.modification_time, false};
+  LOOM_RETURN_IF_ERROR(StageJob(dir, spec, loom_binary_, conf_.staging_dir + "/cache", &m));
   return m;
 }
 
@@ -528,10 +415,10 @@ Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& 
   if (!am_label.empty()) am_ask->set_node_label_expression(am_label);
 
   auto* clc = asc.mutable_am_container_spec();
-  for (const auto& [name, f] : staged->files) {
+  for (const auto& [name, resource] : staged->AmResources()) {
     auto* entry = clc->add_localresources();
     entry->set_key(name);
-    *entry->mutable_value() = staged->ToLocalResource(f);
+    *entry->mutable_value() = resource;
   }
   // The secret, the forwarded credentials and the HDFS delegation tokens ride in the AM's
   // credentials (the RM adds its AMRMToken beside them); the NodeManager keeps them only as
@@ -545,6 +432,7 @@ Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& 
     e->set_value(v);
   };
   add_env(control::kJobIdEnv, dir.job_id());
+  add_env(kStagedFilesEnv, EncodeStagedFiles(staged->files));
   add_env("MALLOC_ARENA_MAX", "2");  // a small virtual size too, for NodeManagers that check it
   if (const char* tz = std::getenv("TZ")) add_env("TZ", tz);
   // Fault-injection hooks (core/test_hooks.h) reach the AM as they reach a local one.
@@ -568,181 +456,6 @@ Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& 
   stop_ = false;
   mirror_ = std::thread([this, dir] { Mirror(dir); });
   return Status::Ok();
-}
-
-void YarnJobSubmitter::Mirror(history::JobDir dir) {
-  while (!stop_) {
-    Status s = Sync(dir);
-    if (!s.ok()) spdlog::warn("{}", s.ToString());
-    auto record = YarnJobRecord::Read(dir);
-    if (record.ok() && record->cleaned) return;  // the end is recorded and cleaned up
-    // Quick while the application starts, calmer once it runs.
-    int steps = am_ended_ ? 1 : record.ok() && record->last_state == "RUNNING" ? 5 : 2;
-    for (int i = 0; i < steps && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
-Status YarnJobSubmitter::Sync(const history::JobDir& dir) {
-  std::lock_guard<std::mutex> lock(sync_mu_);
-  DirLock flock(dir);
-  return SyncLocked(dir);
-}
-
-Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
-  LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
-  // Not submitted yet (the client is staging it): the RM does not know the id so far.
-  if (record.cleaned || !record.submitted) return Status::Ok();
-  LOOM_ASSIGN_OR_RETURN(std::vector<HostPort> rm_addrs, ParseHostPortList(record.rm));
-  LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
-  ApplicationClient rm(RmsOf(rm_addrs), record.user, has_conf_ ? FailoverOf(conf_) : FailoverSettings{});
-  auto report = rm.GetApplicationReport(app);
-  // The job's end as this client records it: a final row for every task (stopped with a
-  // killed job, lost with a failed one: its AM or node died under them), no secret left, the
-  // history in HDFS first (a job's record outlives its staging), then the staging files.
-  // The AM's events that its copy in HDFS holds past what this client has of them.
-  auto catch_up_from_hdfs = [&] {
-    auto caught_up = CatchUpFromHdfs(record.webhdfs, record.user, record.staging_dir, record.am_events_offset, dir);
-    if (!caught_up.ok()) return caught_up.status();
-    record.am_events_offset = *caught_up;
-    return Status::Ok();
-  };
-  json end_extra = {{"yarn_application_id", record.application_id}};
-  auto end_job = [&](const std::string& state, const std::string& diagnostics) {
-    // What the AM recorded in HDFS that did not reach this client yet, before the end's rows.
-    if (!record.imported) {
-      if (Status s = catch_up_from_hdfs(); !s.ok()) spdlog::warn("the AM's record in HDFS: {}", s.ToString());
-    }
-    (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? "LOST" : "KILLED");
-    ::unlink(dir.secret().c_str());
-    Status up = RecordEndInHdfs(record, dir);
-    Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir);
-    record.cleaned = up.ok() && cleaned.ok();
-    if (!record.cleaned) spdlog::warn("cleaning {}: {}", record.staging_dir, (up.ok() ? cleaned : up).ToString());
-  };
-  if (!report.ok() && IsApplicationNotFound(report.status())) {
-    // The RM forgot it (restarted without a state store): it will never report an end.
-    end_job("FAILED", "the ResourceManager at " + record.rm + " no longer knows " + record.application_id);
-    return record.Write(dir);
-  }
-  if (!report.ok()) {
-    return report.status().WithContext("asking " + record.rm + " about " + record.application_id);
-  }
-  history::EventLog local(dir.events());
-
-  // The AM's events, copied over the control plane (needs the secret this client holds);
-  // a job found from another client reads the copy the AM keeps in HDFS instead.
-  auto secret = control::ReadSecretFile(dir.secret());
-  if (record.imported) {
-    if (auto bytes = WebHdfs(record.webhdfs, record.user).Open(record.staging_dir + "/history/events.jsonl"); bytes.ok()) {
-      (void)WriteFileAtomic(dir.events(), *bytes);
-    }
-  }
-  std::string am_address;
-  if (report->rpc_port() > 0 && !report->host().empty() && report->host() != "N/A") {
-    std::string host = report->host();
-    if (size_t slash = host.find('/'); slash != std::string::npos) host = host.substr(slash + 1);  // "name/ip"
-    am_address = host + ":" + std::to_string(report->rpc_port());
-    if (!PathExists(dir.am_addr())) (void)WriteFileAtomic(dir.am_addr(), am_address + "\n");
-  }
-  auto pull_events = [&] {
-    bool reached = !am_address.empty() && secret.ok() && PullAmEvents(am_address, *secret, &record, dir);
-    if (reached || am_address.empty() || record.imported) return;
-    // The AM runs but does not answer from here (a gateway that cannot resolve or reach the
-    // node): its own copy of the events in HDFS, said once.
-    if (report->yarn_application_state() == ypb::RUNNING && !said_following_hdfs_) {
-      spdlog::warn("the AM at {} does not answer from here; following the job's record in HDFS instead ({}/history, "
-                   "rewritten by the AM every 2 s)",
-                   am_address, record.staging_dir);
-      said_following_hdfs_ = true;
-    }
-    auto now = std::chrono::steady_clock::now();
-    if (now < next_hdfs_read_) return;  // the AM rewrites it every 2 s: no WebHDFS read per poll
-    next_hdfs_read_ = now + std::chrono::seconds(1);
-    (void)catch_up_from_hdfs();  // a failed read is tried again on the next poll
-  };
-  pull_events();
-
-  // YARN's own state, after the AM's events so that RUNNING never precedes "AM started"; while
-  // the application waits, the scheduler's reason (e.g. the queue's AM resource limit).
-  std::string state = ypb::YarnApplicationStateProto_Name(report->yarn_application_state());
-  bool waiting = report->yarn_application_state() == ypb::ACCEPTED || report->yarn_application_state() == ypb::SUBMITTED;
-  std::string reason = waiting ? WithoutTimestamp(report->diagnostics()) : "";
-  if (state != record.last_state || reason != record.last_reason) {
-    json e = {{"id", record.application_id}, {"state", state}};
-    if (!reason.empty()) e["reason"] = reason;
-    if (report->yarn_application_state() == ypb::RUNNING && !report->trackingurl().empty()) {
-      e["tracking_url"] = report->trackingurl();
-    }
-    (void)local.Append(history::events::kBackendState, e);
-    record.last_state = state;
-    record.last_reason = reason;
-  }
-
-  if (auto final_state = FinalStateOf(*report)) {
-    pull_events();  // the AM may still answer for a moment
-    std::string diag = final_state->second.empty() ? "YARN application " + record.application_id + " " + state
-                                                   : final_state->second;
-    if (final_state->first == "KILLED") {
-      // Loom's cause of the kill: recorded here, or sent to the RM by a client elsewhere
-      // (YARN's own words then stay in yarn_diagnostics); else YARN's words name who killed it.
-      std::string cause = history::KillCause(dir);
-      const std::string with = " with diagnostic message: ";  // ClientRMService's words
-      if (size_t at = diag.find(with); cause.empty() && at != std::string::npos &&
-                                       StartsWith(diag.substr(at + with.size()), "killed")) {
-        cause = diag.substr(at + with.size());
-      }
-      if (!cause.empty()) {
-        end_extra["yarn_diagnostics"] = diag;
-        diag = cause;
-      }
-    }
-    end_job(final_state->first, diag);
-  }
-  return record.Write(dir);
-}
-
-bool YarnJobSubmitter::PullAmEvents(const std::string& am_address, const std::string& secret, YarnJobRecord* record,
-                                    const history::JobDir& dir) {
-  auto now = std::chrono::steady_clock::now();
-  if (!am_ || am_->address != am_address || (!am_->stub && now >= am_->resolve_again)) {
-    am_ = std::make_unique<AmChannel>();
-    am_->address = am_address;
-    Result<std::string> target = GrpcTarget(am_address);
-    if (!target.ok()) {
-      // A name this machine cannot resolve: asked again now and then, not on every sync.
-      am_->resolve_again = now + std::chrono::seconds(10);
-      spdlog::debug("the AM at {}: {}", am_address, target.status().ToString());
-      return false;
-    }
-    am_->channel = grpc::CreateChannel(*target, grpc::InsecureChannelCredentials());
-    am_->stub = control::Control::NewStub(am_->channel);
-  }
-  if (!am_->stub) return false;
-  // After a failed call, a call only once gRPC has the connection back (it retries in the
-  // background): a sync never waits out a deadline on an AM that cannot be reached.
-  if (am_->failed) {
-    if (am_->channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) return false;
-    am_->failed = false;
-  }
-  for (int round = 0; round < 100; ++round) {
-    grpc::ClientContext ctx;
-    ctx.AddMetadata(control::kSecretMetadataKey, secret);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    control::JobStateRequest req;
-    req.set_events_offset(record->am_events_offset);
-    control::JobStateResponse resp;
-    if (!am_->stub->JobState(&ctx, req, &resp).ok()) {
-      am_->failed = true;
-      return false;
-    }
-    if (resp.events().empty()) return true;
-    if (!AppendEventLines(dir.events(), resp.events()).ok()) return false;
-    record->am_events_offset = resp.events_end();
-    // The AM's events as its EventLog writes them: compact JSON, "event" second.
-    static const std::string kEnded = std::string("\"event\":\"") + history::events::kJobFinished + "\"";
-    if (resp.events().find(kEnded) != std::string::npos) am_ended_ = true;
-  }
-  return true;
 }
 
 Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseconds grace, const std::string& cause) {

@@ -31,6 +31,11 @@ struct HdfsFileStatus {
   std::string owner;
 };
 
+// `dir`/`name` for HDFS ("/" joins as "/name").
+inline std::string JoinHdfsPath(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
 class WebHdfs {
  public:
   // `base` is "http://host:port" of the NameNode's HTTP server; with NameNode HA, each

@@ -35,7 +35,6 @@ Result<std::string> HdfsPath(const HadoopConf& conf, const std::string& user, st
   return dir;
 }
 
-std::string JoinPath(const std::string& a, const std::string& b) { return a == "/" ? "/" + b : a + "/" + b; }
 
 bool NodeFileMatches(const std::string& name, const std::string& node_file) {
   return name == node_file || StartsWith(name, node_file + "_");
@@ -75,12 +74,12 @@ Result<std::vector<std::string>> AggregatedLogDirs(const HadoopConf& conf, const
                           HdfsPath(conf, user, dir_it != conf.log_aggregation_format_dirs.end() ? dir_it->second : base_root));
     std::string suffix = suffix_it != conf.log_aggregation_format_suffixes.end() ? suffix_it->second
                                                                                : base_suffix + "-" + ToLower(format);
-    std::string user_dir = JoinPath(root, user);
+    std::string user_dir = JoinHdfsPath(root, user);
     add(user_dir + "/bucket-" + suffix + "/" + bucket + "/" + app_id);
     add(user_dir + "/" + suffix + "/" + app_id);
   }
   LOOM_ASSIGN_OR_RETURN(std::string root, HdfsPath(conf, user, base_root));
-  add(JoinPath(root, user) + "/" + base_suffix + "/" + app_id);
+  add(JoinHdfsPath(root, user) + "/" + base_suffix + "/" + app_id);
   return dirs;
 }
 
