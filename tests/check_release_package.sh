@@ -45,8 +45,10 @@ tree=$scratch/loom-$version-linux-x86_64
 "$here/check_static_binary.sh" "$tree/bin/loom"
 [ "$("$tree/bin/loom" --version)" = "$("$build/src/cli/loom" --version)" ] || fail "the packaged loom is another version"
 python3 -m zipfile -t "$tree/share/loom/python/loom-$version-py3-none-any.whl" >/dev/null || fail "the wheel is no zip"
-python3 -m zipfile -l "$tree/share/loom/python/loom-$version-py3-none-any.whl" | grep -q 'loom/job.py' ||
-  fail "the wheel lacks the loom package"
+# Listed whole first: `| grep -q` would close the pipe at the first match, and under pipefail
+# the lister's broken pipe failed the check now and then.
+wheel_listing=$(python3 -m zipfile -l "$tree/share/loom/python/loom-$version-py3-none-any.whl")
+grep -q 'loom/job.py' <<<"$wheel_listing" || fail "the wheel lacks the loom package"
 
 # The stripped binary in the older userland, seen from inside the root through a private bind
 # mount (the cached root itself is never written).

@@ -117,6 +117,28 @@ TEST(YarnJob, LoomKillKillsTheApplicationAndEveryProcess) {
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id)) << cluster.ContainerLogs("am.log");
 }
 
+// Issue 18 item 5: the job's own files go to HDFS at once. Here the DataNode holds each CREATE's
+// answer 300 ms, as a real close can wait for the block report; one after another, config.xml,
+// job.json, the manifest and the src dir would never overlap. And the AM's container localizes
+// only what the AM reads: no src dir (nor venv) to download before it can start.
+TEST(YarnJob, TheJobsFilesAreStagedAtOnceAndTheAmGetsOnlyWhatItReads) {
+  LOOM_REQUIRE_YARN_DOUBLE("holds the DataNode's answers and reads container dirs");
+  YarnDoubleCluster cluster;
+  cluster.hdfs().set_datanode_close_ms(300);
+  RunResult r = cluster.Submit(
+      JobArgs(kScripts, "fail_with.py", {"--task_params", "--task none:0", "--conf", "loom.worker.instances=1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  EXPECT_GE(cluster.hdfs().max_concurrent_creates(), 4);
+  int checked = 0;
+  for (const auto& c : cluster.yarn().Containers()) {
+    if (c.work_dir.empty() || !fs::exists(c.work_dir)) continue;
+    ++checked;
+    EXPECT_TRUE(fs::exists(c.work_dir + "/loom-staging.json") == c.is_am) << c.id;
+    EXPECT_TRUE(fs::exists(fs::symlink_status(c.work_dir + "/loom-src")) != c.is_am) << c.id;
+  }
+  EXPECT_EQ(checked, 2) << "the AM's and the worker's container dirs";
+}
+
 // User code shares the container's working dir and Unix user with the executor: the
 // NodeManager's container_tokens (the job secret, the forwarded MLFLOW_TRACKING_TOKEN) must be
 // gone before it starts, and the executor keeps the secret in memory, in no file. The task

@@ -901,6 +901,14 @@ void FakeHdfs::ServeDataNode(Connection& conn, const Request& in) {
 // Like the real DataNode: "100 Continue" whether or not the client asked, the body into a
 // temporary file, then the file appears in the namespace with length and mtime set.
 void FakeHdfs::DataNodeCreate(Connection& conn, const Request& req) {
+  int now_in_progress = ++creates_in_progress_;
+  for (int max = max_concurrent_creates_; now_in_progress > max;) {
+    if (max_concurrent_creates_.compare_exchange_weak(max, now_in_progress)) break;
+  }
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { --n; }
+  } done{creates_in_progress_};
   if (!conn.Write("HTTP/1.1 100 Continue\r\n\r\n")) return;
   std::string tmp = storage_dir_ + "/uploads/" + std::to_string(++upload_counter_);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -915,6 +923,7 @@ void FakeHdfs::DataNodeCreate(Connection& conn, const Request& req) {
     ::unlink(tmp.c_str());
     return;
   }
+  if (int64_t close_ms = datanode_close_ms_; close_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(close_ms));
   std::optional<Reply> error = CheckCommon(req);
   if (!error && req.Param("namenoderpcaddress").empty()) {
     error = IllegalArgument("namenoderpcaddress is not specified.");

@@ -110,6 +110,11 @@ class FakeHdfs {
   // HTTP requests received so far, NameNode and DataNode together (each counted before its
   // answer is sent).
   int64_t requests_served() const { return requests_served_; }
+  // How long a DataNode CREATE holds its answer after the body, as a real one whose close waits
+  // for the NameNode to learn of the block (the client's completeFile retries 400 ms apart).
+  void set_datanode_close_ms(int64_t ms) { datanode_close_ms_ = ms; }
+  // The most DataNode CREATEs in progress at one time so far.
+  int max_concurrent_creates() const { return max_concurrent_creates_; }
   // Every file a DataNode CREATE wrote, in order (the path it was created at, before any rename).
   std::vector<std::string> CreatedFiles() const;
   // The bytes of all those files, counted when each was created (renames and deletes later do
@@ -187,6 +192,9 @@ class FakeHdfs {
   std::string cookie_secret_;  // random, per server: the cookie's HMAC key
   std::atomic<int64_t> spnego_accepts_{0};
   std::atomic<int64_t> cookie_validity_ms_{36000LL * 1000};
+  std::atomic<int64_t> datanode_close_ms_{0};
+  std::atomic<int> creates_in_progress_{0};
+  std::atomic<int> max_concurrent_creates_{0};
   DelegationTokenStore tokens_;
 
   std::mutex conn_mu_;
