@@ -25,7 +25,9 @@ namespace {
 struct Harness {
   Harness() {
     spdlog::set_level(spdlog::level::off);
-    dir = std::filesystem::temp_directory_path() / ("loom_fuzz_am_" + std::to_string(::getpid()));
+    static int made = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("loom_fuzz_am_" + std::to_string(::getpid()) + "_" + std::to_string(++made));
     std::filesystem::create_directories(dir);
     loom::TaskTypeSpec worker;
     worker.name = "worker";
@@ -46,17 +48,29 @@ struct Harness {
     o.bind_address = "127.0.0.1";
     events = std::make_unique<loom::history::EventLog>(dir.string() + "/events.jsonl");
     am = std::make_unique<loom::am::ApplicationMaster>(o, broker, *events);
-    runner = std::thread([this] { (void)am->Run(); });
+    runner = std::thread([this] {
+      (void)am->Run();
+      ended = true;
+    });
     while (am->port() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     while (broker.requested() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     broker.GrantAll();
     while (broker.launched() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  // Only once its job ended (`ended`): the AM is then done with everything here.
+  ~Harness() {
+    runner.join();
+    am.reset();
+    events.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
   std::filesystem::path dir;
   loom::cluster::FakeContainerBroker broker;
   std::unique_ptr<loom::history::EventLog> events;
   std::unique_ptr<loom::am::ApplicationMaster> am;
-  std::thread runner;  // left running: the fuzzer process exits without tearing the AM down
+  std::atomic<bool> ended{false};
+  std::thread runner;  // the last harness is left running: the fuzzer process exits without tearing it down
 };
 
 template <typename Req, typename Resp, typename Call>
@@ -83,6 +97,12 @@ void Send(const uint8_t* data, size_t size, Call call) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Harness* h = new Harness();
+  if (h->ended) {
+    // A fuzzed exit report or registration ended the job: go on against a fresh one, or every
+    // later call would wait out its 50 ms on a stopped loop.
+    delete h;
+    h = new Harness();
+  }
   if (size < 1) return 0;
   auto* am = h->am.get();
   const uint8_t* body = data + 1;

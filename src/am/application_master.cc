@@ -105,7 +105,7 @@ Result<JobState> ApplicationMaster::Run() {
 
 void ApplicationMaster::RequestContainers() {
   ArmAllocationTimeout();
-  std::vector<cluster::ContainerRequest> requests;
+  std::vector<TaskId> ids;
   for (const auto& type : opts_.spec.types) {
     for (int i = 0; i < type.instances; ++i) {
       TaskId id{type.name, i};
@@ -114,26 +114,30 @@ void ApplicationMaster::RequestContainers() {
         RecordTask(id, {{"waiting", "for the prepare stage (" + PrepareStageNames(opts_.spec) + ")"}});
         continue;
       }
-      requests.push_back({id, type.resources, type.node_label});
+      ids.push_back(id);
     }
   }
-  // One request for the whole gang: a cluster asked over the network hears of it at once.
-  if (Status s = broker_.RequestAll(requests); !s.ok()) {
-    Fail("cannot get containers for the job's " + std::to_string(requests.size()) + " tasks: " + s.message());
-    return;
-  }
-  for (const cluster::ContainerRequest& r : requests) RecordTask(r.task, {});
+  if (!RequestGang(ids)) return;
   MaybeStartTrainingStage();  // a prepare stage without tracked tasks waits for nothing
 }
 
-bool ApplicationMaster::RequestContainer(const TaskId& id, json extra) {
-  const TaskTypeSpec* type = opts_.spec.FindType(id.type);
-  Status s = type ? broker_.Request({id, type->resources, type->node_label}) : Status::NotFound("no type " + id.type);
-  if (!s.ok()) {
-    Fail("cannot get a container for " + id.ToString() + ": " + s.message());
+// One request for a whole gang: a cluster asked over the network hears of it at once (YARN: in
+// one allocate), not a task at a time.
+bool ApplicationMaster::RequestGang(const std::vector<TaskId>& ids, const json& extra) {
+  std::vector<cluster::ContainerRequest> requests;
+  for (const TaskId& id : ids) {
+    const TaskTypeSpec* type = opts_.spec.FindType(id.type);
+    if (!type) {
+      Fail("cannot get a container for " + id.ToString() + ": no type " + id.type);
+      return false;
+    }
+    requests.push_back({id, type->resources, type->node_label});
+  }
+  if (Status s = broker_.RequestAll(requests); !s.ok()) {
+    Fail("cannot get containers for " + std::to_string(requests.size()) + " tasks: " + s.message());
     return false;
   }
-  RecordTask(id, std::move(extra));
+  for (const TaskId& id : ids) RecordTask(id, extra);
   return true;
 }
 
@@ -148,9 +152,7 @@ void ApplicationMaster::MaybeStartTrainingStage() {
   (void)events_.Append(history::events::kStageStarted, {{"stage", "training"}, {"tasks", names}});
   spec_ready_ = false;  // the training stage is a gang of its own
   ArmAllocationTimeout();
-  for (const TaskId& id : ids) {
-    if (!RequestContainer(id, {{"waiting", ""}})) return;
-  }
+  RequestGang(ids, {{"waiting", ""}});
 }
 
 ApplicationMaster::TaskSlot* ApplicationMaster::Slot(const TaskId& id) {

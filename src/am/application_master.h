@@ -133,8 +133,9 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   // Asks for the containers of the stage that runs first; a training stage's tasks wait,
   // PENDING, for the prepare stage (their rows say so).
   void RequestContainers();
-  // Asks for one task's container; false (and the job failed) when the broker refuses.
-  bool RequestContainer(const TaskId& id, nlohmann::json extra = nlohmann::json::object());
+  // Asks for the tasks' containers in one request and records each task with `extra`; false
+  // (and the job failed) when the broker refuses.
+  bool RequestGang(const std::vector<TaskId>& ids, const nlohmann::json& extra = nlohmann::json::object());
   // Starts the training stage once the prepare stage has succeeded (JobTracker decides): its
   // containers are asked for now, as a gang of their own with its own allocation timeout.
   void MaybeStartTrainingStage();

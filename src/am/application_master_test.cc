@@ -101,6 +101,12 @@ class AmTest : public ::testing::Test {
   std::unique_ptr<control::Control::Stub> stub_;
 };
 
+TEST_F(AmTest, TheGangIsAskedForInOneRequest) {
+  StartAm();
+  ASSERT_TRUE(Eventually([&] { return broker_.requested() == 2; }));
+  EXPECT_EQ(broker_.request_calls(), 1);
+}
+
 TEST_F(AmTest, RefusesCallsWithoutTheSecret) {
   StartAm();
   GrantAndLaunchAll();
@@ -229,8 +235,10 @@ TEST_F(StagesTest, TrainingContainersAreAskedForOnlyAfterThePrepareStageSucceede
   EXPECT_EQ(spec.env().at("WORLD_SIZE"), "1");
   EXPECT_EQ(broker_.requested(), 0u);  // still nothing asked for the training stage
 
+  const int calls_before = broker_.request_calls();
   Finish({"dbloader", 0}, 0);
   ASSERT_TRUE(Eventually([&] { return broker_.requested() == 2; }));
+  EXPECT_EQ(broker_.request_calls(), calls_before + 1) << "the training stage's gang is asked for in one request";
   broker_.GrantAll();
   ASSERT_TRUE(Eventually([&] { return broker_.launched() == 3; }));
   ASSERT_TRUE(Register({"worker", 0}, 21001).ok());

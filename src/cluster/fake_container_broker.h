@@ -16,10 +16,17 @@ class FakeContainerBroker : public ContainerBroker {
     events_ = events;
     return Status::Ok();
   }
-  Status Request(const ContainerRequest& request) override {
+  Status Request(const ContainerRequest& request) override { return RequestAll({request}); }
+  Status RequestAll(const std::vector<ContainerRequest>& requests) override {
     std::lock_guard<std::mutex> l(mu_);
-    requests_.push_back(request);
+    requests_.insert(requests_.end(), requests.begin(), requests.end());
+    ++request_calls_;
     return Status::Ok();
+  }
+  // How many Request/RequestAll calls asked for containers: a gang is asked for in one.
+  int request_calls() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return request_calls_;
   }
   Status Launch(const Container& container, const LaunchSpec& spec) override {
     std::lock_guard<std::mutex> l(mu_);
@@ -90,7 +97,8 @@ class FakeContainerBroker : public ContainerBroker {
   }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  int request_calls_ = 0;
   ContainerEvents* events_ = nullptr;
   std::vector<ContainerRequest> requests_;
   std::map<TaskId, LaunchSpec> launched_;

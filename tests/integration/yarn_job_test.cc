@@ -128,6 +128,8 @@ TEST(YarnJob, TheJobsFilesAreStagedAtOnceAndTheAmGetsOnlyWhatItReads) {
   RunResult r = cluster.Submit(
       JobArgs(kScripts, "fail_with.py", {"--task_params", "--task none:0", "--conf", "loom.worker.instances=1"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  // Only staging writes several files at once: the AM's and the client's history copies come
+  // one file at a time.
   EXPECT_GE(cluster.hdfs().max_concurrent_creates(), 4);
   int checked = 0;
   for (const auto& c : cluster.yarn().Containers()) {

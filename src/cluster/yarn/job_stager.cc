@@ -2,8 +2,9 @@
 
 #include <unistd.h>
 
-#include <functional>
+#include <exception>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -16,30 +17,30 @@ namespace loom::cluster::yarn {
 
 namespace {
 
-// One file of the job's staging dir: made here if needed, then uploaded by its own thread.
+// One file of the job's staging dir. Built archives are made one after another before any
+// upload (the src dir's tar must not read the job dir while a venv is repacked there: a
+// $LOOM_HOME inside --src_dir), then every file is uploaded by a thread of its own.
 struct Upload {
   std::string resource;   // the name in a container's working dir
   std::string hdfs_name;  // the name in the staging dir
   bool archive = false;
-  std::function<Result<HdfsFileStatus>(WebHdfs&, const std::string& hdfs_path)> run;
+  std::string local;      // the file to upload, or
+  std::string bytes;      // its content (the manifest)
+  bool built = false;     // made here in the job dir: removed once uploaded or not
 };
 
 // tar.gz, not zip: the NodeManager's unzip would turn the src dir's symlinks into text files.
 // The directory's contents, not the directory: the NodeManager unpacks it as loom-src/.
-Result<HdfsFileStatus> UploadSrcDir(WebHdfs& fs, const std::string& src_dir, const std::string& tgz,
-                                    const std::string& hdfs_path) {
+Status BuildSrcArchive(const std::string& src_dir, const std::string& tgz) {
   Status s = RunTool({"tar", "-czf", tgz, "-C", src_dir, "."});
-  Result<HdfsFileStatus> st = s.ok() ? fs.Upload(tgz, hdfs_path, "600") : Result<HdfsFileStatus>(s);
-  ::unlink(tgz.c_str());
-  return st;
+  if (!s.ok()) ::unlink(tgz.c_str());
+  return s;
 }
 
 // Repacked as tar.gz: unzipped by the NodeManager, a venv's bin/python -> /usr/bin/python3 would
 // become a 16-byte text file (README §13 fact 1). Info-ZIP's unzip keeps symlinks.
-Result<HdfsFileStatus> UploadZipVenv(WebHdfs& fs, const std::string& zip, const std::string& job_root,
-                                     const std::string& hdfs_path) {
+Status RepackZipVenv(const std::string& zip, const std::string& job_root, const std::string& tgz) {
   std::string unpacked = job_root + "/venv-repack";
-  std::string tgz = job_root + "/venv.tar.gz";
   (void)RemoveTree(unpacked);
   Status s = MakeDirs(unpacked);
   if (s.ok()) s = RunTool({"unzip", "-q", "-o", zip, "-d", unpacked});
@@ -49,49 +50,48 @@ Result<HdfsFileStatus> UploadZipVenv(WebHdfs& fs, const std::string& zip, const 
     ::unlink(tgz.c_str());
     return s.WithContext("repacking --python_venv " + zip + " as tar.gz");
   }
-  Result<HdfsFileStatus> st = fs.Upload(tgz, hdfs_path, "600");
-  ::unlink(tgz.c_str());
-  return st;
+  return s;
 }
 
+// What the job's staging dir receives. No secret here: it rides in the containers' credentials
+// (Submit), never in HDFS. The manifest is complete but for `files`, which the AM learns from
+// its environment.
 std::vector<Upload> JobUploads(const history::JobDir& dir, const JobSpec& spec, const StagingManifest& m) {
-  auto local_file = [](std::string local) {
-    return [local](WebHdfs& fs, const std::string& path) { return fs.Upload(local, path, "600"); };
-  };
-  // No secret here: it rides in the containers' credentials (Submit), never in HDFS. The
-  // manifest is complete but for `files`, which the AM learns from its environment.
   std::vector<Upload> uploads = {
-      {kConfigResource, kConfigResource, false, local_file(dir.config())},
-      {kJobJsonResource, kJobJsonResource, false, local_file(dir.job_json())},
-      {kManifestResource, kManifestResource, false,
-       [text = m.ToJson().dump(2)](WebHdfs& fs, const std::string& path) { return fs.Create(path, text, "600"); }},
+      {kConfigResource, kConfigResource, false, dir.config(), "", false},
+      {kJobJsonResource, kJobJsonResource, false, dir.job_json(), "", false},
+      {kManifestResource, kManifestResource, false, "", m.ToJson().dump(2), false},
   };
   if (!spec.src_dir.empty()) {
-    uploads.push_back({kSrcResource, kSrcArchiveFile, true,
-                       [src = spec.src_dir, tgz = dir.root() + "/" + kSrcArchiveFile](WebHdfs& fs, const std::string& path) {
-                         return UploadSrcDir(fs, src, tgz, path);
-                       }});
+    uploads.push_back({kSrcResource, kSrcArchiveFile, true, dir.root() + "/" + kSrcArchiveFile, "", true});
   }
   switch (spec.python_venv_format) {
     case VenvFormat::kNone:
       break;
     case VenvFormat::kZip:
-      uploads.push_back({kVenvResource, "venv.tar.gz", true,
-                         [zip = spec.python_venv, root = dir.root()](WebHdfs& fs, const std::string& path) {
-                           return UploadZipVenv(fs, zip, root, path);
-                         }});
+      uploads.push_back({kVenvResource, "venv.tar.gz", true, dir.root() + "/venv.tar.gz", "", true});
       break;
     case VenvFormat::kTarGz:
       // The NodeManager picks the unpacker by the HDFS file's extension.
       uploads.push_back({kVenvResource, EndsWith(ToLower(spec.python_venv), ".tgz") ? "venv.tgz" : "venv.tar.gz",
-                         true, local_file(spec.python_venv)});
+                         true, spec.python_venv, "", false});
       break;
     case VenvFormat::kPex:
       // A FILE, run as the task's interpreter (`python venv script.py`).
-      uploads.push_back({kVenvResource, "venv.pex", false, local_file(spec.python_venv)});
+      uploads.push_back({kVenvResource, "venv.pex", false, spec.python_venv, "", false});
       break;
   }
   return uploads;
+}
+
+Result<HdfsFileStatus> RunUpload(const std::string& webhdfs, const std::string& user, const Upload& u,
+                                 const std::string& hdfs_path) {
+  try {
+    WebHdfs fs(webhdfs, user);  // a client per upload: each keeps its own connection
+    return u.local.empty() ? fs.Create(hdfs_path, u.bytes, "600") : fs.Upload(u.local, hdfs_path, "600");
+  } catch (const std::exception& e) {
+    return Status::Internal("uploading " + hdfs_path + ": " + e.what());
+  }
 }
 
 }  // namespace
@@ -104,22 +104,42 @@ Status StageJob(const history::JobDir& dir, const JobSpec& spec, const std::stri
     }
   }
   m->files.clear();
-  WebHdfs fs(m->webhdfs, m->user);
-  LOOM_ASSIGN_OR_RETURN(StagedFile binary, StageCachedBinary(fs, loom_binary, cache_dir, m->application_id));
-  LOOM_RETURN_IF_ERROR(fs.Mkdirs(m->dir, "700").WithContext("creating the staging dir " + m->dir));
-
   std::vector<Upload> uploads = JobUploads(dir, spec, *m);
+  auto remove_built = [&uploads] {
+    for (const Upload& u : uploads) {
+      if (u.built) ::unlink(u.local.c_str());
+    }
+  };
+  Status built = spec.src_dir.empty() ? Status::Ok() : BuildSrcArchive(spec.src_dir, dir.root() + "/" + kSrcArchiveFile);
+  if (built.ok() && spec.python_venv_format == VenvFormat::kZip) {
+    built = RepackZipVenv(spec.python_venv, dir.root(), dir.root() + "/venv.tar.gz");
+  }
+  WebHdfs fs(m->webhdfs, m->user);
+  Result<StagedFile> binary = built.ok() ? StageCachedBinary(fs, loom_binary, cache_dir, m->application_id)
+                                         : Result<StagedFile>(built);
+  Status dir_made = binary.ok() ? fs.Mkdirs(m->dir, "700").WithContext("creating the staging dir " + m->dir)
+                                : binary.status();
+  if (!dir_made.ok()) {
+    remove_built();
+    return dir_made;
+  }
+
   std::vector<std::optional<Result<HdfsFileStatus>>> results(uploads.size());
   {
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < uploads.size(); ++i) {
-      threads.emplace_back([&, i] {
-        WebHdfs own(m->webhdfs, m->user);  // a client per thread: each keeps its own connection
-        results[i] = uploads[i].run(own, JoinHdfsPath(m->dir, uploads[i].hdfs_name));
-      });
+      auto run = [&, i] {
+        results[i] = RunUpload(m->webhdfs, m->user, uploads[i], JoinHdfsPath(m->dir, uploads[i].hdfs_name));
+      };
+      try {
+        threads.emplace_back(run);
+      } catch (const std::system_error&) {
+        run();  // no thread to be had: this one uploads it
+      }
     }
   }  // every upload has ended here, failed or not
-  m->files[kLoomBinaryResource] = binary;
+  remove_built();
+  m->files[kLoomBinaryResource] = *binary;
   for (size_t i = 0; i < uploads.size(); ++i) {
     if (!results[i]->ok()) return results[i]->status();
     const HdfsFileStatus& st = **results[i];

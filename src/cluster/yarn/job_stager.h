@@ -1,11 +1,12 @@
 #pragma once
 // The client's half of staging.h: puts a job's files into HDFS for YARN to localize.
 //
-// The shared `loom` binary goes to its cache first (a staging root that call creates is then
-// 755, which lets the binary be PUBLIC), then the job's staging dir is made, then every one of
-// the job's own files is uploaded at once. On a real cluster each file costs a NameNode round
-// trip, a DataNode write and a close that can wait for the DataNode's block report; one after
-// another, four or five files added up to over a second of `loom submit`.
+// The archives are built first (the src dir's tar.gz, a zip venv repacked), then the shared
+// `loom` binary goes to its cache (a staging root that call creates is then 755, which lets the
+// binary be PUBLIC), then the job's staging dir is made, then every one of the job's own files
+// is uploaded at once. On a real cluster each file costs a NameNode round trip, a DataNode write
+// and a close that can wait for the DataNode's block report; one after another, four or five
+// files added up to over a second of `loom submit`.
 //
 // The manifest is one of those files, so it cannot name the others' lengths and modification
 // times: those reach the AM in its launch environment (kStagedFilesEnv) instead.
