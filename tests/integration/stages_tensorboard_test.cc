@@ -330,7 +330,9 @@ TEST(MetricsInterval, TheExecutorSamplesAtTheConfiguredPeriod) {
                      "while not os.path.exists('" + (dir / "go").string() + "'): time.sleep(0.01)\n"
                      "block = bytearray(300 << 20)\n"
                      "for i in range(0, len(block), 4096): block[i] = 1\n"
-                     "open('" + (dir / "grown").string() + "', 'w').write(repr(time.time()))\n"
+                     // Whole or absent: the test reads it as soon as it exists.
+                     "open('" + (dir / "grown.tmp").string() + "', 'w').write(repr(time.time()))\n"
+                     "os.replace('" + (dir / "grown.tmp").string() + "', '" + (dir / "grown").string() + "')\n"
                      "while not os.path.exists('" + (dir / "end").string() + "'): time.sleep(0.01)\n";
   std::ofstream(dir / "grow.py") << grow;
   Subprocess submit = loom.Start(
