@@ -42,7 +42,6 @@ std::vector<GlooSlot> GlooPlan(const JobSpec& spec, const runtime::ClusterSpec& 
 
 void ApplicationMaster::CheckHeartbeats() {
   if (finalized_) return;
-  auto limit = std::chrono::milliseconds(int64_t{opts_.spec.heartbeat_interval_ms} * opts_.spec.max_missed_heartbeats);
   const Clock::TimePoint now = opts_.clock->Now();
   for (auto& [id, slot] : slots_) {
     const TaskRecord* r = tracker_->Find(id);
@@ -51,7 +50,7 @@ void ApplicationMaster::CheckHeartbeats() {
     if (!HeartbeatLost(opts_.spec, Clock::TimePoint(std::chrono::nanoseconds(slot.last_heartbeat_ns.load())), now)) {
       continue;
     }
-    std::string why = "lost: no heartbeat for " + std::to_string(limit.count()) + " ms (" + opts_.spec.KeyName("loom.task.max-missed-heartbeats") + "=" +
+    std::string why = "lost: no heartbeat for " + std::to_string(HeartbeatLimit(opts_.spec).count()) + " ms (" + opts_.spec.KeyName("loom.task.max-missed-heartbeats") + "=" +
                       std::to_string(opts_.spec.max_missed_heartbeats) + ")";
     spdlog::warn("task {} {}", id.ToString(), why);
     (void)broker_.Stop(slot.container->id, std::chrono::milliseconds(0));
@@ -257,7 +256,7 @@ void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<c
     // only later (YARN: a NodeManager heartbeat, then an allocate), and that adds nothing. A
     // task restarted alone waits for its container to go (its port, its devices).
     const int code = ReportedExitCode(req);
-    if (slot->container && (code == 0 || !CanRestartTask(*id, code))) {
+    if (slot->container && !CanRestartTask(*id, code)) {
       TaskEnded({slot->container->id, *id, code, "", false}, /*container_gone=*/false);
     }
   });

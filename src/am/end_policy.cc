@@ -13,10 +13,13 @@ AttemptEndAction DecideAttemptEnd(const JobSpec& spec, const AttemptEnd& end) {
   return end.attempt < spec.am_retry_count ? AttemptEndAction::kStartNextAttempt : AttemptEndAction::kFinishJob;
 }
 
+std::chrono::milliseconds HeartbeatLimit(const JobSpec& spec) {
+  return std::chrono::milliseconds(int64_t{spec.heartbeat_interval_ms} * spec.max_missed_heartbeats);
+}
+
 bool HeartbeatLost(const JobSpec& spec, std::chrono::steady_clock::time_point last_heartbeat,
                    std::chrono::steady_clock::time_point now) {
-  auto limit = std::chrono::milliseconds(int64_t{spec.heartbeat_interval_ms} * spec.max_missed_heartbeats);
-  return now - last_heartbeat > limit;
+  return now - last_heartbeat > HeartbeatLimit(spec);
 }
 
 }  // namespace loom::am

@@ -35,8 +35,10 @@ enum class AttemptEndAction { kFinishJob, kStartNextAttempt };
 // A new gang (loom.am.retry-count) only after a retryable failure that nobody asked for.
 AttemptEndAction DecideAttemptEnd(const JobSpec& spec, const AttemptEnd& end);
 
+// How long a task may stay silent: loom.task.max-missed-heartbeats heartbeat intervals.
+std::chrono::milliseconds HeartbeatLimit(const JobSpec& spec);
 // Whether a task last heard from at `last_heartbeat` is lost at `now`: silent for more than
-// loom.task.max-missed-heartbeats heartbeat intervals.
+// HeartbeatLimit.
 bool HeartbeatLost(const JobSpec& spec, std::chrono::steady_clock::time_point last_heartbeat,
                    std::chrono::steady_clock::time_point now);
 

@@ -137,10 +137,17 @@ hadoop::yarn::LocalResourceProto StagingManifest::ToLocalResource(const StagedFi
   return r;
 }
 
+namespace {
+// The files only the AM reads; the binary is the one file both the AM and executors need.
+bool AmOnly(const std::string& name) {
+  return name == kManifestResource || name == kJobJsonResource || name == kConfigResource;
+}
+}  // namespace
+
 std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::AmResources() const {
   std::map<std::string, hadoop::yarn::LocalResourceProto> out;
-  for (const char* name : {kLoomBinaryResource, kManifestResource, kJobJsonResource, kConfigResource}) {
-    if (auto it = files.find(name); it != files.end()) out[name] = ToLocalResource(it->second);
+  for (const auto& [name, f] : files) {
+    if (AmOnly(name) || name == kLoomBinaryResource) out[name] = ToLocalResource(f);
   }
   return out;
 }
@@ -148,8 +155,7 @@ std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::AmResou
 std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::ExecutorResources() const {
   std::map<std::string, hadoop::yarn::LocalResourceProto> out;
   for (const auto& [name, f] : files) {
-    if (name == kManifestResource || name == kJobJsonResource || name == kConfigResource) continue;
-    out[name] = ToLocalResource(f);
+    if (!AmOnly(name)) out[name] = ToLocalResource(f);
   }
   return out;
 }
