@@ -10,9 +10,11 @@
 // millisecond and well below the heartbeat interval. Stops (killing every container) when
 // stdin closes.
 // Usage: yarn_double_cluster DIR [--nodes N] [--heartbeat-ms MS] [--node-memory-mb MB]
-//                                [--node-vcores V]
+//                                [--node-vcores V] [--log-aggregation TFile|IFile]
 // Defaults: 2 nodes of 8192 MB and 8 vcores (the double's node), heartbeats every 1000 ms
-// (Hadoop's yarn.resourcemanager.nodemanagers.heartbeat-interval-ms).
+// (Hadoop's yarn.resourcemanager.nodemanagers.heartbeat-interval-ms), no log aggregation.
+// tests/yarn_tests_on_a_cluster_process.sh runs the YARN integration tests against it as
+// against a real cluster (LOOM_TEST_HADOOP_CONF_DIR=DIR/conf).
 
 #include <time.h>
 #include <unistd.h>
@@ -51,7 +53,7 @@ struct Seen {
 int Usage() {
   std::fprintf(stderr,
                "usage: yarn_double_cluster DIR [--nodes N] [--heartbeat-ms MS] [--node-memory-mb MB] "
-               "[--node-vcores V]\n");
+               "[--node-vcores V] [--log-aggregation TFile|IFile]\n");
   return 2;
 }
 
@@ -67,6 +69,11 @@ int main(int argc, char** argv) {
   o.node_vcores = 8;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
+    if (flag == "--log-aggregation") {
+      o.log_aggregation = argv[i + 1];
+      if (o.log_aggregation != "TFile" && o.log_aggregation != "IFile") return Usage();
+      continue;
+    }
     long value = std::strtol(argv[i + 1], nullptr, 10);
     if (flag == "--nodes") o.node_count = static_cast<int>(value);
     else if (flag == "--heartbeat-ms") o.nm_heartbeat_ms = static_cast<int>(value);

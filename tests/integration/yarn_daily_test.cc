@@ -266,13 +266,17 @@ TEST(YarnDaily, LogsOfAnEndedJobFromTheNodeManager) {
 
 class AggregatedLogs : public ::testing::TestWithParam<std::string> {};
 
+// On a real cluster, the case of the format it aggregates in runs, with the cluster as it is.
 TEST_P(AggregatedLogs, AreReadFromHdfsOnceTheNodeManagerLetsGo) {
-  LOOM_REQUIRE_YARN_DOUBLE("turns log aggregation on");
-  YarnDoubleCluster cluster([](auto& o) { o.log_aggregation = GetParam(); });
+  std::function<void(yarn_double::YarnTestDouble::Options&)> aggregate;
+  if (!YarnDoubleCluster::RealClusterConfDir()) aggregate = [](auto& o) { o.log_aggregation = GetParam(); };
+  YarnDoubleCluster cluster(aggregate);
+  if (auto why = cluster.RealClusterDoesNotAggregateAs(GetParam())) GTEST_SKIP() << *why;
   RunResult r = cluster.loom().Run(LinesJob(3, 2, 0), cluster.Env());  // worker:0 done before worker:1 fails
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   std::string id = cluster.loom().OnlyJobId();
-  ASSERT_OK(cluster.yarn().WaitForLogAggregation(cluster.ApplicationId(id), 30s));
+  // As `yarn logs` does, from the RM's report (the double reports it as a real RM does).
+  ASSERT_OK(cluster.WaitForLogAggregation(id, 60s));
   ExpectLogsOfEveryStream(cluster, cluster.loom(), id);
   // And from another client, which finds the job through YARN.
   MiniLoom elsewhere;

@@ -149,6 +149,49 @@ class YarnDoubleCluster {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
+  // Until the RM reports the job's application's logs aggregated (LOG_SUCCEEDED), as `yarn logs`
+  // waits for them; an error if aggregation failed, timed out or is off.
+  Status WaitForLogAggregation(const std::string& job_id, std::chrono::milliseconds timeout) {
+    std::string app = ApplicationId(job_id);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      LOOM_ASSIGN_OR_RETURN(hadoop::yarn::ApplicationReportProto report, AppReport(app));
+      auto status = report.log_aggregation_status();
+      if (status == hadoop::yarn::LOG_SUCCEEDED) return Status::Ok();
+      if (status == hadoop::yarn::LOG_DISABLED || status == hadoop::yarn::LOG_FAILED ||
+          status == hadoop::yarn::LOG_TIME_OUT || std::chrono::steady_clock::now() >= deadline) {
+        return Status::FailedPrecondition(app + ": log aggregation " +
+                                          hadoop::yarn::LogAggregationStatusProto_Name(status));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  // The cluster's HADOOP_CONF_DIR: the real one, or the double's.
+  std::string ConfDir() const { return real_ ? conf_dir_ : (root_ / "conf").string(); }
+  // The NodeManagers the RM reports RUNNING, for tests that size their asks to the cluster.
+  std::vector<hadoop::yarn::NodeReportProto> RunningNodes() const {
+    cluster::yarn::ApplicationClient rm(real_ ? conf_.rm.host : "127.0.0.1", real_ ? conf_.rm.port : yarn_->rm_port(),
+                                        user_);
+    auto nodes = rm.GetClusterNodes();
+    EXPECT_OK(nodes);
+    return nodes.ok() ? *nodes : std::vector<hadoop::yarn::NodeReportProto>{};
+  }
+  // The cluster's env with another HADOOP_CONF_DIR, for tests that write a conf dir of their own.
+  std::map<std::string, std::string> EnvWithConfDir(const std::string& dir) const {
+    std::map<std::string, std::string> env = Env();
+    env["HADOOP_CONF_DIR"] = dir;
+    return env;
+  }
+  // Whether a real cluster aggregates logs in `format` (yarn.log-aggregation-enable and the first
+  // of yarn.log-aggregation.file-formats, TFile by default), with the reason when it does not.
+  std::optional<std::string> RealClusterDoesNotAggregateAs(const std::string& format) const {
+    if (!real_) return std::nullopt;
+    if (!conf_.log_aggregation_enable) return "yarn.log-aggregation-enable is not true";
+    std::string first = conf_.log_aggregation_file_formats.empty() ? "TFile" : conf_.log_aggregation_file_formats[0];
+    if (first != format) return "the cluster writes " + first + ", not " + format;
+    return std::nullopt;
+  }
+
   // Every file under the user's Loom staging root in HDFS. On a real cluster, which other jobs
   // share, the application dirs of other jobs than this test's are left out.
   std::vector<std::string> StagingFiles() const {

@@ -132,11 +132,11 @@ TEST(YarnHa, StagingSkipsTheStandbyNameNode) {
   EXPECT_TRUE(history);
 }
 
-// A conf dir like the double's with yarn-site.xml's HA part replaced.
+// A conf dir like the cluster's with yarn-site.xml's HA part replaced.
 void WriteHaConf(YarnDoubleCluster& cluster, const std::string& dir, const std::string& ha) {
   std::filesystem::create_directories(dir);
   for (const char* f : {"core-site.xml", "hdfs-site.xml"}) {
-    std::filesystem::copy_file(cluster.root() + "/conf/" + f, dir + "/" + f);
+    std::filesystem::copy_file(cluster.ConfDir() + "/" + f, dir + "/" + f);
   }
   std::ofstream(dir + "/yarn-site.xml") << "<?xml version=\"1.0\"?>\n<configuration>\n"
                                         << "<property><name>yarn.resourcemanager.ha.enabled</name><value>true</value>"
@@ -145,7 +145,6 @@ void WriteHaConf(YarnDoubleCluster& cluster, const std::string& dir, const std::
 }
 
 TEST(YarnHa, BadHaConfigurationIsAUsageError) {
-  LOOM_REQUIRE_YARN_DOUBLE("a conf dir to break");
   YarnDoubleCluster cluster;
   struct Case {
     std::string ha;
@@ -166,7 +165,7 @@ TEST(YarnHa, BadHaConfigurationIsAUsageError) {
           for (auto& x : JobArgs("fail_with.py", {"--conf", "loom.worker.instances=1"})) a.push_back(x);
           return a;
         }(),
-        {{"HADOOP_CONF_DIR", dir}, {"USER", "root"}});
+        cluster.EnvWithConfDir(dir));
     EXPECT_EQ(r.exit_code, 2) << c.says << "\n" << r.out << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.says));
     EXPECT_TRUE(cluster.loom().JobIds().empty());

@@ -147,7 +147,6 @@ TEST(YarnJob, TheJobsFilesAreStagedAtOnceAndTheAmGetsOnlyWhatItReads) {
 // lists every 64-hex-digit string in its working dir's files (the secret's form) for the test
 // to look for the job's secret.
 TEST(YarnJob, UserCodeFindsNoContainerCredentialsNorTheJobSecret) {
-  LOOM_REQUIRE_YARN_DOUBLE("reads the job's container dirs");
   YarnDoubleCluster cluster;
   const std::string src = cluster.root() + "/secret-probe";
   std::filesystem::create_directories(src);
@@ -188,7 +187,8 @@ sys.exit(1 if bad else 0)
     return !secret.empty();
   }, 30s));
   RunResult r = cluster.loom().Collect(submit, "submit");
-  std::string out = cluster.ContainerLogs("stdout");
+  // The task's stdout as any user reads it, on the double or a real cluster.
+  std::string out = cluster.loom().Run({"logs", cluster.loom().OnlyJobId(), "--task", "worker:0"}, env).out;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << out << cluster.ContainerLogs("executor.log");
   EXPECT_THAT(out, HasSubstr("probe: clean"));
   ASSERT_EQ(secret.size(), 64u);
@@ -196,10 +196,13 @@ sys.exit(1 if bad else 0)
 }
 
 TEST(YarnJob, TaskLargerThanAnyNodeIsRefusedAtSubmit) {
-  LOOM_REQUIRE_YARN_DOUBLE("nodes of 4 GiB");
-  YarnDoubleCluster cluster([](auto& o) { o.node_memory_mb = 4096; });
-  RunResult r = cluster.Submit(
-      JobArgs(kScripts, "fail_with.py", {"--conf", "tony.worker.instances=1", "--conf", "tony.worker.memory=8g"}));
+  YarnDoubleCluster cluster;  // sized to the cluster: 1 GiB more than its largest node
+  int64_t largest_mb = 0;
+  for (const auto& n : cluster.RunningNodes()) largest_mb = std::max<int64_t>(largest_mb, n.capability().memory());
+  ASSERT_GT(largest_mb, 0);
+  RunResult r = cluster.Submit(JobArgs(kScripts, "fail_with.py",
+                                       {"--conf", "tony.worker.instances=1", "--conf",
+                                        "tony.worker.memory=" + std::to_string(largest_mb + 1024) + "m"}));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("no YARN node is that large"));
   EXPECT_TRUE(cluster.loom().JobIds().empty());
@@ -309,9 +312,8 @@ TEST(YarnJob, DockerAndApplicationTypeMistakesAreRefusedBeforeAnythingIsStaged) 
 // do not exist: the job reaches the cluster only through the named files, and so does a later
 // `loom status`.
 TEST(YarnJob, SiteFilesNamedByTheJobWinOverHadoopConfDir) {
-  LOOM_REQUIRE_YARN_DOUBLE("a HADOOP_CONF_DIR beside the double's");
   YarnDoubleCluster cluster;
-  std::string good = cluster.root() + "/conf", bad = cluster.root() + "/stale-conf";
+  std::string good = cluster.ConfDir(), bad = cluster.root() + "/stale-conf";
   ASSERT_OK(MakeDirs(bad));
   ASSERT_OK(WriteFileAtomic(bad + "/core-site.xml", ReadFile(good + "/core-site.xml").value_or("")));
   auto site = [](const std::string& props) { return "<?xml version=\"1.0\"?>\n<configuration>\n" + props + "</configuration>\n"; };
@@ -323,7 +325,7 @@ TEST(YarnJob, SiteFilesNamedByTheJobWinOverHadoopConfDir) {
                             site(prop("yarn.resourcemanager.address", "127.0.0.1:1") +
                                  prop("yarn.resourcemanager.scheduler.address", "127.0.0.1:1") +
                                  prop("yarn.resourcemanager.connect.retry-interval.ms", "100"))));
-  std::map<std::string, std::string> env = {{"HADOOP_CONF_DIR", bad}, {"USER", "root"}};
+  std::map<std::string, std::string> env = cluster.EnvWithConfDir(bad);
   std::vector<std::string> args = {"submit", "--cluster", "yarn"};
   for (const std::string& a :
        QuickJob({"--conf", "loom.application.yarn-conf-path=" + good + "/yarn-site.xml", "--conf",

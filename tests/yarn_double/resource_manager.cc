@@ -661,7 +661,18 @@ yp::ApplicationReportProto YarnDoubleImpl::ReportLocked(const App& app) const {
   r.set_progress(app.progress);
   r.set_applicationtype(app.type);
   for (const std::string& t : app.tags) r.add_applicationtags(t);
-  r.set_log_aggregation_status(yp::LOG_DISABLED);
+  // As RMAppImpl reports it (log-aggregation/*-app-logAggregationStatus-SUCCEEDED): DISABLED when
+  // the cluster does not aggregate, NOT_START while the application runs, RUNNING from its end
+  // until the NodeManagers have uploaded its logs, then SUCCEEDED or FAILED.
+  if (options_.log_aggregation.empty()) {
+    r.set_log_aggregation_status(yp::LOG_DISABLED);
+  } else if (app.log_aggregation > 0) {
+    r.set_log_aggregation_status(yp::LOG_SUCCEEDED);
+  } else if (app.log_aggregation < 0) {
+    r.set_log_aggregation_status(yp::LOG_FAILED);
+  } else {
+    r.set_log_aggregation_status(app.Final() ? yp::LOG_RUNNING : yp::LOG_NOT_START);
+  }
   r.set_unmanaged_application(false);
   r.mutable_priority()->set_priority(app.priority);
   r.set_appnodelabelexpression("<Not set>");
