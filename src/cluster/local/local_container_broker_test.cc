@@ -1,9 +1,11 @@
 #include "cluster/local/local_container_broker.h"
+#include "cluster/local/local_am_side.h"
 
 #include <filesystem>
 #include <mutex>
 #include <thread>
 
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/testing.h"
 
@@ -91,9 +93,10 @@ TEST_F(LocalBrokerTest, StopEscalatesAndLeavesNoProcess) {
   ASSERT_TRUE(ev.WaitFor([&] { return ev.allocated.size() == 1; }));
   // Ignores SIGTERM and leaves a grandchild that escapes into its own session.
   ASSERT_OK(broker.Launch(ev.allocated[0], Sh("trap '' TERM; setsid sleep 300 & sleep 300")));
-  std::this_thread::sleep_for(200ms);
   std::string marker = LocalContainerBroker::MarkerFor(ev.allocated[0].id);
-  EXPECT_EQ(FindProcessesWithEnv(marker).size(), 3u);  // sh and two sleeps
+  // sh and two sleeps, once sh has forked both (a fixed 200 ms wait was too short under load).
+  EXPECT_TRUE(loom::testing::Eventually([&] { return FindProcessesWithEnv(marker).size() == 3u; }))
+      << FindProcessesWithEnv(marker).size();
   auto start = std::chrono::steady_clock::now();
   ASSERT_OK(broker.Stop(ev.allocated[0].id, 200ms));
   ASSERT_TRUE(ev.WaitFor([&] { return ev.completed.size() == 1; }));
@@ -101,6 +104,46 @@ TEST_F(LocalBrokerTest, StopEscalatesAndLeavesNoProcess) {
   EXPECT_EQ(ev.completed[0].exit_code, 137);
   std::this_thread::sleep_for(100ms);
   EXPECT_TRUE(FindProcessesWithEnv(marker).empty());
+}
+
+// The executor's secret comes through a pipe that only it holds, never as a file's path: a
+// task's user code shares the machine and the Unix user with the job dir's secret file.
+TEST_F(LocalBrokerTest, TheExecutorGetsItsSecretThroughAPipeNotAFile) {
+  RecordingEvents ev;
+  const std::string secret(64, 'e');
+  LocalContainerBroker broker(inv_, history::JobDir(root_.string()), false, -1, secret);
+  ASSERT_OK(broker.Start(&ev));
+  ASSERT_OK(broker.Request({{"worker", 0}, {100, 1, 0}, ""}));
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.allocated.size() == 1; }));
+  LaunchSpec spec = Sh("cat <&$LOOM_SECRET_FD > secret; echo ${LOOM_SECRET_FILE-unset} > seen");
+  spec.env["LOOM_SECRET_FILE"] = root_.string() + "/secret";  // as the AM's wiring names it
+  ASSERT_OK(broker.Launch(ev.allocated[0], spec));
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.completed.size() == 1; }));
+  EXPECT_EQ(ev.completed[0].exit_code, 0);
+  const std::string work = root_.string() + "/tasks/worker-0/work";
+  EXPECT_EQ(*ReadFile(work + "/secret"), secret + "\n");
+  EXPECT_EQ(*ReadFile(work + "/seen"), "unset\n");
+  broker.Shutdown(1s);
+}
+
+// The local backend's environment contract: what a YARN container gets from its NodeManager,
+// never the rest of the submitter's environment.
+TEST(LocalContainerEnv, IsTheDocumentedBaseSetAndTheForwardedCredentials) {
+  std::map<std::string, std::string> submitter = {
+      {"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}, {"LC_ALL", "C"}, {"TZ", "UTC"},
+      {"USER", "kim"}, {"LOGNAME", "kim"}, {"HOME", "/home/kim"},
+      {"LOOM_TEST_CRASH_EXECUTOR_MS", "worker:1=300"}, {"MLFLOW_TRACKING_TOKEN", "tok"},
+      {"MLFLOW_TRACKING_URI", "http://t"},  // forwarded by `loom submit` in loom.execution.envs
+      {"LOOM_HOME", "/home/kim/.loom"}, {"LOOM_SECRET_FILE", "/home/kim/.loom/jobs/j/secret"},
+      {"LOOM_JOB_ID", "j"}, {"SSH_AUTH_SOCK", "/tmp/ssh"}, {"PYTHONPATH", "/src"}, {"LD_PRELOAD", "x.so"}};
+  std::map<std::string, std::string> expected = {
+      {"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}, {"LC_ALL", "C"}, {"TZ", "UTC"},
+      {"USER", "kim"}, {"LOGNAME", "kim"}, {"HOME", "/home/kim"},
+      {"LOOM_TEST_CRASH_EXECUTOR_MS", "worker:1=300"}, {"MLFLOW_TRACKING_TOKEN", "tok"}};
+  EXPECT_EQ(LocalContainerEnv(submitter), expected);
+  // Who the user is comes from the password database when the submitter's lacks it.
+  auto bare = LocalContainerEnv({{"PATH", "/bin"}});
+  EXPECT_EQ(bare.count("USER") + bare.count("LOGNAME") + bare.count("HOME"), 3u);
 }
 
 }  // namespace
