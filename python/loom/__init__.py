@@ -20,6 +20,9 @@ backends (`local`, `yarn`), as one submitted from a shell.
                       python_binary_path="/usr/bin/python3", task_specs={"worker": loom.TaskSpec(instances=2)})
     job.wait(); print(job.status().state, job.logs(task="worker:0"))
 
+tf-yarn programs: `import loom.tf_yarn as tf_yarn` (run_on_yarn, TaskSpec, NodeLabel; see
+loom/tf_yarn/__init__.py).
+
 Errors: `LoomError` when the binary refuses (bad configuration: exit 2, its message kept),
 `JobFailedError` when `run()`'s job fails (the failing task's last stderr lines in the message).
 """
@@ -27,9 +30,10 @@ Errors: `LoomError` when the binary refuses (bad configuration: exit 2, its mess
 from .errors import JobFailedError, LoomError
 from .job import Job, JobStatus, TaskSpec, find_binary, submit
 from .run import run
+from .task_spec import NodeLabel
 from .venv import pack_venv
 
 __version__ = "0.1.0"
 
-__all__ = ["Job", "JobFailedError", "JobStatus", "LoomError", "TaskSpec", "find_binary", "pack_venv", "run",
-           "submit", "__version__"]
+__all__ = ["Job", "JobFailedError", "JobStatus", "LoomError", "NodeLabel", "TaskSpec", "find_binary", "pack_venv",
+           "run", "submit", "__version__"]

@@ -8,15 +8,22 @@ the return value as one line: the marker, then base64 of its cloudpickle. The ma
 per run, so nothing fn prints can pass for the result. The client reads that line back with
 `loom logs JOB --task CHIEF`, which works the same on every backend. An exception in fn
 propagates: its traceback goes to stderr and the task fails, so the job fails with it.
+
+With a pre_script_hook (tf-yarn's: bash lines its container script runs before the task), the
+hook runs first, in bash, and this process starts again in the environment the hook left, so
+that what it exports (LD_LIBRARY_PATH too, which only a new process reads) is fn's.
 """
 
 import base64
 import os
 import pickle
+import subprocess
 import sys
 
 PAYLOAD = "_loom_payload.pkl"
 ENTRY = "_loom_run.py"
+HOOK = "_loom_pre_script_hook.sh"
+_HOOK_DONE = "LOOM_PRE_SCRIPT_HOOK_DONE"
 
 
 def is_result_process(environ=None):
@@ -24,8 +31,28 @@ def is_result_process(environ=None):
     return env.get("IS_CHIEF") == "true" and env.get("LOCAL_RANK", "0") in ("", "0")
 
 
+def _run_hook(hook):
+    """Runs the hook; on success does not return: this process starts again in its environment."""
+    # The hook's own output goes to stderr: stdout carries the environment back.
+    done = subprocess.run(["bash", "-c", 'source "$1" >&2 && exec env -0', "pre_script_hook", hook],
+                          stdout=subprocess.PIPE)
+    if done.returncode != 0:
+        sys.stderr.write("pre_script_hook failed with exit code %d\n" % done.returncode)
+        sys.exit(done.returncode)
+    env = dict(entry.split("=", 1) for entry in done.stdout.decode().split("\0") if "=" in entry)
+    env[_HOOK_DONE] = "1"
+    # As this process was started (a venv's or a pex's interpreter, with its arguments).
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(argv[0], argv, env)
+
+
 def main(entry_file):
     here = os.path.dirname(os.path.abspath(entry_file))
+    hook = os.path.join(here, HOOK)
+    if os.path.exists(hook) and os.environ.get(_HOOK_DONE) != "1":
+        _run_hook(hook)
     import cloudpickle  # the payload was written by it; its loads is pickle's own
 
     with open(os.path.join(here, PAYLOAD), "rb") as f:

@@ -18,14 +18,13 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
-from typing import Mapping, Optional, Union
+from typing import Mapping
 
 from .errors import LoomError
+from .task_spec import TaskSpec
 
 _SUBMITTED = re.compile(r"^Job (\S+) submitted", re.MULTILINE)
 _JOB_DIR = re.compile(r"^\s*job dir: (.+)$", re.MULTILINE)
-_TYPE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def find_binary(client_env=None):
@@ -67,37 +66,6 @@ def _call(args, client_env=None):
     if done.returncode == 2:
         raise LoomError(_message(done.stderr) or "loom %s: exit 2" % args[0], exit_code=2, argv=argv)
     return done
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """What each task of one type gets: `loom.<type>.instances|memory|vcores|gpus|node-label`.
-
-    memory: "2g", "512m", or an int (MiB). None leaves Loom's default (or the conf file's).
-    processes: `loom.<type>.processes`, processes per task (torchrun's --nproc_per_node).
-    """
-
-    memory: Union[int, str, None] = None
-    vcores: Optional[int] = None
-    gpus: Optional[int] = None
-    instances: int = 1
-    label: Optional[str] = None
-    processes: Optional[int] = None
-
-    def conf(self, task_type):
-        """[(key, value)] for `--conf`, for the type `task_type`."""
-        if not isinstance(task_type, str) or not _TYPE_NAME.match(task_type):
-            raise ValueError("task type %r: expected letters, digits, '_' or '-' (e.g. 'worker')" % (task_type,))
-        out = []
-        for attr, key in (("instances", "instances"), ("memory", "memory"), ("vcores", "vcores"),
-                          ("gpus", "gpus"), ("label", "node-label"), ("processes", "processes")):
-            value = getattr(self, attr)
-            if value is None:
-                continue
-            if isinstance(value, bool) or (attr != "memory" and attr != "label" and not isinstance(value, int)):
-                raise TypeError("TaskSpec(%s=%r) for %s: expected an int" % (attr, value, task_type))
-            out.append(("loom.%s.%s" % (task_type, key), str(value)))
-        return out
 
 
 class JobStatus(dict):

@@ -21,7 +21,7 @@ import threading
 
 from . import _task
 from .errors import JobFailedError, LoomError
-from .job import TaskSpec, submit
+from .job import TaskSpec, _conf_pairs, submit
 
 _STDERR_TAIL_LINES = 20
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -73,16 +73,48 @@ def _dump_payload(path, marker, fn, args, kwargs, pickle_by_value):
             cloudpickle.unregister_pickle_by_value(mod)
 
 
-def _stage(fn, args, kwargs, src_dir, pickle_by_value, marker):
+def _file_targets(files):
+    """[(target, source)] of tf-yarn's `files` ({target: local source}), checked."""
+    out = []
+    for target, source in (files or {}).items():
+        source = os.fspath(source)
+        norm = os.path.normpath(target) if isinstance(target, str) else ""
+        if not norm or norm.startswith(("/", "..")) or norm == ".":
+            raise ValueError("files[%r]: expected a relative path inside the task's working dir" % (target,))
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", source):
+            raise ValueError("files[%r] = %s: not a local path; Loom ships local files and directories with the "
+                             "job (read remote ones from the task)" % (target, source))
+        if not os.path.exists(source):
+            raise ValueError("files[%r] = %s: no such file or directory" % (target, source))
+        out.append((norm, source))
+    return out
+
+
+def _stage(fn, args, kwargs, src_dir, pickle_by_value, marker, files=None, pre_script_hook=None):
+    targets = _file_targets(files)
     staging = tempfile.mkdtemp(prefix="loom-run-")
     try:
-        ours = ("loom", _task.PAYLOAD, _task.ENTRY)
+        ours = ("loom", _task.PAYLOAD, _task.ENTRY, _task.HOOK)
         if src_dir is not None:
             for name in ours:
                 if os.path.lexists(os.path.join(src_dir, name)):
                     raise ValueError("src_dir %s has %s, which loom.run() ships itself; rename it"
                                      % (src_dir, name))
             shutil.copytree(src_dir, staging, symlinks=True, dirs_exist_ok=True)
+        # tf-yarn's `files`: each at its target in the task's working dir, importable from there.
+        for target, source in targets:
+            dest = os.path.join(staging, target)
+            if target.split(os.sep)[0] in ours or os.path.lexists(dest):
+                raise ValueError("files[%r]: %s is already in the job's files (the src dir, or loom.run()'s own)"
+                                 % (target, target))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            if os.path.isdir(source):
+                shutil.copytree(source, dest, symlinks=True)
+            else:
+                shutil.copy2(source, dest)
+        if pre_script_hook:
+            with open(os.path.join(staging, _task.HOOK), "w") as f:
+                f.write(pre_script_hook + "\n")
         shutil.copytree(_PACKAGE_DIR, os.path.join(staging, "loom"),
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         _dump_payload(os.path.join(staging, _task.PAYLOAD), marker, fn, args, kwargs, pickle_by_value)
@@ -122,7 +154,8 @@ def _failure(job, status):
 
 def run(fn, args=(), kwargs=None, *, task_specs=None, framework=None, cluster="local", env=None,
         python_venv=None, python_binary_path=None, src_dir=None, conf=None, conf_file=None, name=None,
-        queue=None, container_env=None, timeout=None, client_env=None, pickle_by_value=None):
+        queue=None, container_env=None, timeout=None, client_env=None, pickle_by_value=None, files=None,
+        pre_script_hook=None, nb_retries=None):
     """Runs `fn(*args, **kwargs)` in every task of a new job and returns the chief's return value
     (chief:0, else worker:0, as Loom picks it; None when the job has neither).
 
@@ -135,6 +168,12 @@ def run(fn, args=(), kwargs=None, *, task_specs=None, framework=None, cluster="l
     src_dir: a directory whose files every task also gets (importable: it is the script's dir).
     conf, conf_file, name, queue, container_env, client_env: as for submit().
     timeout: seconds; the job is killed and TimeoutError raised when it runs longer.
+    files: {target: local file or dir} (tf-yarn's), each copied to `target` in every task's
+    working dir, where fn's process starts, so modules among them are importable.
+    pre_script_hook: bash lines run in every task (every process of it) before fn, in the
+    environment they leave (exports, PATH, LD_LIBRARY_PATH apply to fn's process); failing, the
+    task fails. nb_retries: how often the whole job is started again after a failure
+    (loom.am.retry-count; each try's LOOM_RESTART_COUNT says which).
     pickle_by_value: modules whose functions and classes are pickled by value; default: fn's own
     module when it is not installed (a script or test file the tasks may not have).
 
@@ -146,13 +185,17 @@ def run(fn, args=(), kwargs=None, *, task_specs=None, framework=None, cluster="l
         raise TypeError("run(): fn must be callable, got %r" % (fn,))
     if task_specs is None:
         task_specs = {"worker": TaskSpec(instances=1)}
+    if nb_retries is not None:
+        if isinstance(nb_retries, bool) or not isinstance(nb_retries, int) or nb_retries < 0:
+            raise ValueError("nb_retries=%r: expected an int >= 0" % (nb_retries,))
+        conf = [("loom.am.retry-count", str(nb_retries))] + _conf_pairs(conf) if nb_retries else conf
     if python_binary_path is None:
         if python_venv is None:
             python_binary_path = sys.executable
         elif not os.fspath(python_venv).lower().endswith(".pex"):
             python_binary_path = "bin/python"
     marker = "LOOM_RUN_RESULT_%s:" % secrets.token_hex(8)
-    staging = _stage(fn, args, kwargs or {}, src_dir, pickle_by_value, marker)
+    staging = _stage(fn, args, kwargs or {}, src_dir, pickle_by_value, marker, files, pre_script_hook)
     job = None
     ended = False
     try:

@@ -54,7 +54,9 @@ def test_backend_builds_wheel_and_sdist(tmp_path):
     base = "loom-" + loom.__version__
     assert wheel == base + "-py3-none-any.whl" and sdist == base + ".tar.gz"
     names = zipfile.ZipFile(tmp_path / wheel).namelist()
-    package = sorted(f for f in os.listdir(os.path.join(PYTHON_DIR, "loom")) if f.endswith(".py"))
+    top = os.path.join(PYTHON_DIR, "loom")
+    package = sorted(os.path.relpath(os.path.join(d, f), top) for d, _, files in os.walk(top)
+                     for f in files if f.endswith(".py"))  # with subpackages (loom.tf_yarn)
     assert sorted(n[len("loom/"):] for n in names if n.startswith("loom/")) == package
     assert base + ".dist-info/RECORD" in names and base + ".dist-info/METADATA" in names
     members = tarfile.open(tmp_path / sdist).getnames()

@@ -34,7 +34,7 @@ ApplicationMaster::~ApplicationMaster() {
 }
 
 Status ApplicationMaster::StartServer() {
-  service_ = std::make_unique<ControlServiceImpl>(opts_.secret, this);
+  service_ = std::make_unique<ControlServiceImpl>(opts_.secret, this, opts_.observer_secret);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(opts_.bind_address + ":0", grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());

@@ -47,6 +47,9 @@ struct AmOptions {
   history::JobDir job_dir;
   std::string job_id;
   std::string secret;
+  // Also accepted, for JobState alone (a client following the job), where it differs from
+  // `secret` (cluster::AmSetup::executor_secret); empty: none.
+  std::string observer_secret;
   std::string secret_file;      // handed to executors by path, never by value
   std::string executor_binary;  // the `loom` binary to run as `loom executor`
   std::string bind_address = "0.0.0.0";

@@ -55,6 +55,7 @@ class AmTest : public ::testing::Test {
     o.job_dir = history::JobDir(root_.string());
     o.job_id = "job_amtest";
     o.secret = kSecret;
+    o.observer_secret = observer_secret_;
     o.secret_file = "/nonexistent/secret";  // handed to executors by path
     o.bind_address = "127.0.0.1";
     o.clock = clock_;
@@ -92,6 +93,7 @@ class AmTest : public ::testing::Test {
 
   std::filesystem::path root_;
   JobSpec spec_;
+  std::string observer_secret_;
   FakeClock fake_clock_;  // outlives the AM (declared before it)
   Clock* clock_ = &Clock::Real();
   cluster::FakeContainerBroker broker_;
@@ -112,6 +114,27 @@ TEST_F(AmTest, RefusesCallsWithoutTheSecret) {
   GrantAndLaunchAll();
   EXPECT_EQ(Register({"worker", 0}, 20001, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Register({"worker", 0}, 20001, std::string(64, 'x')).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Register({"worker", 0}, 20001).ok());
+}
+
+// The local backend's split (cluster::AmSetup::executor_secret): the secret file in the job
+// dir, which tasks can read, holds the observer secret, which reads the job's state and does
+// nothing else.
+TEST_F(AmTest, TheObserverSecretOnlyReadsTheJobState) {
+  observer_secret_ = std::string(64, 'b');
+  StartAm();
+  GrantAndLaunchAll();
+  control::JobStateRequest state;
+  state.set_events_offset(-1);
+  control::JobStateResponse resp;
+  EXPECT_TRUE(stub_->JobState(Ctx(observer_secret_).get(), state, &resp).ok());
+  EXPECT_EQ(stub_->JobState(Ctx(std::string(64, 'x')).get(), state, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Register({"worker", 0}, 20001, observer_secret_).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  control::ExecRequest exec;
+  control::ExecResult result;
+  EXPECT_EQ(stub_->Exec(Ctx(observer_secret_).get(), exec, &result).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(stub_->JobState(Ctx().get(), state, &resp).ok());
   EXPECT_TRUE(Register({"worker", 0}, 20001).ok());
 }
 

@@ -14,19 +14,21 @@ grpc::Status ToGrpcStatus(const Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
 }
 
-bool ControlServiceImpl::Authenticated(grpc::CallbackServerContext* ctx, const char* method) const {
+bool ControlServiceImpl::Authenticated(grpc::CallbackServerContext* ctx, const char* method, bool observer_ok) const {
   const auto& md = ctx->client_metadata();
   auto it = md.find(control::kSecretMetadataKey);
-  if (it != md.end() && control::SecretsEqual(std::string(it->second.data(), it->second.size()), secret_)) {
-    return true;
+  if (it != md.end()) {
+    std::string presented(it->second.data(), it->second.size());
+    if (control::SecretsEqual(presented, secret_)) return true;
+    if (observer_ok && !observer_secret_.empty() && control::SecretsEqual(presented, observer_secret_)) return true;
   }
   spdlog::warn("refused {} from {}: {} job secret", method, ctx->peer(), it == md.end() ? "no" : "wrong");
   return false;
 }
 
 grpc::ServerUnaryReactor* ControlServiceImpl::RefuseUnlessAuthenticated(grpc::CallbackServerContext* ctx,
-                                                                       const char* method) {
-  if (Authenticated(ctx, method)) return nullptr;
+                                                                       const char* method, bool observer_ok) {
+  if (Authenticated(ctx, method, observer_ok)) return nullptr;
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job secret"));
   return reactor;
@@ -34,8 +36,8 @@ grpc::ServerUnaryReactor* ControlServiceImpl::RefuseUnlessAuthenticated(grpc::Ca
 
 template <typename Req, typename Resp, typename Fn>
 grpc::ServerUnaryReactor* ControlServiceImpl::Dispatch(grpc::CallbackServerContext* ctx, const char* method,
-                                                       const Req* req, Resp* resp, Fn fn) {
-  if (auto* refused = RefuseUnlessAuthenticated(ctx, method)) return refused;
+                                                       const Req* req, Resp* resp, Fn fn, bool observer_ok) {
+  if (auto* refused = RefuseUnlessAuthenticated(ctx, method, observer_ok)) return refused;
   auto* reactor = ctx->DefaultReactor();
   // `resp` and `reactor` stay valid until Finish(); the handler replies exactly once.
   fn(*req, [reactor, resp](const Status& s, const Resp& r) {
@@ -141,7 +143,9 @@ grpc::ServerUnaryReactor* ControlServiceImpl::RegisterTensorBoard(grpc::Callback
 grpc::ServerUnaryReactor* ControlServiceImpl::JobState(grpc::CallbackServerContext* ctx,
                                                        const control::JobStateRequest* req,
                                                        control::JobStateResponse* resp) {
-  return Dispatch(ctx, "JobState", req, resp, [this](auto& r, auto reply) { handler_->HandleJobState(r, reply); });
+  return Dispatch(
+      ctx, "JobState", req, resp, [this](auto& r, auto reply) { handler_->HandleJobState(r, reply); },
+      /*observer_ok=*/true);
 }
 
 }  // namespace loom::am

@@ -62,9 +62,10 @@ grpc::Status ToGrpcStatus(const Status& s);
 
 class ControlServiceImpl final : public control::Control::CallbackService {
  public:
-  // `handler` must outlive the service.
-  ControlServiceImpl(std::string secret, ControlHandler* handler)
-      : secret_(std::move(secret)), handler_(handler) {}
+  // `handler` must outlive the service. `observer_secret` (or empty) is accepted for JobState
+  // alone: it lets a client follow the job and nothing more.
+  ControlServiceImpl(std::string secret, ControlHandler* handler, std::string observer_secret = "")
+      : secret_(std::move(secret)), observer_secret_(std::move(observer_secret)), handler_(handler) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const control::RegisterRequest* req,
                                      control::RegisterResponse* resp) override;
@@ -89,16 +90,19 @@ class ControlServiceImpl final : public control::Control::CallbackService {
                                         control::Ack* resp) override;
 
  private:
-  bool Authenticated(grpc::CallbackServerContext* ctx, const char* method) const;
+  // Whether the caller presented the secret (or, with `observer_ok`, the observer secret).
+  bool Authenticated(grpc::CallbackServerContext* ctx, const char* method, bool observer_ok = false) const;
   // Null when the caller presented the secret; otherwise a reactor already finished with
   // UNAUTHENTICATED.
-  grpc::ServerUnaryReactor* RefuseUnlessAuthenticated(grpc::CallbackServerContext* ctx, const char* method);
+  grpc::ServerUnaryReactor* RefuseUnlessAuthenticated(grpc::CallbackServerContext* ctx, const char* method,
+                                                      bool observer_ok = false);
 
   template <typename Req, typename Resp, typename Fn>
   grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx, const char* method, const Req* req,
-                                     Resp* resp, Fn fn);
+                                     Resp* resp, Fn fn, bool observer_ok = false);
 
   const std::string secret_;
+  const std::string observer_secret_;
   ControlHandler* handler_;
   std::atomic<uint64_t> next_exec_call_{1};
 };

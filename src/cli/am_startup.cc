@@ -70,10 +70,14 @@ std::optional<std::string> EnforceAmStartupTimeout(const history::JobDir& dir, c
   std::optional<std::string> why = AmStartupExpired(dir, timeout_ms, history::NowMillis());
   if (!why) return std::nullopt;
   (void)history::RecordKillCause(dir, *why);  // what the AM says as it stops: Loom killed it
-  (void)history::EndJob(dir, "FAILED", *why);
   // Someone else ended it meanwhile (the first final status wins): theirs is the end.
-  auto view = history::LoadJobView(dir);
-  if (view.ok() && view->final && view->diagnostics != *why) return std::nullopt;
+  Result<bool> ours = history::EndJobIfFirst(dir, "FAILED", *why);
+  if (ours.ok() && *ours) {
+    // The end is ours, so is its event: the AM, stopped before it ran the job, writes none.
+    (void)history::EventLog(dir.events()).Append(history::events::kJobFinished, {{"state", "FAILED"}, {"diagnostics", *why}});
+  } else if (auto view = history::LoadJobView(dir); view.ok() && view->final && view->diagnostics != *why) {
+    return std::nullopt;
+  }
   (void)backend.Kill(dir, std::chrono::milliseconds(10000), *why);
   return why;
 }

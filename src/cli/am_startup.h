@@ -30,7 +30,9 @@ int64_t AmStartupTimeoutOf(const history::JobDir& dir);
 std::optional<std::string> AmStartupExpired(const history::JobDir& dir, int64_t timeout_ms, int64_t now_ms);
 
 // Enforces `timeout_ms` (AmStartupTimeoutOf) now: when AmStartupExpired says so, records the job
-// FAILED with that reason (first, so that the kill's own record does not win), kills it through
+// FAILED with that reason (first, so that the kill's own record does not win), with its
+// JOB_FINISHED event (the AM it stops writes none: events.jsonl and status.json agree; FAILED,
+// not KILLED: no one asked for the kill, the job could not start), kills it through
 // `backend` (which waits for the cluster to confirm) and returns the reason. Call from one
 // client thread.
 std::optional<std::string> EnforceAmStartupTimeout(const history::JobDir& dir, cluster::Backend& backend,

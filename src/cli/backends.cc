@@ -18,14 +18,12 @@
 #include "core/files.h"
 #include "core/static_binary.h"
 #include "core/strings.h"
+#include "core/user_name.h"
 #include "history/job_view.h"
 
 namespace loom::cli {
 
-std::string ClientUser() {
-  const char* u = std::getenv("USER");
-  return u && *u ? u : std::to_string(::getuid());
-}
+std::string ClientUser() { return CurrentUserName(); }
 
 namespace {
 

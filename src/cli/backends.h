@@ -30,7 +30,8 @@ struct BackendEntry {
   std::function<std::unique_ptr<cluster::AmSide>()> am_side;
 };
 
-// The user this client acts as: $USER, else the uid. The YARN user, and who `loom kill` names.
+// The user this client acts as (core/user_name.h): $USER, $LOGNAME, else its name in /etc/passwd.
+// The YARN user, and who `loom kill` names.
 std::string ClientUser();
 
 const std::vector<BackendEntry>& Backends();

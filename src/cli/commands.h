@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace loom::cli {
 
 inline constexpr int kExitOk = 0;
@@ -16,11 +20,18 @@ int StatusCommand(std::vector<std::string> args);
 int LogsCommand(std::vector<std::string> args);
 int KillCommand(std::vector<std::string> args);
 int ListCommand(std::vector<std::string> args);
+// Retention (cli/retention.h): remove ended jobs' directories, by age or by id.
+int GcCommand(std::vector<std::string> args);
+int RmCommand(std::vector<std::string> args);
 int AmCommand(std::vector<std::string> args);
 int ExecutorCommand(std::vector<std::string> args);
 // MPI without ssh (cli/mpi_commands.cc): Open MPI's rsh agent, and a rank-holding task's idle process.
 int MpiRshCommand(std::vector<std::string> args);
 int MpiIdleCommand(std::vector<std::string> args);
+
+// Parses a subcommand's `args` into `app`: -1 to go on, else the exit code (help: 0, a bad
+// argument: kExitUsage, said on stderr).
+int ParseCommandLine(CLI::App& app, std::vector<std::string> args);
 
 // Prints "loom: <message>" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

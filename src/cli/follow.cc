@@ -12,6 +12,7 @@
 
 #include "cli/am_probe.h"
 #include "cli/am_startup.h"
+#include "cli/event_lines.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -23,15 +24,6 @@ namespace loom::cli {
 namespace {
 
 using nlohmann::json;
-
-std::string ClockTime(int64_t ms) {
-  std::time_t t = ms / 1000;
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-  return buf;
-}
 
 // Reads events.jsonl from where it left off; only complete lines.
 class EventTail {
@@ -58,66 +50,6 @@ class EventTail {
   std::string path_;
   std::streamoff offset_ = 0;
 };
-
-std::string DescribeEvent(const json& e) {
-  std::string type = e.value("event", "");
-  std::string when = ClockTime(history::EventMillis(e, "ts", 0));
-  if (type == history::events::kTaskState) {
-    std::string line = when + "  " + e.value("task", "?") + " " + e.value("state", "?");
-    if (e.contains("address")) line += " " + e.value("address", "");
-    if (e.contains("gpus")) line += " GPUs " + e.value("gpus", "");
-    if (e.contains("exit_code") && e.value("state", "") != "SUCCEEDED") line += " exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255));
-    if (e.contains("diagnostics") && e.value("state", "") == "FAILED") line += "\n    " + e.value("diagnostics", "");
-    return line;
-  }
-  if (type == history::events::kAmStarted) return when + "  AM started (pid " + std::to_string(history::EventInt(e, "pid", 0, 0, 1 << 30)) + ", " + e.value("address", "") + ")";
-  if (type == history::events::kGangComplete) {
-    return when + "  gang complete: " + (e.contains("cluster_spec") ? e["cluster_spec"].dump() : "");
-  }
-  if (type == history::events::kJobFinished) return when + "  job " + e.value("state", "?");
-  if (type == history::events::kStageStarted) {
-    std::vector<std::string> tasks;
-    for (const auto& t : e.value("tasks", json::array())) tasks.push_back(t.get<std::string>());
-    return when + "  prepare stage succeeded; training stage started: " + Join(tasks, ", ");
-  }
-  if (type == history::events::kJobWarning) return when + "  warning: " + e.value("message", "");
-  if (type == history::events::kTensorBoard) {
-    return when + "  TensorBoard (" + e.value("task", "?") + "): " + e.value("url", "?");
-  }
-  if (type == history::events::kTaskRestarting) {
-    return when + "  " + e.value("task", "?") + " failed (exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255)) +
-           "); restarting it alone, restart " + std::to_string(history::EventInt(e, "restart", 0, 0, 1 << 20));
-  }
-  if (type == history::events::kJobRestarting) {
-    return when + "  gang failed (" + e.value("reason", "") + "); restarting it, attempt " +
-           std::to_string(history::EventInt(e, "attempt", 0, 0, 1 << 20) + 1);
-  }
-  if (type == history::events::kJobSubmitted) return when + "  submitted";
-  if (type == history::events::kTasksPending) {
-    std::string line = when + "  waiting for containers:";
-    for (const auto& p : e.value("tasks", json::array())) {
-      line += "\n    " + p.value("task", std::string("?")) + " (" + p.value("resources", std::string("?")) + ") " +
-              history::FormatDuration(history::EventMillis(p, "waited_ms", 0)) + ": " + p.value("reason", std::string("?"));
-    }
-    return line;
-  }
-  if (type == history::events::kBackendSubmitted) {
-    return when + "  submitted to " + e.value("backend", "?") + " (" + e.value("where", "?") + ") as " + e.value("id", "?");
-  }
-  if (type == history::events::kBackendState) {
-    std::string state = e.value("state", "?");
-    // The local backend's queue has no id of its own.
-    std::string line = when + "  " + (e.contains("id") ? e.value("id", "?") + " " : "") + state;
-    if (state == "QUEUED") line += ", position " + std::to_string(history::EventInt(e, "position", 0, 0, 1 << 20));
-    if (state == "ADMITTED") {
-      line += " after " + history::FormatDuration(history::EventMillis(e, "waited_ms", 0)) + " in the queue";
-    }
-    if (std::string reason = e.value("reason", ""); !reason.empty()) line += ": " + reason;
-    if (std::string url = e.value("tracking_url", ""); !url.empty()) line += "\n    tracking URL: " + url;
-    return line;
-  }
-  return when + "  " + type;
-}
 
 // The job's final diagnostics when `si` stops `loom submit`: Ctrl-C and a closed terminal
 // come from the kernel (SI_KERNEL); a kill(2) names its sender.
@@ -181,6 +113,7 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
         header += "  " + view.backend + " " + view.backend_id +
                   (view.tracking_url.empty() ? "" : "  " + view.tracking_url) + "\n";
       }
+      if (!view.dashboard_url.empty() && view.tracking_url.empty()) header += "  Dashboard: " + view.dashboard_url + "\n";
       if (!view.tensorboard_url.empty()) header += "  TensorBoard: " + view.tensorboard_url + "\n";
       std::string table = header + history::RenderTaskTable(view);
       if (table == last_table) return;  // a burst of file events changed nothing visible

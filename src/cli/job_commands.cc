@@ -26,20 +26,6 @@
 namespace loom::cli {
 namespace {
 
-// Parses `args` into `app`; returns -1 to go on, else the exit code.
-int Parse(CLI::App& app, std::vector<std::string> args) {
-  std::reverse(args.begin(), args.end());
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    return UsageError(app.get_name() + ": " + e.what());
-  }
-  return -1;
-}
-
 void PrintView(const history::JobView& v) {
   std::printf("Job %s", v.id.c_str());
   if (!v.name.empty()) std::printf(" (%s)", v.name.c_str());
@@ -50,6 +36,9 @@ void PrintView(const history::JobView& v) {
   std::printf("\n");
   if (!v.diagnostics.empty()) std::printf("  %s\n", v.diagnostics.c_str());
   if (v.state == "QUEUED") std::printf("  queued, position %d: %s\n", v.queue_position, v.queue_reason.c_str());
+  // The AM's own page while it serves it; a backend with a tracking URL (YARN's proxy to that
+  // same page) names it in its Describe lines instead.
+  if (!v.dashboard_url.empty() && v.tracking_url.empty()) std::printf("  Dashboard: %s\n", v.dashboard_url.c_str());
   if (!v.tensorboard_url.empty()) std::printf("  TensorBoard: %s\n", v.tensorboard_url.c_str());
   for (const std::string& w : v.warnings) std::printf("  warning: %s\n", w.c_str());
   std::fputs(history::RenderTaskTable(v).c_str(), stdout);
@@ -132,13 +121,26 @@ class LinePrinter {
 
 }  // namespace
 
+int ParseCommandLine(CLI::App& app, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return UsageError(app.get_name() + ": " + e.what());
+  }
+  return -1;
+}
+
 int StatusCommand(std::vector<std::string> args) {
   std::string job;
   bool json_out = false;
   CLI::App app("Show a job and its tasks", "status");
   app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
   app.add_flag("--json", json_out, "Print the job as JSON");
-  if (int rc = Parse(app, args); rc >= 0) return rc;
+  if (int rc = ParseCommandLine(app, args); rc >= 0) return rc;
   auto open = Open(job);
   if (!open.ok()) return OpenFailed(open.status());
   auto view = history::LoadJobView(open->dir);
@@ -168,7 +170,7 @@ int LogsCommand(std::vector<std::string> args) {
   CLI::Option* process_opt = app.add_option(
       "--process", process, "With --task: only process LOCAL_RANK of the task (loom.<type>.processes; default: every one)");
   app.add_flag("-f,--follow", follow, "Keep printing until the job ends");
-  if (int rc = Parse(app, args); rc >= 0) return rc;
+  if (int rc = ParseCommandLine(app, args); rc >= 0) return rc;
   if (process_opt->count() > 0 && process < 0) {
     return UsageError("--process " + std::to_string(process) + ": a LOCAL_RANK, 0 or more");
   }
@@ -313,7 +315,7 @@ int KillCommand(std::vector<std::string> args) {
   std::string job;
   CLI::App app("Stop a job and everything it runs", "kill");
   app.add_option("job", job, "Job id, job directory, or the backend's id (application_...)")->required();
-  if (int rc = Parse(app, args); rc >= 0) return rc;
+  if (int rc = ParseCommandLine(app, args); rc >= 0) return rc;
   auto open = Open(job);
   if (!open.ok()) return OpenFailed(open.status());
   const history::JobDir& dir = open->dir;
@@ -335,7 +337,7 @@ int KillCommand(std::vector<std::string> args) {
 
 int ListCommand(std::vector<std::string> args) {
   CLI::App app("List jobs", "list");
-  if (int rc = Parse(app, args); rc >= 0) return rc;
+  if (int rc = ParseCommandLine(app, args); rc >= 0) return rc;
   std::string jobs_dir = history::LoomHome() + "/jobs";
   std::vector<history::JobView> views;
   std::error_code ec;

@@ -22,6 +22,9 @@ Jobs:
                                                [--file executor.log] [-f]
   kill     stop a job and everything it runs   loom kill JOB
   list     list jobs under $LOOM_HOME (~/.loom)
+  gc       remove ended jobs' directories      loom gc [--older-than 7d] [--work-only] [--dry-run]
+           (default age: $LOOM_GC_OLDER_THAN, else 7d; running jobs are never touched)
+  rm       remove ended jobs' directories      loom rm JOB...
 
 JOB is a job id, a job directory, or (yarn) an application id.
 
@@ -66,6 +69,8 @@ int main(int argc, char** argv) {
   if (command == "logs") return loom::cli::LogsCommand(args);
   if (command == "kill") return loom::cli::KillCommand(args);
   if (command == "list") return loom::cli::ListCommand(args);
+  if (command == "gc") return loom::cli::GcCommand(args);
+  if (command == "rm") return loom::cli::RmCommand(args);
   if (command == "am") return loom::cli::AmCommand(args);
   if (command == "executor") return loom::cli::ExecutorCommand(args);
   if (command == "mpi-rsh") return loom::cli::MpiRshCommand(args);

@@ -46,11 +46,13 @@ int AmFailed(const history::JobDir& dir, const std::string& why) {
   return kExitJobFailed;
 }
 
-// Records a job killed before it ran (a stop signal while it was queued).
+// Records a job killed before it ran (a stop signal while it was queued). Whoever sent the
+// kill may have ended the job first with its own state (loom.am.startup-timeout: FAILED): then
+// that end stands, in events.jsonl too.
 int AmKilled(const history::JobDir& dir, history::EventLog& events, const std::string& why) {
   spdlog::warn("{}", why);
-  (void)events.Append(history::events::kJobFinished, {{"state", "KILLED"}, {"diagnostics", why}});
-  (void)history::EndJob(dir, "KILLED", why);
+  Result<bool> ours = history::EndJobIfFirst(dir, "KILLED", why);
+  if (ours.ok() && *ours) (void)events.Append(history::events::kJobFinished, {{"state", "KILLED"}, {"diagnostics", why}});
   return kExitJobFailed;
 }
 
@@ -131,7 +133,8 @@ int AmCommand(std::vector<std::string> args) {
   opts.spec = *spec;
   opts.job_dir = dir;
   opts.job_id = job_id;
-  opts.secret = *secret;
+  opts.secret = setup->executor_secret.empty() ? *secret : setup->executor_secret;
+  if (!setup->executor_secret.empty()) opts.observer_secret = *secret;  // the file's: JobState only
   opts.secret_file = setup->secret_file;
   opts.executor_binary = setup->executor_binary;
   opts.bind_address = setup->bind_address;
@@ -177,8 +180,16 @@ int ExecutorCommand(std::vector<std::string> args) {
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ [executor] %v");
   auto env = CurrentEnvironment();
   auto wiring = control::ExecutorEnv::FromEnv(env);
-  std::optional<std::string> secret;  // YARN: handed over in memory, never through a file
-  if (wiring.ok() && wiring->secret_file.empty()) {
+  std::optional<std::string> secret;  // YARN and local: handed over in memory, never through a file
+  if (wiring.ok() && wiring->secret_fd >= 0) {
+    // Local: the secret the AM made for its executors, through a pipe that is closed here, so
+    // that no user process inherits it; the secret file in the job dir grants no more than a
+    // look at the job's state (cluster/am_side.h). Not dumpable, as on YARN below.
+    auto from_pipe = control::ReadSecretFd(wiring->secret_fd);
+    if (!from_pipe.ok()) return UsageError("executor: " + from_pipe.status().message());
+    secret = *from_pipe;
+    if (::prctl(PR_SET_DUMPABLE, 0) != 0) spdlog::warn("prctl(PR_SET_DUMPABLE, 0): {}", std::strerror(errno));
+  } else if (wiring.ok() && wiring->secret_file.empty()) {
     // On YARN the secret is in the container's credentials, which the NodeManager wrote into
     // the working dir that user code shares (same Unix user): read what the executor needs,
     // hand user code its tokens alone, then remove the file before any user process starts.

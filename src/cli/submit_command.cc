@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +16,7 @@
 #include "core/config/key_registry.h"
 #include "core/files.h"
 #include "core/job_spec.h"
+#include "core/job_world.h"
 #include "core/strings.h"
 #include "core/forwarded_env.h"
 #include "core/subprocess.h"
@@ -49,7 +52,7 @@ struct SubmitFlags {
 // loom.execution.envs) wins. A value with a comma cannot travel in loom.execution.envs (a
 // comma-separated list), so it is left out, with a warning, rather than failing the submit.
 // One that holds a credential (core/forwarded_env.h) is not written into the job's config: it
-// travels in the containers' credentials on YARN, in the inherited environment locally.
+// travels in the containers' credentials on YARN, in the executors' environment locally.
 void ForwardMlflowEnv(config::Config& conf) {
   std::vector<std::string> all = config::GetList(conf, "loom.execution.envs");
   std::set<std::string> set_by_job;
@@ -119,9 +122,24 @@ Result<config::Config> BuildConfig(const SubmitFlags& f) {
   return conf;
 }
 
-std::string CurrentUser() {
-  const char* u = std::getenv("USER");
-  return u && *u ? u : std::to_string(::getuid());
+// Every task's working dir, under $LOOM_HOME/jobs, gets a copy of the src dir (YARN: a tarball
+// made there): with $LOOM_HOME inside the src dir the copy would hold itself, and copying went
+// on until "File name too long".
+Status RefuseLoomHomeInsideSrcDir(const JobSpec& spec) {
+  if (spec.src_dir.empty()) return Status::Ok();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // weakly_canonical: symlinks resolved, and $LOOM_HOME/jobs need not exist yet.
+  fs::path src = fs::weakly_canonical(spec.src_dir, ec);
+  if (ec) return Status::Ok();
+  fs::path jobs = fs::weakly_canonical(fs::path(history::LoomHome()) / "jobs", ec);
+  if (ec) return Status::Ok();
+  auto [end, unused] = std::mismatch(src.begin(), src.end(), jobs.begin(), jobs.end());
+  if (end != src.end()) return Status::Ok();
+  return Status::InvalidArgument("$LOOM_HOME (" + history::LoomHome() + ") is inside --src_dir " + spec.src_dir +
+                                 ": each task's copy of the src dir is made under $LOOM_HOME/jobs, so it would copy "
+                                 "itself without end; set LOOM_HOME to a directory outside the src dir "
+                                 "(the default is ~/.loom), or give a --src_dir that does not hold it");
 }
 
 }  // namespace
@@ -166,6 +184,7 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   std::string cwd = AbsolutePath(".");
   auto spec = BuildJobSpec(*conf, cwd);
   if (!spec.ok()) return UsageError(spec.status().message());
+  if (Status s = RefuseLoomHomeInsideSrcDir(*spec); !s.ok()) return UsageError(s.message());
   auto made = entry->for_submit(*conf);
   if (!made.ok()) return UsageError(made.status().message());
   cluster::Backend& backend = **made;
@@ -176,13 +195,14 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   }
 
   // Everything is valid: write the job directory, then start the AM.
+  if (std::string note = WorldNote(*spec); !note.empty()) std::fprintf(stderr, "loom: note: %s\n", note.c_str());
   std::string job_id = history::NewJobId();
   history::JobDir dir = history::JobDir::ForJob(job_id);
   auto secret = control::GenerateSecret();
   Status s = MakeDirs(dir.tasks_dir());
   if (s.ok()) s = WriteFileAtomic(dir.config(), config::WithDefaults(*conf).ToXml());
   if (s.ok() && secret.ok()) s = WriteFileAtomic(dir.secret(), *secret + "\n", 0600);
-  json job = {{"job_id", job_id},      {"name", spec->name},     {"user", CurrentUser()},
+  json job = {{"job_id", job_id},      {"name", spec->name},     {"user", ClientUser()},
               {"backend", f.cluster},  {"cwd", cwd},             {"submitted_ms", history::NowMillis()},
               {"framework", FrameworkName(spec->framework)},     {"argv", raw_args}};
   if (s.ok()) s = WriteFileAtomic(dir.job_json(), job.dump(2) + "\n");

@@ -23,6 +23,10 @@ namespace loom::cluster {
 // How the AM is placed and what its executors get.
 struct AmSetup {
   std::string secret_file;                // the control plane's secret (0600), read by the AM
+  // When set: the secret the job's executors hold and every control call needs; the secret
+  // file's then only reads the job's state (JobState), for a client that follows the job. For
+  // a backend whose tasks can read the job's secret file (local: same machine, same user).
+  std::string executor_secret;
   std::string bind_address = "127.0.0.1";  // where the AM's servers listen
   std::string advertise_host = "127.0.0.1";  // how executors (and the tracking URL) reach it
   std::string executor_binary;             // the `loom` that containers run as `loom executor`

@@ -11,6 +11,7 @@ constexpr char kRestartCount[] = "LOOM_RESTART_COUNT";
 constexpr char kAmAddress[] = "LOOM_AM_ADDRESS";
 constexpr const char* kSecretFile = kSecretFileEnv;
 constexpr char kSecretCredential[] = "LOOM_SECRET_CREDENTIAL";
+constexpr char kSecretFd[] = "LOOM_SECRET_FD";
 constexpr char kPortRange[] = "LOOM_PORT_RANGE";
 constexpr char kPreferredPort[] = "LOOM_PREFERRED_PORT";
 constexpr char kReserveTbPort[] = "LOOM_RESERVE_TB_PORT";
@@ -48,6 +49,7 @@ void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
   put(kAmAddress, am_address);
   put(kSecretFile, secret_file);
   put(kSecretCredential, secret_credential);
+  if (secret_fd >= 0) env[kSecretFd] = std::to_string(secret_fd);
   if (port_high > 0) env[kPortRange] = std::to_string(port_low) + "-" + std::to_string(port_high);
   if (preferred_port > 0) env[kPreferredPort] = std::to_string(preferred_port);
   if (reserve_tb_port) env[kReserveTbPort] = "1";
@@ -100,7 +102,12 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
   for (const char* required : {kTaskId, kAmAddress}) {
     if (get(required).empty()) return Status::InvalidArgument(std::string(required) + " is not set");
   }
-  if (e.secret_file.empty() && e.secret_credential.empty()) {
+  if (std::string fd = get(kSecretFd); !fd.empty()) {
+    auto n = ParseInt(fd);
+    if (!n.ok() || *n < 0 || *n > 1 << 20) return Status::InvalidArgument(std::string(kSecretFd) + "=" + fd + " is not a descriptor");
+    e.secret_fd = static_cast<int>(*n);
+  }
+  if (e.secret_file.empty() && e.secret_credential.empty() && e.secret_fd < 0) {
     return Status::InvalidArgument(std::string(kSecretFile) + " is not set");
   }
   LOOM_ASSIGN_OR_RETURN(e.restart_count, Number(env, kRestartCount, 0));
@@ -143,7 +150,8 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
 }
 
 void ExecutorEnv::RemoveWiring(std::map<std::string, std::string>& env) {
-  for (const char* k : {kAmAddress, kSecretFile, kSecretCredential, kPortRange, kPreferredPort, kMemoryEnforcedBy,
+  // LOOM_LOG_DIR too: locally it is the task's dir in the job dir, beside the secret file.
+  for (const char* k : {kAmAddress, kSecretFile, kSecretCredential, kSecretFd, kLogDir, kPortRange, kPreferredPort, kMemoryEnforcedBy,
                         kLinkIntoWorkdir, kReserveTbPort, kRegistryTimeout, kMetricsInterval, kGpuMetrics, kKeyPrefix, kGpuExecPath,
                         kPlannedGpus, kNmWeb, kGpuNote}) {
     env.erase(k);

@@ -23,7 +23,8 @@ struct ExecutorEnv {
   int restart_count = 0;       // LOOM_RESTART_COUNT: gang restarts plus this task's own
   std::string am_address;      // LOOM_AM_ADDRESS: host:port of the control plane
   std::string secret_file;     // LOOM_SECRET_FILE: a 0600 file holding the job secret, or
-  std::string secret_credential;  // LOOM_SECRET_CREDENTIAL: its alias in $HADOOP_TOKEN_FILE_LOCATION
+  std::string secret_credential;  // LOOM_SECRET_CREDENTIAL: its alias in $HADOOP_TOKEN_FILE_LOCATION, or
+  int secret_fd = -1;          // LOOM_SECRET_FD: a pipe to read it from (the local backend: ReadSecretFd)
   int port_low = 0, port_high = 0;  // LOOM_PORT_RANGE: "low-high", where the task's port is taken
   int preferred_port = 0;      // LOOM_PREFERRED_PORT: a restarted task's old port, asked for first
   bool reserve_tb_port = false;    // LOOM_RESERVE_TB_PORT=1: also hold a TensorBoard port (TB_PORT)
@@ -55,7 +56,8 @@ struct ExecutorEnv {
   // Reads every field; InvalidArgument naming the variable when a required one (task, AM
   // address, a secret source) is missing or a number is malformed.
   static Result<ExecutorEnv> FromEnv(const std::map<std::string, std::string>& env);
-  // Removes the executor's own wiring from `env` (what the user process must not see).
+  // Removes the executor's own wiring from `env` (what the user process must not see): all but
+  // LOOM_JOB_ID, LOOM_TASK_ID, LOOM_RESTART_COUNT, LOOM_HOST and LOOM_CONTAINER_ID.
   static void RemoveWiring(std::map<std::string, std::string>& env);
 };
 

@@ -1,7 +1,11 @@
 #include "control/executor_env.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 
+#include "control/auth.h"
 #include "core/testing.h"
 
 namespace loom::control {
@@ -61,6 +65,43 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
   EXPECT_EQ(env.count("LOOM_AM_ADDRESS") + env.count("LOOM_SECRET_FILE") + env.count("LOOM_PORT_RANGE"), 0u);
   EXPECT_EQ(env["LOOM_TASK_ID"], "worker:1");  // the user's process may know its task
   EXPECT_EQ(env["PATH"], "/bin");
+}
+
+// The local backend hands the executor its secret through a pipe; the user's process learns
+// neither the descriptor nor where the job's files are (the log dir is in the job dir).
+TEST(ExecutorEnv, TheSecretsPipeAndTheLogDirAreWiring) {
+  ExecutorEnv e;
+  e.task_id = "worker:0";
+  e.am_address = "h:1";
+  e.secret_fd = 7;
+  e.log_dir = "/home/u/.loom/jobs/job_1/tasks/worker-0";
+  std::map<std::string, std::string> env;
+  e.AddTo(env);
+  EXPECT_EQ(env["LOOM_SECRET_FD"], "7");
+  auto back = ExecutorEnv::FromEnv(env);
+  ASSERT_OK(back);  // a pipe is a source of the secret on its own
+  EXPECT_EQ(back->secret_fd, 7);
+  EXPECT_EQ(back->log_dir, e.log_dir);
+  ExecutorEnv::RemoveWiring(env);
+  EXPECT_EQ(env.count("LOOM_SECRET_FD") + env.count("LOOM_LOG_DIR"), 0u);
+  env = {{"LOOM_TASK_ID", "worker:0"}, {"LOOM_AM_ADDRESS", "h:1"}, {"LOOM_SECRET_FD", "x"}};
+  EXPECT_THAT(ExecutorEnv::FromEnv(env).status().message(), HasSubstr("LOOM_SECRET_FD=x"));
+}
+
+TEST(ReadSecretFd, ReadsThePipeToItsEndAndClosesIt) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string secret(64, 'c');
+  ASSERT_EQ(::write(fds[1], (secret + "\n").data(), 65), 65);
+  ::close(fds[1]);
+  auto read = ReadSecretFd(fds[0]);
+  ASSERT_OK(read);
+  EXPECT_EQ(*read, secret);
+  EXPECT_EQ(::fcntl(fds[0], F_GETFD), -1);  // closed: nothing started later inherits it
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "short\n", 6), 6);
+  ::close(fds[1]);
+  EXPECT_THAT(ReadSecretFd(fds[0]).status().message(), HasSubstr("too short"));
 }
 
 TEST(ExecutorEnv, NamesWhatIsMissingOrMalformed) {

@@ -6,8 +6,8 @@
 // Those that hold a credential (MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_PASSWORD, ...) must not
 // outlive the job: they are never written to the job's config.xml (kept in the job's history
 // and, on YARN, in its staging dir after the end). On YARN they ride in the containers'
-// credentials, as the job secret does, under kSecretEnvAliasPrefix + name; locally the tasks
-// inherit them from the submitter's environment.
+// credentials, as the job secret does, under kSecretEnvAliasPrefix + name; locally the AM
+// hands them to its executors (cluster/local/local_am_side.h: LocalContainerEnv).
 
 #include <map>
 #include <string>

@@ -73,6 +73,11 @@ struct TaskTypeSpec {
   // loom.<type>.process-gpus: true ("split", the default) gives each process its share of the
   // task's GPUs (gpus / processes of them); false ("all") lets every process see them all.
   bool split_gpus = true;
+  // framework=pytorch|horovod: whether its tasks hold ranks of the job's one world (RANK, counted
+  // in WORLD_SIZE): the types of loom.application.world.jobtypes (chief, master, worker by
+  // default). A task outside it that called init_process_group would leave the others waiting
+  // for a rank nobody takes, so only declared types join. A sidecar never does.
+  bool holds_rank = true;
   // Whether a task of this type that ended with `exit_code` (shell convention) is restarted.
   bool Restartable(int exit_code) const;
 };
@@ -111,6 +116,9 @@ struct JobSpec {
 
   std::string src_dir;      // absolute, may be empty
   std::string python_venv;  // absolute path of a .zip, .tar.gz, .tgz or .pex, may be empty
+  // The interpreter a Python --executes runs with (--python_binary_path as given: absolute, on
+  // PATH, or relative: inside the venv); empty when no type runs a Python entry point.
+  std::string python_binary;
   VenvFormat python_venv_format = VenvFormat::kNone;
   std::map<std::string, std::string> execution_env;  // user process (--shell_env)
   std::map<std::string, std::string> container_env;  // container (--container_env)

@@ -6,6 +6,8 @@
 
 #include "core/config/key_registry.h"
 #include "core/files.h"
+#include "core/job_world.h"
+#include "core/job_spec_test_fixture.h"
 #include "core/testing.h"
 
 namespace loom {
@@ -13,20 +15,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class JobSpecTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("loom_job_spec_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_ / "src");
-    std::ofstream(dir_ / "src" / "train.py") << "print('hi')\n";
-    conf_.Set("loom.application.src-dir", (dir_ / "src").string(), "--src_dir");
-    conf_.Set("loom.application.executes", "train.py", "--executes");
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
-  config::Config conf_;
-};
+class JobSpecTest : public testing::JobSpecFixture {};
 
 TEST_F(JobSpecTest, TypesInRankOrderWithRoles) {
   conf_.Set("tony.ps.instances", "1", "f");
@@ -45,24 +34,6 @@ TEST_F(JobSpecTest, TypesInRankOrderWithRoles) {
   EXPECT_EQ(spec->TrackedTasks(), 4);
   EXPECT_EQ(spec->TotalTasks(), 6);
   EXPECT_EQ(spec->Chief()->ToString(), "chief:0");
-}
-
-TEST_F(JobSpecTest, CommandUsesPythonBinaryAndParams) {
-  conf_.Set("loom.worker.instances", "1", "f");
-  conf_.Set("loom.application.python-binary-path", "/usr/bin/python3", "f");
-  conf_.Set("loom.application.task-params", "--epochs 3", "f");
-  auto spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "/usr/bin/python3 train.py --epochs 3");
-}
-
-TEST_F(JobSpecTest, ExecutesMayStartWithTheSrcDir) {
-  conf_.Set("loom.worker.instances", "1", "f");
-  conf_.Set("loom.application.src-dir", "src", "--src_dir");
-  conf_.Set("loom.application.executes", "src/train.py", "--executes");
-  auto spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "python3 train.py");
 }
 
 TEST_F(JobSpecTest, PerTypeCommandWins) {
@@ -84,28 +55,6 @@ TEST(VenvFormat, ByExtension) {
   }
 }
 
-TEST_F(JobSpecTest, VenvFormatsAndTheirCommands) {
-  conf_.Set("loom.worker.instances", "1", "f");
-  conf_.Set("loom.application.python-binary-path", "bin/python", "f");
-  for (const char* name : {"env.zip", "env.tar.gz", "env.tgz"}) {
-    std::ofstream(dir_ / name) << "x";
-    conf_.Set("loom.application.python-venv", (dir_ / name).string(), "--python_venv");
-    auto spec = BuildJobSpec(conf_, dir_.string());
-    ASSERT_OK(spec);
-    EXPECT_EQ(spec->FindType("worker")->command, "venv/bin/python train.py") << name;
-  }
-  // A pex is the interpreter's first argument; a path inside it cannot be the interpreter.
-  std::ofstream(dir_ / "env.pex") << "x";
-  conf_.Set("loom.application.python-venv", (dir_ / "env.pex").string(), "--python_venv");
-  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
-                HasSubstr("--python_binary_path bin/python: a relative path names a file inside an unpacked venv"));
-  conf_.Set("loom.application.python-binary-path", "/usr/bin/python3", "f");
-  auto pex = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(pex);
-  EXPECT_EQ(pex->python_venv_format, VenvFormat::kPex);
-  EXPECT_EQ(pex->FindType("worker")->command, "/usr/bin/python3 venv train.py");
-}
-
 TEST_F(JobSpecTest, VenvOfAnotherFormatOrADirectoryIsRefused) {
   conf_.Set("loom.worker.instances", "1", "f");
   std::ofstream(dir_ / "env.rar") << "x";
@@ -118,27 +67,6 @@ TEST_F(JobSpecTest, VenvOfAnotherFormatOrADirectoryIsRefused) {
   std::filesystem::create_directories(dir_ / "dir.zip");
   conf_.Set("loom.application.python-venv", (dir_ / "dir.zip").string(), "--python_venv");
   EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("is a directory"));
-}
-
-TEST_F(JobSpecTest, ScriptWithoutSrcDirIsResolvedFromTheBaseDir) {
-  conf_.Set("loom.worker.instances", "1", "f");
-  conf_.Set("loom.application.src-dir", "", "--src_dir");
-  conf_.Set("loom.application.executes", "src/train.py --lr 1", "--executes");
-  auto spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "python3 " + (dir_ / "src/train.py").string() + " --lr 1");
-  std::ofstream(dir_ / "run.sh") << "echo hi\n";
-  conf_.Set("loom.application.executes", "run.sh", "--executes");
-  spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, (dir_ / "run.sh").string());
-}
-
-TEST_F(JobSpecTest, MissingScriptIsAnError) {
-  conf_.Set("loom.worker.instances", "1", "f");
-  conf_.Set("loom.application.executes", "nope.py", "--executes");
-  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
-                HasSubstr("--executes: nope.py does not exist in --src_dir"));
 }
 
 TEST_F(JobSpecTest, NoTypesIsAnError) {
@@ -581,6 +509,68 @@ TEST_F(JobSpecTest, BadProcessesNameTheKeyAsWritten) {
   sidecar.Set("tony.tensorboard.processes", "2", "--conf");
   EXPECT_STATUS(BuildJobSpec(sidecar, dir_.string()), kInvalidArgument,
                 HasSubstr("tony.tensorboard.processes=2: 'tensorboard' is a sidecar type"));
+}
+
+// ---- Which types hold ranks (core/job_world.h) --------------------------------------------
+
+TEST_F(JobSpecTest, OnlyTrainingTypesHoldRanksByDefault) {
+  conf_.Set("loom.application.framework", "pytorch", "f");
+  conf_.Set("loom.chief.instances", "1", "f");
+  conf_.Set("loom.worker.instances", "2", "f");
+  conf_.Set("loom.reader.instances", "1", "f");
+  conf_.Set("loom.application.tensorboard-log-dir", "/tmp/tb", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_TRUE(spec->FindType("chief")->holds_rank);
+  EXPECT_TRUE(spec->FindType("worker")->holds_rank);
+  EXPECT_FALSE(spec->FindType("reader")->holds_rank);
+  EXPECT_FALSE(spec->FindType("tensorboard")->holds_rank);
+  EXPECT_EQ(TypesWithoutRanks(*spec), "reader:1");  // a sidecar is no surprise
+  std::string note = WorldNote(*spec);
+  EXPECT_THAT(note, HasSubstr("pytorch: reader:1 holds no rank"));
+  EXPECT_THAT(note, HasSubstr("WORLD_SIZE counts chief, worker only"));
+  EXPECT_THAT(note, HasSubstr("--conf loom.application.world.jobtypes=chief,worker,reader"));
+}
+
+TEST_F(JobSpecTest, DeclaredTypesJoinTheWorld) {
+  conf_.Set("tony.application.framework", "horovod", "f");
+  conf_.Set("tony.worker.instances", "2", "f");
+  conf_.Set("tony.reader.instances", "1", "f");
+  conf_.Set("tony.application.world.jobtypes", "worker,reader", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_TRUE(spec->FindType("reader")->holds_rank);
+  EXPECT_EQ(TypesWithoutRanks(*spec), "");
+  EXPECT_EQ(WorldNote(*spec), "");
+}
+
+TEST_F(JobSpecTest, OtherFrameworksHaveNoWorldToLeave) {
+  conf_.Set("loom.worker.instances", "2", "f");
+  conf_.Set("loom.reader.instances", "1", "f");
+  auto spec = BuildJobSpec(conf_, dir_.string());  // tensorflow
+  ASSERT_OK(spec);
+  EXPECT_TRUE(spec->FindType("reader")->holds_rank);
+  EXPECT_EQ(WorldNote(*spec), "");
+}
+
+TEST_F(JobSpecTest, WorldTypesAreChecked) {
+  conf_.Set("loom.application.framework", "pytorch", "f");
+  conf_.Set("loom.trainer.instances", "2", "f");
+  // No default type in the job: nothing would hold a rank.
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("loom.application.framework=pytorch: no task type holds a rank, so WORLD_SIZE would be 0"));
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("e.g. loom.application.world.jobtypes=trainer"));
+  conf_.Set("tony.application.world.jobtypes", "trainer,tensorboard,readr", "f");
+  conf_.Set("loom.application.tensorboard-log-dir", "/tmp/tb", "f");
+  Status s = BuildJobSpec(conf_, dir_.string()).status();
+  EXPECT_THAT(s.message(), HasSubstr("tony.application.world.jobtypes: 'readr' is not a task type of the job"));
+  EXPECT_THAT(s.message(), HasSubstr("tony.application.world.jobtypes: 'tensorboard' is a sidecar type"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("no task type holds a rank")));
+  conf_.Set("tony.application.world.jobtypes", "trainer", "f");
+  conf_.Set("loom.application.framework", "tensorflow", "f");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("tony.application.world.jobtypes=trainer names the types that hold ranks under "));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "executor/entry_point.h"
 #include "executor/process_tree.h"
 
 namespace loom::executor {
@@ -20,8 +21,11 @@ Result<pid_t> GuestProcesses::Start(int64_t id, const std::string& command) {
     if (g.id == id) return Status::AlreadyExists("guest " + std::to_string(id) + " already runs");
   }
   SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", command};
   o.env = options_.env;
+  // Under bash, as every command a task runs (entry_point.h).
+  auto path = o.env.find("PATH");
+  LOOM_ASSIGN_OR_RETURN(std::string bash, FindBash(path == o.env.end() ? "" : path->second));
+  o.argv = {bash, "-c", command};
   size_t eq = options_.marker.find('=');
   if (eq != std::string::npos) o.env[options_.marker.substr(0, eq)] = options_.marker.substr(eq + 1);
   o.cwd = options_.cwd;

@@ -1,8 +1,8 @@
 #pragma once
 // GuestProcesses: commands another task runs inside this task's executor (framework mpi: Open
 // MPI's daemons, which the launcher starts through `loom mpi-rsh`), run as sshd would run them on
-// a host: each through /bin/sh -c, in a process group of its own, with the task's environment and
-// working dir, its output appended to one log file. What they start (the ranks, which Open MPI
+// a host: each through bash -c (as every task command runs, entry_point.h), in a process group
+// of its own, with the task's environment and working dir, its output appended to one log file. What they start (the ranks, which Open MPI
 // puts in groups of their own) carries their marker variable, so that StopAll finds it all.
 //
 // Thread-safe. The executor reaps every child itself (it is a subreaper) and hands each reaped

@@ -480,24 +480,19 @@ Result<size_t> TaskExecutor::StartMember(SpawnOptions o, std::string label) {
 
 Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec) {
   SpawnOptions o;
-  // A plain command line ("python3 train.py --epochs 3") is exec'd directly: one process less
-  // between the executor and the framework, and signals reach the user process itself. Anything
-  // that needs a shell (quotes, variables, pipes, redirections) goes through /bin/sh.
-  const std::string& cmd = spec.command();
-  bool needs_shell = cmd.find_first_of("$`'\"\\|&;<>()*?[]#~=%{}!\n") != std::string::npos;
-  // An entry point shipped without its execute bit runs through its #! interpreter.
-  std::vector<std::string> words = Split(cmd, ' ');
-  if (needs_shell || words.empty()) {
-    o.argv = {"/bin/sh", "-c", WithInterpreter(cmd)};
-  } else {
-    o.argv = WithInterpreter(std::move(words));
-  }
   o.env = env_;
   // The executor's own wiring is not the user's business, and the secret path least of all.
   control::ExecutorEnv::RemoveWiring(o.env);
   o.env.erase("MALLOC_ARENA_MAX");  // TonY#346
   o.env["PYTHONUNBUFFERED"] = "1";  // logs reach the files as they are printed
   for (const auto& [k, v] : spec.env()) o.env[k] = v;
+  // As TonY runs it: `bash -c <command>` (bash execs a plain command line in place, so the user
+  // process is still this executor's child and gets its signals). An entry point shipped without
+  // its execute bit runs through its #! interpreter.
+  auto path = o.env.find("PATH");
+  Result<std::string> bash = FindBash(path == o.env.end() ? "" : path->second);
+  if (!bash.ok()) return bash.status().WithContext("starting " + task_.ToString());
+  o.argv = BashCommandArgv(*bash, spec.command());
 
   // loom.<type>.processes: an AM that sends no per-process envs means one process.
   const int n = std::max(1, spec.processes_size());

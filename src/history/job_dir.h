@@ -16,7 +16,8 @@
 //       └── tasks/<type>-<index>/
 //           ├── stdout, stderr   the user process's output
 //           ├── executor.log     the executor's own log
-//           └── work/            the task's working directory (local backend)
+//           └── work/            the task's working directory (local backend): its copy of the
+//                                src dir, its unpacked venv; kept until `loom gc|rm` (cli/retention.h)
 
 #include <string>
 

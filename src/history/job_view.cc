@@ -48,6 +48,7 @@ void JobView::ApplyChecked(const json& e) {
     am_container = e.value("container", am_container);
     am_node_id = e.value("node_id", am_node_id);
     am_node_http = e.value("node_http", am_node_http);
+    if (!final) dashboard_url = e.value("status_url", "");
   } else if (type == events::kTaskState) {
     TaskView* t = FindTask(e.value("task", "?"));
     t->state = e.value("state", t->state);
@@ -68,6 +69,10 @@ void JobView::ApplyChecked(const json& e) {
     if (t->state == "RUNNING") t->started_ms = ts;
     if (IsFinalTaskState(t->state)) {
       t->finished_ms = ts;
+      if (t->id == tensorboard_task) {  // its TensorBoard went with it
+        tensorboard_url.clear();
+        tensorboard_task.clear();
+      }
     }
   } else if (type == events::kTasksPending) {
     for (const auto& p : e.value("tasks", json::array())) {
@@ -91,8 +96,13 @@ void JobView::ApplyChecked(const json& e) {
       warnings.push_back(message);
     }
   } else if (type == events::kTensorBoard) {
-    tensorboard_url = e.value("url", tensorboard_url);
-    tensorboard_task = e.value("task", tensorboard_task);
+    std::string task = e.value("task", std::string());
+    auto t = std::find_if(tasks.begin(), tasks.end(), [&](const TaskView& v) { return v.id == task; });
+    // A late answer from a task that already ended (or a job that did) is no link.
+    if (!final && (t == tasks.end() || !IsFinalTaskState(t->state))) {
+      tensorboard_url = e.value("url", tensorboard_url);
+      tensorboard_task = task;
+    }
   } else if (type == events::kJobRestarting) {
     tensorboard_url.clear();
     tensorboard_task.clear();
@@ -124,7 +134,14 @@ void JobView::ApplyChecked(const json& e) {
     state = e.value("state", state);
     diagnostics = e.value("diagnostics", diagnostics);
     finished_ms = ts;
+    MarkEnded();
   }
+}
+
+void JobView::MarkEnded() {
+  dashboard_url.clear();
+  tensorboard_url.clear();
+  tensorboard_task.clear();
 }
 
 Result<JobView> LoadJobView(const JobDir& dir) {
@@ -148,6 +165,7 @@ Result<JobView> LoadJobView(const JobDir& dir) {
       view.diagnostics = s.value("diagnostics", view.diagnostics);
       view.finished_ms = EventMillis(s, "finished_ms", view.finished_ms);
       view.final = true;
+      view.MarkEnded();
     } catch (const json::exception&) {
     }
   }
@@ -193,7 +211,12 @@ bool IsFinalTaskState(const std::string& state) {
 
 Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics, const json& extra,
               const std::string& task_state) {
-  if (PathExists(dir.status())) return Status::Ok();
+  return EndJobIfFirst(dir, state, diagnostics, extra, task_state).status();
+}
+
+Result<bool> EndJobIfFirst(const JobDir& dir, const std::string& state, const std::string& diagnostics,
+                           const json& extra, const std::string& task_state) {
+  if (PathExists(dir.status())) return false;
   LOOM_ASSIGN_OR_RETURN(JobView view, LoadJobView(dir));
   EventLog log(dir.events());
   for (const TaskView& t : view.tasks) {
@@ -208,7 +231,9 @@ Status EndJob(const JobDir& dir, const std::string& state, const std::string& di
   json status = {{"job_id", dir.job_id()}, {"state", state}, {"diagnostics", diagnostics}, {"finished_ms", NowMillis()}};
   for (const auto& [k, v] : extra.items()) status[k] = v;
   Status s = WriteFinalStatus(dir, status);
-  return s.code() == StatusCode::kAlreadyExists ? Status::Ok() : s;
+  if (s.code() == StatusCode::kAlreadyExists) return false;
+  LOOM_RETURN_IF_ERROR(s);
+  return true;
 }
 
 json ToJson(const JobView& v) {
@@ -247,6 +272,7 @@ json ToJson(const JobView& v) {
     j["queue_reason"] = v.queue_reason;
   }
   if (!v.tracking_url.empty()) j["tracking_url"] = v.tracking_url;
+  if (!v.dashboard_url.empty()) j["dashboard_url"] = v.dashboard_url;
   if (!v.tensorboard_url.empty()) j["tensorboard_url"] = v.tensorboard_url;
   if (!v.warnings.empty()) j["warnings"] = v.warnings;
   return j;

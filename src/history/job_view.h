@@ -57,7 +57,11 @@ struct JobView {
   int queue_position = 0;
   std::string queue_reason;
   std::string tracking_url;  // where the cluster's UI shows the job, if it has one
-  // The job's TensorBoard once it answers ("http://host:TB_PORT/") and the task serving it.
+  // The AM's own status page (am/status_page.h; AM_STARTED's status_url) while the AM serves
+  // it: "" before it started and once the job ended (a dead link is never shown).
+  std::string dashboard_url;
+  // The job's TensorBoard once it answers ("http://host:TB_PORT/") and the task serving it;
+  // both "" again once that task or the job ended (nothing answers there any more).
   std::string tensorboard_url, tensorboard_task;
   // What the user should know about the job as a whole (JOB_WARNING), each once, in order.
   std::vector<std::string> warnings;
@@ -65,6 +69,8 @@ struct JobView {
   TaskView* FindTask(const std::string& id);
   // Folds one events.jsonl entry into the view; entries of the wrong shape are ignored.
   void Apply(const nlohmann::json& event);
+  // The job's record says it ended (status.json): what served it answers no more.
+  void MarkEnded();
 
  private:
   void ApplyChecked(const nlohmann::json& event);
@@ -81,6 +87,12 @@ Status WriteFinalStatus(const JobDir& dir, const nlohmann::json& status);
 // `diagnostics` (and `extra` fields) unless someone wrote it first. Idempotent.
 Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
               const nlohmann::json& extra = nlohmann::json::object(), const std::string& task_state = "KILLED");
+// EndJob that says whether this call's end stands: true when it wrote status.json, false when
+// someone ended the job first (their state is the job's). Whoever's end stands writes the
+// JOB_FINISHED event, so that events.jsonl and status.json never disagree.
+Result<bool> EndJobIfFirst(const JobDir& dir, const std::string& state, const std::string& diagnostics,
+                           const nlohmann::json& extra = nlohmann::json::object(),
+                           const std::string& task_state = "KILLED");
 
 // Why the job is being killed, recorded by whoever asks for the kill before it sends it
 // (`loom kill`, `loom submit` taking a signal), for whoever then writes the job's end (the

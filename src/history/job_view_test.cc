@@ -43,6 +43,65 @@ TEST_F(JobViewTest, FoldsEventsInOrder) {
   EXPECT_FALSE(view->final);
 }
 
+// README: "a dead link is never shown". The TensorBoard goes with its task; the AM's dashboard
+// and the TensorBoard go with the job's end.
+TEST_F(JobViewTest, LinksAreShownOnlyWhileSomethingAnswersThere) {
+  EventLog log(dir_.events());
+  ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_x"}, {"tasks", {"worker:0", "tensorboard:0"}}}));
+  ASSERT_OK(log.Append("AM_STARTED", {{"pid", 1}, {"status_url", "http://127.0.0.1:5000/"}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "RUNNING"}}));
+  ASSERT_OK(log.Append("TENSORBOARD", {{"task", "tensorboard:0"}, {"url", "http://127.0.0.1:28305/"}}));
+  auto running = LoadJobView(dir_);
+  ASSERT_OK(running);
+  EXPECT_EQ(running->dashboard_url, "http://127.0.0.1:5000/");
+  EXPECT_EQ(running->tensorboard_url, "http://127.0.0.1:28305/");
+  EXPECT_EQ(ToJson(*running)["dashboard_url"], "http://127.0.0.1:5000/");
+  EXPECT_EQ(ToJson(*running)["tensorboard_url"], "http://127.0.0.1:28305/");
+
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "KILLED"}, {"exit_code", 143}}));
+  auto tb_gone = LoadJobView(dir_);
+  ASSERT_OK(tb_gone);
+  EXPECT_EQ(tb_gone->tensorboard_url, "");
+  EXPECT_FALSE(ToJson(*tb_gone).contains("tensorboard_url"));
+  EXPECT_EQ(tb_gone->dashboard_url, "http://127.0.0.1:5000/");
+  // A late answer of the task that ended is no link either.
+  ASSERT_OK(log.Append("TENSORBOARD", {{"task", "tensorboard:0"}, {"url", "http://127.0.0.1:28305/"}}));
+  EXPECT_EQ(LoadJobView(dir_)->tensorboard_url, "");
+
+  // The chief serving it itself: the link lives until the job's end, with the dashboard.
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}}));
+  ASSERT_OK(log.Append("TENSORBOARD", {{"task", "worker:0"}, {"url", "http://127.0.0.1:28306/"}}));
+  EXPECT_EQ(LoadJobView(dir_)->tensorboard_url, "http://127.0.0.1:28306/");
+  ASSERT_OK(EndJob(dir_, "SUCCEEDED", ""));
+  auto ended = LoadJobView(dir_);
+  ASSERT_OK(ended);
+  EXPECT_EQ(ended->tensorboard_url, "");
+  EXPECT_EQ(ended->dashboard_url, "");
+  EXPECT_FALSE(ToJson(*ended).contains("dashboard_url"));
+  // A follower folding the events alone sees the end in JOB_FINISHED.
+  JobView follower;
+  for (const auto& e : ReadEvents(dir_.events())) follower.Apply(e);
+  EXPECT_EQ(follower.dashboard_url, "http://127.0.0.1:5000/");
+  follower.Apply({{"ts", 2}, {"event", "JOB_FINISHED"}, {"state", "SUCCEEDED"}});
+  EXPECT_EQ(follower.dashboard_url, "");
+  EXPECT_EQ(follower.tensorboard_url, "");
+}
+
+// Whoever ends the job first decides its state; a later writer learns it did not.
+TEST_F(JobViewTest, EndJobIfFirstSaysWhoseEndStands) {
+  EventLog log(dir_.events());
+  ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_x"}, {"tasks", {"worker:0"}}}));
+  auto first = EndJobIfFirst(dir_, "FAILED", "the AM did not start in time");
+  ASSERT_OK(first);
+  EXPECT_TRUE(*first);
+  auto second = EndJobIfFirst(dir_, "KILLED", "killed");
+  ASSERT_OK(second);
+  EXPECT_FALSE(*second);
+  auto view = LoadJobView(dir_);
+  EXPECT_EQ(view->state, "FAILED");
+  EXPECT_EQ(view->diagnostics, "the AM did not start in time");
+}
+
 // Found by events_fuzzer: a float or out-of-range number where an integer belongs must be
 // ignored, not converted (undefined behaviour) or subtracted (overflow).
 TEST_F(JobViewTest, NumbersOutOfRangeAreIgnored) {

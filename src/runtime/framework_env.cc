@@ -60,10 +60,12 @@ Result<ClusterSpec> ClusterSpec::FromJson(const std::string& text, const std::ve
   return spec;
 }
 
+bool InWorld(const TaskTypeSpec& type) { return type.holds_rank && type.role != TaskRole::kSidecar; }
+
 int GlobalRank(const JobSpec& spec, const TaskId& task) {
   int rank = 0;
   for (const auto& t : spec.types) {
-    if (t.role == TaskRole::kSidecar) continue;
+    if (!InWorld(t)) continue;
     if (t.name == task.type) return task.index < t.instances ? rank + task.index : -1;
     rank += t.instances;
   }
@@ -73,7 +75,7 @@ int GlobalRank(const JobSpec& spec, const TaskId& task) {
 int WorldSize(const JobSpec& spec) {
   int n = 0;
   for (const auto& t : spec.types) {
-    if (t.role != TaskRole::kSidecar) n += t.instances;
+    if (InWorld(t)) n += t.instances;
   }
   return n;
 }
@@ -81,7 +83,7 @@ int WorldSize(const JobSpec& spec) {
 int FirstProcessRank(const JobSpec& spec, const TaskId& task) {
   int rank = 0;
   for (const auto& t : spec.types) {
-    if (t.role == TaskRole::kSidecar) continue;
+    if (!InWorld(t)) continue;
     if (t.name == task.type) return task.index < t.instances ? rank + task.index * t.processes : -1;
     rank += t.instances * t.processes;
   }
@@ -91,7 +93,7 @@ int FirstProcessRank(const JobSpec& spec, const TaskId& task) {
 int WorldProcesses(const JobSpec& spec) {
   int n = 0;
   for (const auto& t : spec.types) {
-    if (t.role != TaskRole::kSidecar) n += t.instances * t.processes;
+    if (InWorld(t)) n += t.instances * t.processes;
   }
   return n;
 }
@@ -125,19 +127,26 @@ void AddTorchEnv(const JobSpec& spec, const ClusterSpec& cluster, const TaskCont
   const int task_rank = GlobalRank(spec, ctx.task);
   const int first_rank = FirstProcessRank(spec, ctx.task);
   const int world = WorldProcesses(spec);
-  // Rank 0 is the first non-sidecar task's process 0; its task's reserved port becomes the
+  // Rank 0 is the first ranked task's process 0; its task's reserved port becomes the
   // rendezvous port, one for every process of the job.
   std::string master;
   for (const auto& t : spec.types) {
-    if (t.role != TaskRole::kSidecar && t.instances > 0) {
+    if (InWorld(t) && t.instances > 0) {
       master = cluster.AddressOf({t.name, 0});
       break;
     }
   }
-  auto [addr, port] = SplitHostPort(master);
-  env["MASTER_ADDR"] = addr;
-  env["MASTER_PORT"] = port;
-  env["WORLD_SIZE"] = std::to_string(world);
+  // A stage without ranked types (a prepare stage of data loaders) has no world to join.
+  if (!master.empty()) {
+    auto [addr, port] = SplitHostPort(master);
+    env["MASTER_ADDR"] = addr;
+    env["MASTER_PORT"] = port;
+    env["WORLD_SIZE"] = std::to_string(world);
+    env["GROUP_WORLD_SIZE"] = std::to_string(WorldSize(spec));
+    // TonY's names.
+    env["INIT_METHOD"] = "tcp://" + master;
+    env["WORLD"] = std::to_string(world);
+  }
   // With one process, each container is its own node with local rank 0, so that
   // torch.cuda.set_device(LOCAL_RANK) is right under the pinned CUDA_VISIBLE_DEVICES; with
   // split GPUs each process sees only its own, and the same holds.
@@ -148,16 +157,12 @@ void AddTorchEnv(const JobSpec& spec, const ClusterSpec& cluster, const TaskCont
   if (const TaskTypeSpec* t = spec.FindType(ctx.task.type)) {
     env["ROLE_WORLD_SIZE"] = std::to_string(t->instances * processes);
   }
-  env["GROUP_WORLD_SIZE"] = std::to_string(WorldSize(spec));
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(ctx.restart_count);
   env["TORCHELASTIC_RUN_ID"] = ctx.job_id;
   if (task_rank >= 0) {
     env["RANK"] = std::to_string(first_rank + local_rank);
     env["GROUP_RANK"] = std::to_string(task_rank);
   }
-  // TonY's names.
-  env["INIT_METHOD"] = "tcp://" + master;
-  env["WORLD"] = std::to_string(world);
 }
 
 // Horovod's variables for process `local_rank` of the task (horovodrun's meaning): ranks over
@@ -173,7 +178,7 @@ void AddHorovodEnv(const JobSpec& spec, const ClusterSpec& cluster, const TaskCo
   env["HOROVOD_LOCAL_SIZE"] = std::to_string(ProcessesOf(spec, ctx.task.type));
   int cross_rank = -1, cross_size = 0;
   for (const auto& t : spec.types) {
-    if (t.role == TaskRole::kSidecar || t.processes <= local_rank) continue;
+    if (!InWorld(t) || t.processes <= local_rank) continue;
     for (int i = 0; i < t.instances; ++i) {
       if (t.name == ctx.task.type && i == ctx.task.index) cross_rank = cross_size;
       ++cross_size;

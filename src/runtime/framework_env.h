@@ -54,9 +54,12 @@ inline constexpr char kTensorBoardType[] = "tensorboard";
 // needReserveTBPort: the sidecar `tensorboard` task when the job has one, else the chief.
 bool ReservesTbPort(const JobSpec& spec, const TaskId& task);
 
-// Ranks of tasks in frameworks with a flat world (pytorch, horovod): every non-sidecar task, in
-// the job's type order (chief, master, worker, then the rest by name). Returns -1 for tasks
-// outside the world (sidecars). This is torchrun's GROUP_RANK (a task is a torchrun "node").
+// Whether the tasks of `type` hold ranks in the flat world (pytorch, horovod): the types of
+// loom.application.world.jobtypes (TaskTypeSpec::holds_rank), never a sidecar.
+bool InWorld(const TaskTypeSpec& type);
+// Ranks of tasks in frameworks with a flat world: every task of an InWorld type, in the job's
+// type order (chief, master, worker, then the rest by name). Returns -1 for tasks outside the
+// world. This is torchrun's GROUP_RANK (a task is a torchrun "node").
 int GlobalRank(const JobSpec& spec, const TaskId& task);
 // Tasks in the flat world (GROUP_WORLD_SIZE).
 int WorldSize(const JobSpec& spec);

@@ -147,6 +147,48 @@ TEST(TensorBoard, PortGoesToTheSidecarWhenThereIsOneElseToTheChief) {
   EXPECT_EQ(w.count("TB_LOG_DIR"), 0u);
 }
 
+TEST(TorchEnv, TypesOutsideTheWorldHoldNoRank) {
+  // A reader next to the workers (loom.application.world.jobtypes leaves it out): the workers'
+  // world is theirs alone, so DDP never waits for a rank nobody takes.
+  JobSpec spec = Spec(Framework::kPyTorch, {{"worker", 2}, {"reader", 1}});
+  spec.types[1].holds_rank = false;
+  ClusterSpec c = Cluster(spec);
+  for (int i = 0; i < 2; ++i) {
+    auto w = BuildFrameworkEnv(spec, c, {{"worker", i}, "job1", 0});
+    EXPECT_EQ(w.at("RANK"), std::to_string(i));
+    EXPECT_EQ(w.at("WORLD_SIZE"), "2");
+    EXPECT_EQ(w.at("GROUP_WORLD_SIZE"), "2");
+    EXPECT_EQ(w.at("MASTER_ADDR"), "hworker");
+  }
+  auto r = BuildFrameworkEnv(spec, c, {{"reader", 0}, "job1", 0});
+  EXPECT_EQ(r.count("RANK"), 0u);  // init_process_group fails at once instead of hanging the others
+  EXPECT_EQ(r.count("GROUP_RANK"), 0u);
+  EXPECT_EQ(r.at("WORLD_SIZE"), "2");
+
+  // horovod: the same world, and the reader is no host of it.
+  spec.framework = Framework::kHorovod;
+  auto h = BuildProcessEnvs(spec, c, {{"worker", 1}, "job1", 0});
+  EXPECT_EQ(h[0].at("HOROVOD_SIZE"), "2");
+  EXPECT_EQ(h[0].at("HOROVOD_CROSS_SIZE"), "2");
+  EXPECT_EQ(BuildProcessEnvs(spec, c, {{"reader", 0}, "job1", 0})[0].count("HOROVOD_RANK"), 0u);
+}
+
+TEST(Stages, AStageWithoutRankedTypesHasNoWorld) {
+  JobSpec spec = Spec(Framework::kPyTorch, {{"worker", 2}, {"dbloader", 1}});
+  spec.types[1].holds_rank = false;
+  spec.prepare_stage = {"dbloader"};
+  spec.training_stage = {"worker"};
+  ClusterSpec c = Cluster(spec);
+  auto loader = BuildFrameworkEnv(spec, c, {{"dbloader", 0}, "job1", 0});
+  for (const char* k : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "INIT_METHOD", "WORLD"}) {
+    EXPECT_EQ(loader.count(k), 0u) << k;
+  }
+  EXPECT_EQ(loader.at("LOCAL_RANK"), "0");
+  auto w1 = BuildFrameworkEnv(spec, c, {{"worker", 1}, "job1", 0});
+  EXPECT_EQ(w1.at("RANK"), "1");
+  EXPECT_EQ(w1.at("WORLD_SIZE"), "2");
+}
+
 TEST(Stages, EachStageIsItsOwnCluster) {
   JobSpec spec = Spec(Framework::kPyTorch, {{"worker", 2}, {"dbloader", 1}});
   spec.prepare_stage = {"dbloader"};

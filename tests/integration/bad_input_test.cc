@@ -11,6 +11,7 @@ namespace loom::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class BadInputTest : public ::testing::Test {
  protected:
@@ -77,6 +78,14 @@ TEST_F(BadInputTest, MalformedXml) {
   RunResult r = Submit({"--conf_file", conf});
   ExpectNothingStarted(r);
   EXPECT_THAT(r.err, HasSubstr("malformed XML"));
+  // Placed where an editor shows it, not at a byte offset: line 3's closing tag is misspelt.
+  std::ofstream(conf, std::ios::trunc) << "<?xml version=\"1.0\"?>\n<configuration>\n"
+                                          "  <property><name>tony.worker.instances</name><value>1</value></propertyy>\n"
+                                          "</configuration>\n";
+  RunResult placed = Submit({"--conf_file", conf});
+  ExpectNothingStarted(placed);
+  EXPECT_THAT(placed.err, HasSubstr("config file " + conf + ": malformed XML at line 3, column "));
+  EXPECT_THAT(placed.err, Not(HasSubstr("offset")));
 }
 
 TEST_F(BadInputTest, UnknownFlagAndBackend) {

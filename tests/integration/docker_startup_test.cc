@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 
 #include "core/testing.h"
+#include "history/event_log.h"
 #include "yarn_double_cluster.h"
 
 namespace loom::testing {
@@ -101,6 +102,13 @@ TEST(AmStartupTimeout, YarnJobStillAcceptedIsEndedByItsClient) {
   history::JobView view = cluster.loom().View(second_id);
   EXPECT_EQ(view.state, "FAILED");
   EXPECT_THAT(view.diagnostics, HasSubstr(why));
+  // The job's own record agrees (YARN's report says KILLED: the client killed the application).
+  EXPECT_THAT(r.out, HasSubstr("job FAILED"));
+  std::vector<std::string> finished;
+  for (const auto& e : history::ReadEvents(cluster.loom().Dir(second_id).events())) {
+    if (e.value("event", "") == "JOB_FINISHED") finished.push_back(e.value("state", "?"));
+  }
+  EXPECT_EQ(finished, std::vector<std::string>{"FAILED"});
   EXPECT_EQ(cluster.Report(second_id).yarn_application_state(), ypb::KILLED);
   std::string staging = cluster.StagingRoot() + "/" + cluster.ApplicationId(second_id) + "/";
   for (const std::string& f : cluster.StagingFiles()) {
@@ -174,6 +182,14 @@ TEST(AmStartupTimeout, LocalJobStillQueuedIsEnded) {
   EXPECT_THAT(r.out, HasSubstr("the AM did not start within loom.am.startup-timeout=2000 ms (local: still QUEUED, "
                                "position 1: waiting for 3.0 GiB of memory"));
   EXPECT_EQ(loom.View(second_id).state, "FAILED");
+  // One end, the same everywhere: the follower's lines, events.jsonl and status.json.
+  EXPECT_THAT(r.out, HasSubstr("job FAILED"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("job KILLED")));
+  std::vector<std::string> finished;
+  for (const auto& e : history::ReadEvents(loom.Dir(second_id).events())) {
+    if (e.value("event", "") == "JOB_FINISHED") finished.push_back(e.value("state", "?"));
+  }
+  EXPECT_EQ(finished, std::vector<std::string>{"FAILED"});
   EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(second_id).empty(); }, 10s));
   // The first job's AM started at once; it runs on past the same timeout.
   EXPECT_EQ(loom.View(first_id).state, "RUNNING");

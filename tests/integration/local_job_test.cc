@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -100,6 +101,26 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
   EXPECT_THAT(loom.Run({"status", id}).out, HasSubstr("killed by loom kill (user kim)"));
   EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
       << MiniLoom::JobProcesses(id).size() << " processes left";  EXPECT_FALSE(PathExists(loom.Dir(id).secret()));  // no secret outlives its job
+}
+
+// Without $USER or $LOGNAME (a cron job, a container, `env -i`), `loom kill` still names the
+// user by their login name, as /etc/passwd has it, never by a bare uid.
+TEST(LocalJob, KillWithoutUserVariablesNamesTheLoginNotTheUid) {
+  MiniLoom loom;
+  Subprocess submit = loom.Start(
+      SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
+      "submit");
+  std::string id = loom.WaitUntilRunning(1, 30s);
+  ASSERT_FALSE(id.empty());
+  const passwd* pw = ::getpwuid(::getuid());
+  ASSERT_NE(pw, nullptr);
+  RunResult kill = loom.Run({"kill", id}, {{"USER", ""}, {"LOGNAME", ""}});
+  EXPECT_EQ(kill.exit_code, 0) << kill.err;
+  RunResult r = loom.Collect(submit, "submit");
+  const std::string cause = std::string("killed by loom kill (user ") + pw->pw_name + ")";
+  EXPECT_EQ(loom.View(id).diagnostics, cause);
+  EXPECT_THAT(r.out, HasSubstr(cause));
+  EXPECT_THAT(r.out, Not(HasSubstr("(user " + std::to_string(::getuid()) + ")")));
 }
 
 class SignalToSubmit : public ::testing::TestWithParam<int> {};

@@ -218,17 +218,35 @@ TEST(TensorBoard, TheSidecarServesItsLogDirAndItsLinkAnswers) {
   ASSERT_TRUE(std::regex_search(page, m, std::regex("<a id=\"tensorboard\" href=\"([^\"]+)\">"))) << page;
   EXPECT_EQ(m[1].str(), view.tensorboard_url);
   EXPECT_EQ(HttpGet(m[1].str()), "fake tensorboard of " + logs.string() + "\n");
-  // `loom status` shows it, as does its JSON.
-  EXPECT_THAT(loom.Run({"status", id}).out, HasSubstr("TensorBoard: " + view.tensorboard_url));
-  EXPECT_EQ(json::parse(loom.Run({"status", id, "--json"}).out)["tensorboard_url"], view.tensorboard_url);
+  // `loom status` shows it, as does its JSON; and the AM's own page (the local backend has no
+  // tracking URL of a cluster's UI to show instead).
+  const std::string dashboard = StatusUrl(loom, id);
+  ASSERT_FALSE(dashboard.empty());
+  RunResult status = loom.Run({"status", id});
+  EXPECT_THAT(status.out, HasSubstr("TensorBoard: " + view.tensorboard_url));
+  EXPECT_THAT(status.out, HasSubstr("Dashboard: " + dashboard));
+  json status_json = json::parse(loom.Run({"status", id, "--json"}).out);
+  EXPECT_EQ(status_json["tensorboard_url"], view.tensorboard_url);
+  EXPECT_EQ(status_json["dashboard_url"], dashboard);
+  EXPECT_THAT(HttpGet(dashboard), HasSubstr(id));
 
   Touch(dir / "go");
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  // The submit follower printed it once known.
+  // The submit follower printed both once known.
   EXPECT_THAT(r.out, HasSubstr("TensorBoard (tensorboard:0): " + view.tensorboard_url));
+  EXPECT_THAT(r.out, HasSubstr("; dashboard: " + dashboard));
   EXPECT_EQ(loom.View(id).FindTask("tensorboard:0")->state, "KILLED");  // a sidecar: stopped at the end
   EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
+  // Once the job ended nothing answers at either link, and neither is shown any more.
+  EXPECT_EQ(HttpGet(view.tensorboard_url), "");
+  EXPECT_EQ(HttpGet(dashboard), "");
+  RunResult after = loom.Run({"status", id});
+  EXPECT_THAT(after.out, Not(HasSubstr("TensorBoard:")));
+  EXPECT_THAT(after.out, Not(HasSubstr("Dashboard:")));
+  json after_json = json::parse(loom.Run({"status", id, "--json"}).out);
+  EXPECT_FALSE(after_json.contains("tensorboard_url")) << after_json.dump();
+  EXPECT_FALSE(after_json.contains("dashboard_url")) << after_json.dump();
 }
 
 // ---- Registry timeout ---------------------------------------------------------------------
@@ -366,6 +384,9 @@ TEST(MetricsInterval, TheExecutorSamplesAtTheConfiguredPeriod) {
   Touch(dir / "end");
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // The follower's lines say what each sample was, never the bare event name.
+  EXPECT_THAT(r.out, HasSubstr("memory (RSS): worker:0 "));
+  EXPECT_FALSE(std::regex_search(r.out, std::regex("TASK_METRICS\\s*\\n"))) << r.out;
   // Not before the next sample (an executor sampling faster would show it ~0.5 s after it
   // grew), and within one interval of the growth, plus heartbeat and recording slack.
   EXPECT_GE(seen - first, kInterval - 300) << "first record at " << first << ", growth seen at " << seen;

@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
@@ -11,9 +12,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cluster/container_env.h"
 #include "cluster/local/local_container_broker.h"
 #include "control/auth.h"
 #include "core/files.h"
+#include "core/forwarded_env.h"
 #include "core/subprocess.h"
 #include "history/events.h"
 #include "history/job_view.h"
@@ -37,15 +40,33 @@ constexpr std::chrono::milliseconds kFallback{2000};
 
 }  // namespace
 
+std::map<std::string, std::string> LocalContainerEnv(const std::map<std::string, std::string>& am_env) {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : am_env) {
+    if (PassesIntoContainers(k) || k == "USER" || k == "LOGNAME" || k == "HOME") env[k] = v;
+  }
+  for (const auto& [k, v] : ForwardedCredentials(am_env)) env[k] = v;
+  if (!env.count("USER") || !env.count("LOGNAME") || !env.count("HOME")) {
+    if (const passwd* pw = ::getpwuid(::getuid())) {
+      env.emplace("USER", pw->pw_name);
+      env.emplace("LOGNAME", pw->pw_name);
+      env.emplace("HOME", pw->pw_dir);
+    }
+  }
+  return env;
+}
+
 Result<AmSetup> LocalAmSide::Prepare(const history::JobDir& dir, const std::map<std::string, std::string>& env) {
   AmSetup setup;
   auto secret = env.find(control::kSecretFileEnv);
   setup.secret_file = secret != env.end() ? secret->second : dir.secret();
   setup.executor_binary = SelfExecutable();
-  // Executors are this machine's processes: they inherit the AM's environment, less the
-  // secret's path (each gets it from the AM by its own variable).
-  setup.executor_env = env;
-  setup.executor_env.erase(control::kSecretFileEnv);
+  setup.executor_env = LocalContainerEnv(env);
+  // Tasks run beside the job dir as the same Unix user: they can read its secret file. So the
+  // executors get a secret of their own, which the AM alone makes and hands out (through a
+  // pipe), and the file's only reads the job's state, for a client that follows the job.
+  LOOM_ASSIGN_OR_RETURN(executor_secret_, control::GenerateSecret());
+  setup.executor_secret = executor_secret_;
   return setup;
 }
 
@@ -131,7 +152,7 @@ Result<std::unique_ptr<ContainerBroker>> LocalAmSide::MakeBroker(const history::
   }
   return std::unique_ptr<ContainerBroker>(
       std::make_unique<LocalContainerBroker>(pool, dir, /*host_has_gpus=*/!host_->gpus.empty(),
-                                             ledger_ ? ledger_->record_fd() : -1));
+                                             ledger_ ? ledger_->record_fd() : -1, executor_secret_));
 }
 
 void LocalAmSide::Finish(const history::JobDir&, const std::string&, const std::string&) {

@@ -14,6 +14,14 @@
 
 namespace loom::cluster::local {
 
+// The environment every local executor starts with, from the AM's (the submitter's): what a
+// YARN container gets, so that a job that runs here runs there. That is the names that pass
+// into containers on every backend (cluster/container_env.h), the user's identity (USER,
+// LOGNAME, HOME, which a NodeManager sets itself; from the password database where `am_env`
+// lacks them), and the forwarded credentials (MLFLOW_TRACKING_TOKEN, ...), which ride in a YARN
+// container's credentials. Nothing else: not LOOM_HOME, whose job dirs hold the secret file.
+std::map<std::string, std::string> LocalContainerEnv(const std::map<std::string, std::string>& am_env);
+
 class LocalAmSide : public AmSide {
  public:
   Result<AmSetup> Prepare(const history::JobDir& dir, const std::map<std::string, std::string>& env) override;
@@ -31,6 +39,10 @@ class LocalAmSide : public AmSide {
   std::optional<HostInventory> host_;  // as the job sees the host (its loom.local.* settings)
   std::unique_ptr<ResourceLedger> ledger_;
   Admission admission_;
+  // The secret the job's executors hold, made by the AM, given to each through a pipe
+  // (LocalContainerBroker); the secret file in the job dir then only lets a client read the
+  // job's state (AmSetup::executor_secret).
+  std::string executor_secret_;
   int64_t reserved_memory_mib_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "cluster/local/cgroup.h"
@@ -10,6 +11,7 @@
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "core/files.h"
+#include "core/interpreter_check.h"
 #include "core/strings.h"
 #include "history/job_view.h"
 
@@ -41,6 +43,9 @@ Status LocalBackend::Submit(const JobSpec& spec, const history::JobDir& dir) {
 
 Status LocalBackend::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(inventory_.CheckFits(spec));
+  // The tasks run here and inherit this environment: a missing interpreter would fail them all.
+  const char* path = std::getenv("PATH");
+  LOOM_RETURN_IF_ERROR(CheckInterpreterOnThisHost(spec, path ? path : ""));
   return ResourceLedger::CheckUsable(ResourceLedger::DefaultDir());
 }
 

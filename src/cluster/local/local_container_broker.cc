@@ -1,7 +1,9 @@
 #include "cluster/local/local_container_broker.h"
 
+#include "control/auth.h"
 #include "control/executor_env.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -17,8 +19,10 @@ namespace loom::cluster::local {
 
 using Clock = std::chrono::steady_clock;
 
-LocalContainerBroker::LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus, int hold_fd)
+LocalContainerBroker::LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus, int hold_fd,
+                                           std::string executor_secret)
     : hold_fd_(hold_fd),
+      executor_secret_(std::move(executor_secret)),
       inventory_(std::move(pool)),
       job_dir_(std::move(job_dir)),
       job_id_(job_dir_.job_id()),
@@ -147,6 +151,23 @@ Status Unpack(const std::string& archive, const std::string& dest) {
   return CopyTree(archive, dest);
 }
 
+// A pipe's read end (close-on-exec: only the child it is handed to keeps it) that holds
+// `secret`, already written and closed: the executor reads it to the end and closes it before
+// any user process starts, so the secret is in no file, argument or environment of the task.
+Result<int> SecretPipe(const std::string& secret) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe for the executor's secret", errno);
+  std::string line = secret + "\n";  // far below a pipe's capacity: the write does not block
+  bool written = ::write(fds[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  int err = errno;
+  ::close(fds[1]);
+  if (!written) {
+    ::close(fds[0]);
+    return Status::FromErrno("writing the executor's secret", err);
+  }
+  return fds[0];
+}
+
 }  // namespace
 
 Status LocalContainerBroker::Localize(const LaunchSpec& spec, const std::string& work_dir) {
@@ -193,8 +214,17 @@ Status LocalContainerBroker::Launch(const Container& container, const LaunchSpec
       spdlog::warn("no cgroup for {}: {}", container.task.ToString(), cg.status().ToString());
     }
   }
+  int secret_fd = -1;
+  if (!executor_secret_.empty()) {
+    LOOM_ASSIGN_OR_RETURN(secret_fd, SecretPipe(executor_secret_));
+    o.env.erase(control::kSecretFileEnv);
+    wiring.secret_fd = secret_fd;
+    o.inherit_fds.push_back(secret_fd);
+  }
   wiring.AddTo(o.env);
-  LOOM_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(o));
+  Result<Subprocess> spawned = Subprocess::Spawn(o);
+  if (secret_fd >= 0) ::close(secret_fd);  // the executor's copy is the only one
+  LOOM_ASSIGN_OR_RETURN(Subprocess child, std::move(spawned));
   slot.pidfd = OpenPidFd(child.pid());
   if (slot.pidfd < 0) return Status::FromErrno("pidfd_open", errno);
   epoll_event ev{};

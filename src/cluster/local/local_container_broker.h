@@ -32,7 +32,10 @@ class LocalContainerBroker : public ContainerBroker {
   // has none, so a task without a GPU must still be kept from them.
   // `hold_fd` (or -1): a descriptor every executor inherits, so that whatever it holds (the
   // job's ledger record) is held until the job's last process is gone.
-  LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus = false, int hold_fd = -1);
+  // `executor_secret` (or empty): handed to each executor through a pipe (LOOM_SECRET_FD) in
+  // place of the path of a secret file (LOOM_SECRET_FILE), which user code could read too.
+  LocalContainerBroker(HostInventory pool, history::JobDir job_dir, bool host_has_gpus = false, int hold_fd = -1,
+                       std::string executor_secret = "");
   ~LocalContainerBroker() override;
 
   Status Start(ContainerEvents* events) override;
@@ -66,6 +69,7 @@ class LocalContainerBroker : public ContainerBroker {
   Status Localize(const LaunchSpec& spec, const std::string& work_dir);
 
   const int hold_fd_;
+  const std::string executor_secret_;
   const HostInventory inventory_;
   const history::JobDir job_dir_;
   const std::string job_id_;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cluster/container_env.h"
 #include "control/auth.h"
 #include "history/event_log.h"
 #include "core/files.h"
@@ -30,9 +31,7 @@ Result<AmSetup> YarnAmSide::Prepare(const history::JobDir& dir, const std::map<s
   setup.advertise_host = options->nm_host;
   setup.executor_binary = std::string("./") + kLoomBinaryResource;
   for (const auto& [k, v] : env) {
-    if (k == "PATH" || k == "LANG" || k == "TZ" || StartsWith(k, "LC_") || StartsWith(k, "LOOM_TEST_")) {
-      setup.executor_env[k] = v;
-    }
+    if (PassesIntoContainers(k)) setup.executor_env[k] = v;
   }
   auto get = [&](const char* k) { auto it = env.find(k); return it == env.end() ? std::string() : it->second; };
   if (!get("CONTAINER_ID").empty()) setup.location["container"] = get("CONTAINER_ID");

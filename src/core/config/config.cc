@@ -1,9 +1,11 @@
 #include "core/config/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <pugixml.hpp>
 #include <sstream>
 
+#include "core/files.h"
 #include "core/strings.h"
 
 namespace loom::config {
@@ -11,6 +13,21 @@ namespace loom::config {
 std::string CanonicalKey(const std::string& key) {
   if (StartsWith(key, "tony.")) return "loom." + key.substr(5);
   return key;
+}
+
+std::string XmlErrorPlace(std::string_view text, ptrdiff_t offset) {
+  size_t end = offset < 0 ? 0 : std::min(static_cast<size_t>(offset), text.size());
+  int line = 1, column = 1;
+  for (size_t i = 0; i < end; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else if ((c & 0xC0) != 0x80) {  // a UTF-8 continuation byte is not a column of its own
+      ++column;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
 void Config::Set(const std::string& key, const std::string& value, const std::string& source) {
@@ -31,8 +48,10 @@ Status Config::MergeXmlFile(const std::string& path, bool recorded_sources) {
   std::ostringstream ss;
   doc.save(ss);
   if (!r) {
-    return Status::InvalidArgument("config file " + path + ": malformed XML at offset " +
-                                   std::to_string(r.offset) + ": " + r.description());
+    // pugixml's offset counts bytes of the file as read: place it in the same bytes.
+    std::string text = ReadFile(path).value_or("");
+    return Status::InvalidArgument("config file " + path + ": malformed XML at " + XmlErrorPlace(text, r.offset) +
+                                   ": " + r.description());
   }
   return MergeXmlString(ss.str(), path, recorded_sources);
 }
@@ -41,8 +60,8 @@ Status Config::MergeXmlString(const std::string& xml, const std::string& source,
   pugi::xml_document doc;
   pugi::xml_parse_result r = doc.load_string(xml.c_str());
   if (!r) {
-    return Status::InvalidArgument(source + ": malformed XML at offset " + std::to_string(r.offset) +
-                                   ": " + r.description());
+    return Status::InvalidArgument(source + ": malformed XML at " + XmlErrorPlace(xml, r.offset) + ": " +
+                                   r.description());
   }
   pugi::xml_node root = doc.child("configuration");
   if (!root) return Status::InvalidArgument(source + ": no <configuration> root element");
@@ -54,9 +73,9 @@ Status Config::MergeXmlString(const std::string& xml, const std::string& source,
       return Status::InvalidArgument(source + ": <property> #" + std::to_string(index) +
                                      " has no <name>");
     }
-    if (!prop.child("value")) {
-      return Status::InvalidArgument(source + ": property " + name + " has no <value>");
-    }
+    // As Hadoop's Configuration: a property without a <value> (tony-default.xml's
+    // tony.other.namenodes) leaves the key unset; an empty <value></value> sets it empty.
+    if (!prop.child("value")) continue;
     std::string recorded = recorded_sources ? Trim(prop.child_value("source")) : "";
     Set(name, Trim(prop.child_value("value")), recorded.empty() ? source : recorded);
   }

@@ -5,9 +5,11 @@
 // name the file or flag and the key as the user wrote it.
 // Not thread-safe; build it once, then share it read-only.
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -16,6 +18,10 @@ namespace loom::config {
 
 // `tony.worker.memory` -> `loom.worker.memory`; other keys are returned unchanged.
 std::string CanonicalKey(const std::string& key);
+
+// Where byte `offset` of `text` is, as an editor shows it: "line 3, column 14" (both from 1;
+// columns count characters, not UTF-8 bytes). For XML parse errors.
+std::string XmlErrorPlace(std::string_view text, ptrdiff_t offset);
 
 // The source of an entry Loom filled in itself (WithDefaults), not the user.
 inline constexpr char kDefaultSource[] = "default";
@@ -30,7 +36,8 @@ class Config {
  public:
   void Set(const std::string& key, const std::string& value, const std::string& source);
   void Unset(const std::string& key);
-  // Reads <configuration><property><name/><value/></property>... from a file or a string.
+  // Reads <configuration><property><name/><value/></property>... from a file or a string. A
+  // property without <value> sets nothing, as in Hadoop's Configuration.
   // Each entry's source is `source` (the file's path); with `recorded_sources`, a property's own
   // <source> wins: only for Loom's own config.xml, which records where each key came from
   // (Hadoop's dumps carry <source> values such as "programmatically" that mean nothing here).

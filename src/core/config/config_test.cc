@@ -1,6 +1,7 @@
 #include "core/config/config.h"
 
 #include "core/config/key_registry.h"
+#include "core/files.h"
 #include "core/testing.h"
 
 namespace loom::config {
@@ -34,12 +35,47 @@ TEST(Config, LayersOverrideInOrder) {
   EXPECT_EQ(GetMemoryMib(c, "loom.ps.memory"), 2048);  // per-type default, as tony-default.xml
 }
 
+// Hadoop's Configuration skips a property without <value> (tony-default.xml's
+// tony.other.namenodes): the key stays as the layers below left it.
+TEST(Config, PropertyWithoutValueLeavesTheKeyUnset) {
+  Config c;
+  c.Set("tony.application.node-label", "gpu", "--conf_file");
+  ASSERT_OK(c.MergeXmlString("<configuration>"
+                             "<property><description>d</description><name>tony.other.namenodes</name></property>"
+                             "<property><name>tony.application.node-label</name></property>"
+                             "<property><name>tony.application.tags</name><value></value></property>"
+                             "</configuration>",
+                             "tony-default.xml"));
+  EXPECT_FALSE(c.Has("loom.other.namenodes"));
+  EXPECT_EQ(c.Get("loom.application.node-label"), "gpu");
+  EXPECT_EQ(c.Get("loom.application.tags"), "");  // an empty <value> sets the key, empty
+}
+
 TEST(Config, MalformedXmlNamesTheSource) {
   Config c;
   EXPECT_STATUS(c.MergeXmlString("<configuration><property>", "bad.xml"), kInvalidArgument,
                 HasSubstr("bad.xml: malformed XML"));
   EXPECT_STATUS(c.MergeXmlString("<conf/>", "x.xml"), kInvalidArgument, HasSubstr("no <configuration>"));
   EXPECT_STATUS(c.MergeXmlFile("/nonexistent/tony.xml"), kInvalidArgument, HasSubstr("does not exist"));
+}
+
+// An editor's place, not pugixml's byte offset: line and column, columns in characters.
+TEST(Config, MalformedXmlIsPlacedByLineAndColumn) {
+  Config c;
+  const std::string bad = "<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>a</name><value>1</value>\n"
+                          "  </propertyx>\n</configuration>\n";
+  Status s = c.MergeXmlString(bad, "tony.xml");
+  EXPECT_STATUS(s, kInvalidArgument, HasSubstr("tony.xml: malformed XML at line 4, column 5: "));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("offset")));
+  EXPECT_EQ(XmlErrorPlace("ab\ncd", 0), "line 1, column 1");
+  EXPECT_EQ(XmlErrorPlace("ab\ncd", 4), "line 2, column 2");
+  EXPECT_EQ(XmlErrorPlace("\xc3\xa9t\xc3\xa9<", 5), "line 1, column 4");  // "été<": 3 characters before '<'
+  EXPECT_EQ(XmlErrorPlace("ab", 99), "line 1, column 3");  // past the end: where the text ends
+  // A file: the same place, from the file's own bytes.
+  std::string path = ::testing::TempDir() + "/malformed_tony.xml";
+  ASSERT_OK(WriteFileAtomic(path, bad));
+  EXPECT_STATUS(c.MergeXmlFile(path), kInvalidArgument,
+                HasSubstr("config file " + path + ": malformed XML at line 4, column 5: "));
 }
 
 TEST(Config, RoundTripsThroughXml) {

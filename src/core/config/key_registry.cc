@@ -50,6 +50,17 @@ constexpr char kClientWaitRefusal[] =
 constexpr char kHorovodTestRefusal[] =
     "this is a hook of TonY's own Horovod tests (a fake or failing driver); Loom has no such hook. Remove the "
     "key";
+constexpr char kHorovodDebugRefusal[] =
+    "TonY's Horovod driver debug mode swaps TonY's Horovod driver task for a driver script of your own "
+    "(loom.driver.command) that starts Horovod's rendezvous server; Loom has no driver task to swap: with "
+    "loom.application.framework=horovod its AM serves horovodrun's gloo rendezvous itself and logs each "
+    "rendezvous (loom logs JOB --task am). Remove the key (false is accepted); to run a rendezvous of your own, "
+    "run it as a task type with its own loom.<type>.command";
+constexpr char kSingleNodeRefusal[] =
+    "TonY's single-node mode runs the training inside the AM's own container, with no task containers; Loom's "
+    "AM runs no user code. Train on one machine with one task instead: loom.worker.instances=1 (sized with "
+    "loom.worker.memory, loom.worker.vcores and loom.worker.gpus), or with loom submit --cluster local. Remove "
+    "the key (false is accepted)";
 constexpr char kPreprocessRefusal[] =
     "TonY's preprocess mode (the AM runs the user's script before any task) is not supported. Remove the key "
     "or set it to false";
@@ -129,6 +140,8 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.node-label", VT::kString, "", "Default node label for the AM and tasks."},
       Refused({"loom.application.enable-preprocess", VT::kBool, "false", "TonY preprocess mode (not supported)."},
               kPreprocessRefusal),
+      Refused({"loom.application.single-node", VT::kBool, "false", "TonY single-node mode: training in the AM."},
+              kSingleNodeRefusal),
       {"loom.application.timeout", VT::kTimeoutMs, "0", "Maximum job run time in ms (0: none)."},
       {"loom.application.framework", VT::kEnum, "tensorflow", "Framework contract given to tasks.",
        {"tensorflow", "pytorch", "mxnet", "horovod", "standalone", "mpi"}},
@@ -138,6 +151,9 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.application.untracked.jobtypes", VT::kList, "ps", "Types the job does not wait for; stopped when tracked tasks finish."},
       {"loom.application.sidecar.jobtypes", VT::kList, "tensorboard", "Types whose failures are ignored and not waited for."},
       {"loom.application.stop-on-failure-jobtypes", VT::kList, "ps", "Types whose failure fails the job at once."},
+      {"loom.application.world.jobtypes", VT::kList, "chief,master,worker",
+       "framework=pytorch|horovod: the types whose tasks hold ranks (RANK, counted in WORLD_SIZE); other types get "
+       "none."},
       // No default: unset, loom.application.success-policy decides (see BuildJobSpec).
       {"loom.application.fail-on-worker-failure-enabled", VT::kBool, "",
        "TonY's alias of the success policy: true = success-policy all (any worker failure fails the job), "
@@ -201,6 +217,10 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.task.metrics-interval-ms", VT::kPositive, "5000", "Metrics sampling period."},
       {"loom.task.gpu-metrics.enabled", VT::kBool, "true", "Collect GPU metrics."},
       {"loom.task.executor.execution-timeout-ms", VT::kTimeoutMs, "0", "Maximum run time of a user process (0: none)."},
+      // No default: unset, execution-timeout-ms decides (see BuildJobSpec).
+      {"loom.worker.timeout", VT::kTimeoutMs, "",
+       "TonY's name (before TonY#596) for loom.task.executor.execution-timeout-ms: the maximum run time in ms of "
+       "every task's process, not only the workers' (0: none); where both are set, execution-timeout-ms wins."},
       {"loom.task.executor.registry-timeout-sec", VT::kNonNegative, "0", "How long an executor retries registration (0: forever)."},
       {"loom.task.executor.execution.error-message-max-depth", VT::kNonNegative, "20", "stderr lines copied into failure diagnostics."},
       {"loom.task.port-range", VT::kPortRange, "20000-32000", "Ports handed to frameworks; kept outside the kernel's ephemeral range."},
@@ -248,7 +268,13 @@ const std::vector<KeyInfo>& GlobalKeys() {
       // Horovod (TonY test hooks).
       Refused({"loom.horovod.mode.test", VT::kBool, "false", "TonY Horovod test hook."}, kHorovodTestRefusal),
       Refused({"loom.horovod.mode.test.fast.fail", VT::kBool, "false", "TonY Horovod test hook."}, kHorovodTestRefusal),
-      Refused({"loom.horovod.driver.mode.debug", VT::kBool, "false", "TonY Horovod debug mode."}, kHorovodTestRefusal),
+      Refused({"loom.horovod.driver.mode.debug", VT::kBool, "false", "TonY Horovod driver debug mode."},
+              kHorovodDebugRefusal),
+      // tony-default.xml sets these two test hooks (false) since TonY 0.4.x.
+      Refused({"loom.application.test.horovod-driver-fail-enable", VT::kBool, "false", "TonY Horovod test hook."},
+              kHorovodTestRefusal),
+      Refused({"loom.application.test.horovod-test-mode-enable", VT::kBool, "false", "TonY Horovod test hook."},
+              kHorovodTestRefusal),
       // Misc.
       {"loom.gpu-exec-path", VT::kString, "nvidia-smi", "nvidia-smi to use for GPU discovery and metrics."},
       // TonY runs its sidecar TensorBoard with this Python (default `python`).

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -17,7 +18,9 @@
 namespace loom::config {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct SourceFile {
   std::string path;
@@ -172,6 +175,13 @@ class KeyWalkTest : public ::testing::Test {
     return c;
   }
 
+  // The same, written in tony.* keys: messages then name keys in tony.*.
+  Config TonyJobWith(const std::string& key, const std::string& value) const {
+    Config c = JobWith(key, value);
+    c.Set("tony.worker.instances", "1", "--conf");
+    return c;
+  }
+
   // A refused key, in both spellings, fails the build naming it and its value; its harmless
   // default passes.
   void ExpectRefused(const std::string& key, const KeyInfo& info) {
@@ -239,6 +249,128 @@ TEST_F(KeyWalkTest, EveryPatternKeyIsReadOrRefused) {
     }
   }
   EXPECT_TRUE(unread.empty()) << "accepted but read nowhere under src/:\n  " << Join(unread, "\n  ");
+}
+
+// ---- TonY's own tony-default.xml, as users copy it (tests/data/tony/README.md names its source) ----
+
+struct TonyProperty {
+  std::string name;
+  std::optional<std::string> value;  // nullopt: the property has no <value>
+};
+
+// The files: TonY's current tony-default.xml and an earlier one with tony.application.single-node.
+std::vector<std::string> TonyDefaultFiles() {
+  std::string dir = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/tony/";
+  return {dir + "tony-default.xml", dir + "tony-default-single-node.xml"};
+}
+
+// Every property of a Hadoop configuration file, in order (the files are plain: no CDATA, no
+// attributes on <name> or <value>).
+std::vector<TonyProperty> PropertiesOf(const std::string& path) {
+  std::string text = ReadFile(path).value_or("");
+  auto inner = [](const std::string& block, const std::string& tag) -> std::optional<std::string> {
+    size_t open = block.find("<" + tag + ">");
+    if (open == std::string::npos) return std::nullopt;
+    size_t begin = open + tag.size() + 2, end = block.find("</" + tag + ">", begin);
+    return Trim(block.substr(begin, end - begin));
+  };
+  std::vector<TonyProperty> props;
+  for (size_t at = text.find("<property>"); at != std::string::npos; at = text.find("<property>", at + 1)) {
+    std::string block = text.substr(at, text.find("</property>", at) - at);
+    props.push_back({inner(block, "name").value_or(""), inner(block, "value")});
+  }
+  return props;
+}
+
+TEST_F(KeyWalkTest, TonyDefaultFilesAreThere) {
+  // Without them the walks below would walk nothing.
+  EXPECT_EQ(PropertiesOf(TonyDefaultFiles()[0]).size(), 59u);
+  EXPECT_EQ(PropertiesOf(TonyDefaultFiles()[1]).size(), 49u);
+}
+
+// The whole file as a --conf_file: read (a property without <value> leaves its key unset, as in
+// Hadoop's Configuration) and built into a job.
+TEST_F(KeyWalkTest, TonyDefaultXmlIsAWholeValidConfFile) {
+  for (const std::string& file : TonyDefaultFiles()) {
+    SCOPED_TRACE(file);
+    Config c;
+    ASSERT_OK(c.MergeXmlFile(file));
+    EXPECT_FALSE(c.Has("tony.other.namenodes"));
+    EXPECT_FALSE(c.Has("tony.application.node-label"));
+    EXPECT_TRUE(c.Has("tony.application.tags"));  // <value></value>: set, empty
+    c.Set("loom.worker.instances", "1", "--conf");
+    c.Set("loom.application.executes", (dir_ / "train.py").string(), "--executes");
+    Result<JobSpec> spec = BuildJobSpec(c, dir_.string());
+    ASSERT_OK(spec);
+    EXPECT_EQ(spec->name, "TensorFlowApplication");
+  }
+}
+
+// Each key of the file: known, and either read by Loom (and its value in the file valid) or
+// refused, with the file's own value let through and the refusal naming what to do instead.
+TEST_F(KeyWalkTest, EveryKeyOfTonyDefaultXmlIsAcceptedWithItsMeaningOrRefusedWithAnEquivalent) {
+  std::vector<std::string> problems;
+  for (const std::string& file : TonyDefaultFiles()) {
+    for (const TonyProperty& p : PropertiesOf(file)) {
+      SCOPED_TRACE(file + ": " + p.name);
+      ASSERT_TRUE(StartsWith(p.name, "tony.")) << p.name;
+      std::string canonical = CanonicalKey(p.name);
+      const KeyInfo* info = FindKey(canonical);
+      if (!info) {
+        problems.push_back(p.name + ": unknown");
+        continue;
+      }
+      std::string value = p.value.value_or("");
+      if (p.value) EXPECT_OK(ValidateValue(*info, p.name, value));
+      if (info->refused()) {
+        EXPECT_TRUE(info->Harmless(value)) << p.name << "=" << value << " is refused, though TonY ships it";
+        // The reason, and what to do instead: a Loom key or command, or that nothing is needed.
+        EXPECT_TRUE(info->refusal.find("loom") != std::string::npos || info->refusal.find("Remove the key") != std::string::npos)
+            << info->refusal;
+        ExpectRefused(canonical, *info);
+        continue;
+      }
+      bool global = StartsWith(info->name, "loom.");
+      bool read = global ? SomeFileReadsGlobalKey(info->name)
+                         : !FilesMatching(AttributeReader(info->name), info->name + "\"").empty();
+      if (!read) problems.push_back(p.name + ": accepted but read nowhere under src/");
+    }
+  }
+  EXPECT_TRUE(problems.empty()) << Join(problems, "\n");
+}
+
+// TonY's name for the execution timeout before TonY#596, as its older tony-default.xml sets it.
+TEST_F(KeyWalkTest, TonyWorkerTimeoutIsTheExecutionTimeout) {
+  Result<JobSpec> spec = BuildJobSpec(JobWith("tony.worker.timeout", "5000"), dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->execution_timeout_ms, 5000);
+  Config both = JobWith("tony.worker.timeout", "5000");
+  both.Set("tony.task.executor.execution-timeout-ms", "7000", "--conf");
+  spec = BuildJobSpec(both, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->execution_timeout_ms, 7000);  // the current name wins
+  EXPECT_STATUS(BuildJobSpec(JobWith("tony.worker.timeout", "soon"), dir_.string()), kInvalidArgument,
+                HasSubstr("tony.worker.timeout='soon': expected an integer"));
+}
+
+TEST_F(KeyWalkTest, SingleNodeModeIsRefusedWithTheOneTaskEquivalent) {
+  EXPECT_OK(BuildJobSpec(JobWith("tony.application.single-node", "false"), dir_.string()));
+  EXPECT_STATUS(BuildJobSpec(TonyJobWith("tony.application.single-node", "true"), dir_.string()), kInvalidArgument,
+                AllOf(HasSubstr("tony.application.single-node=true (from --conf): TonY's single-node mode runs the "
+                                "training inside the AM's own container"),
+                      HasSubstr("tony.worker.instances=1"), HasSubstr("--cluster local")));
+}
+
+// TonY's Horovod README documents the driver debug mode for users: refused as what it is, not
+// as a test hook, with what Loom does instead.
+TEST_F(KeyWalkTest, HorovodDriverDebugModeIsRefusedAsTheUserFeatureItIs) {
+  EXPECT_OK(BuildJobSpec(JobWith("tony.horovod.driver.mode.debug", "false"), dir_.string()));
+  Result<JobSpec> spec = BuildJobSpec(TonyJobWith("tony.horovod.driver.mode.debug", "true"), dir_.string());
+  EXPECT_STATUS(spec, kInvalidArgument,
+                AllOf(HasSubstr("tony.horovod.driver.mode.debug=true (from --conf): TonY's Horovod driver debug mode"),
+                      HasSubstr("tony.application.framework=horovod its AM serves horovodrun's gloo rendezvous"),
+                      HasSubstr("tony.<type>.command")));
+  EXPECT_THAT(spec.status().message(), Not(HasSubstr("test")));
 }
 
 TEST(KeyReaders, OnlyAccessorsCountAsReads) {
