@@ -41,7 +41,10 @@ class RecordingEvents : public ContainerEvents {
 class LocalBrokerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() / ("loom_lb_" + std::to_string(::getpid())) / "job_lbtest";
+    // The job id names the marker every process of a container carries, which Stop() looks for
+    // machine-wide: ctest runs these tests in parallel processes, so each has its own.
+    const std::string pid = std::to_string(::getpid());
+    root_ = std::filesystem::temp_directory_path() / ("loom_lb_" + pid) / ("job_lbtest" + pid);
     std::filesystem::create_directories(root_);
     inv_.vcores = 2;
     inv_.memory_mib = 3000;
