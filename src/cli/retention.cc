@@ -10,9 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cluster/local/job_processes.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -66,7 +68,9 @@ JobLiveness LivenessOf(const history::JobDir& dir) {
   if (job.ended && job.ended_ms <= 0 && ::stat(dir.status().c_str(), &st) == 0) {
     job.ended_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
   }
-  for (pid_t p : FindProcessesWithEnv("LOOM_JOB_ID=" + dir.job_id())) job.processes.push_back(p);
+  // The job's marker misses a local executor, whose environ is root's alone to read; the pid
+  // records of the local backend do not (cluster/local/job_processes.h).
+  for (pid_t p : cluster::local::JobProcesses(dir)) job.processes.push_back(p);
   return job;
 }
 
@@ -139,6 +143,55 @@ Status RemoveTree(const std::string& path) {
   return Status::Ok();
 }
 
+// Where a job's directory goes before it is deleted: out of jobs/ in one rename, so that no
+// reader (list, status, a second gc) ever sees a half-removed job.
+std::string RemovingDir() { return history::LoomHome() + "/.removing"; }
+
+// Removes a job's directory: renamed out of jobs/ first (atomic), then deleted. Where the
+// rename cannot be made (jobs/ on another file system), deleted in place.
+Status RemoveJobDir(const history::JobDir& dir) {
+  std::error_code ec;
+  fs::create_directories(RemovingDir(), ec);
+  const std::string parked = RemovingDir() + "/" + dir.job_id();
+  fs::remove_all(parked, ec);  // an earlier removal of the same id that was cut short
+  if (::rename(dir.root().c_str(), parked.c_str()) == 0) return RemoveTree(parked);
+  return RemoveTree(dir.root());
+}
+
+// What an earlier gc or rm left in .removing/ when it was cut short.
+void FinishCutShortRemovals() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(RemovingDir(), ec)) (void)RemoveTree(e.path().string());
+}
+
+// `loom rm` takes only a job of this $LOOM_HOME: the directory, its links resolved, lies right
+// under $LOOM_HOME/jobs, and its job.json (when it has one) names the same job. A path to any
+// other directory holding a job.json (a copy, a backup, a symlink) is refused.
+Result<history::JobDir> JobOfThisHome(const history::JobDir& dir) {
+  const std::string jobs = history::LoomHome() + "/jobs";
+  std::error_code ec, jobs_ec;
+  fs::path real = fs::canonical(dir.root(), ec);
+  fs::path real_jobs = fs::canonical(jobs, jobs_ec);
+  if (ec || jobs_ec || real.parent_path() != real_jobs) {
+    return Status::InvalidArgument(dir.root() + " is not a job directory under " + jobs +
+                                   " (loom rm removes only this $LOOM_HOME's jobs)");
+  }
+  history::JobDir resolved(real.string());
+  if (auto text = ReadFile(resolved.job_json()); text.ok()) {
+    std::string recorded;
+    try {
+      recorded = nlohmann::json::parse(*text).value("job_id", "");
+    } catch (const nlohmann::json::exception&) {
+      return Status::InvalidArgument(resolved.job_json() + " is not valid JSON");
+    }
+    if (!recorded.empty() && recorded != resolved.job_id()) {
+      return Status::InvalidArgument(resolved.root() + " holds job " + recorded + "'s record, not job " +
+                                     resolved.job_id() + "'s");
+    }
+  }
+  return resolved;
+}
+
 }  // namespace
 
 int GcCommand(std::vector<std::string> args) {
@@ -161,6 +214,7 @@ int GcCommand(std::vector<std::string> args) {
   Result<int64_t> older_than = ParseAge(age_text);
   if (!older_than.ok()) return UsageError("gc: " + source + " " + older_than.status().message());
 
+  FinishCutShortRemovals();
   const std::string jobs = history::LoomHome() + "/jobs";
   std::vector<std::string> ids;
   std::error_code ec;
@@ -188,7 +242,7 @@ int GcCommand(std::vector<std::string> args) {
     for (const std::string& t : targets) bytes += TreeBytes(t);
     Status s;
     for (const std::string& t : targets) {
-      if (s.ok() && !dry_run) s = RemoveTree(t);
+      if (s.ok() && !dry_run) s = work_only ? RemoveTree(t) : RemoveJobDir(dir);
     }
     if (!s.ok()) {
       std::fprintf(stderr, "loom: gc: %s\n", s.message().c_str());
@@ -219,6 +273,7 @@ int RmCommand(std::vector<std::string> args) {
   for (const std::string& job : jobs) {
     // Only what this machine holds: a job found through a cluster is not made here to be removed.
     Result<history::JobDir> dir = history::JobDir::Find(job);
+    if (dir.ok() && IsJobDir(*dir)) dir = JobOfThisHome(*dir);
     if (!dir.ok() || !IsJobDir(*dir)) {
       rc = std::max(rc, UsageError("rm: " + (dir.ok() ? dir->root() + " is not a job directory (no job.json)"
                                                        : dir.status().message())));
@@ -232,7 +287,7 @@ int RmCommand(std::vector<std::string> args) {
       continue;
     }
     int64_t bytes = TreeBytes(dir->root());
-    if (Status s = RemoveTree(dir->root()); !s.ok()) {
+    if (Status s = RemoveJobDir(*dir); !s.ok()) {
       std::fprintf(stderr, "loom: rm: %s\n", s.message().c_str());
       rc = std::max(rc, kExitJobFailed);
       continue;

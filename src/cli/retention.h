@@ -28,7 +28,7 @@ struct JobLiveness {
   bool ended = false;          // its record's final status (status.json) is written
   std::string state;           // as its record says: RUNNING, SUCCEEDED, ...
   int64_t ended_ms = 0;        // when it ended (status.json's finished_ms, else the file's mtime)
-  std::vector<int> processes;  // pids that still carry the job's marker
+  std::vector<int> processes;  // its live processes (cluster/local/job_processes.h)
 };
 
 // The job's liveness now, from its directory and /proc.

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/files.h"
 #include "core/strings.h"
 
 extern char** environ;
@@ -212,11 +213,12 @@ pid_t Subprocess::Release() {
 }
 
 namespace {
-// Parses /proc/<pid>/stat: state and process group. False if the process is gone.
-bool ReadProcStat(const std::string& pid_dir, char* state, pid_t* pgrp) {
+// Parses /proc/<pid>/stat: state, process group and (when `start_ticks` is given) start time.
+// False if the process is gone.
+bool ReadProcStat(const std::string& pid_dir, char* state, pid_t* pgrp, uint64_t* start_ticks = nullptr) {
   int fd = ::open((pid_dir + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  char buf[512];
+  char buf[1024];  // field 22 lies well within it; the fields after it are not read
   ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
   ::close(fd);
   if (n <= 0) return false;
@@ -224,8 +226,13 @@ bool ReadProcStat(const std::string& pid_dir, char* state, pid_t* pgrp) {
   const char* rp = std::strrchr(buf, ')');  // the command name may contain spaces and parens
   if (!rp) return false;
   int ppid = 0, pg = 0;
-  if (std::sscanf(rp + 1, " %c %d %d", state, &ppid, &pg) != 3) return false;
+  unsigned long long start = 0;
+  // Fields 3 (state), 4 (ppid), 5 (pgrp), then 6..21 skipped, then 22 (starttime).
+  int got = std::sscanf(rp + 1, " %c %d %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                        state, &ppid, &pg, &start);
+  if (got < 3 || (start_ticks && got != 4)) return false;
   *pgrp = pg;
+  if (start_ticks) *start_ticks = start;
   return true;
 }
 }  // namespace
@@ -290,6 +297,106 @@ int KillProcessesWithEnv(const std::vector<std::string>& entries) {
 }
 
 int KillProcessesWithEnv(const std::string& entry) { return KillProcessesWithEnv(std::vector<std::string>{entry}); }
+
+std::optional<uint64_t> ProcessStartTicks(pid_t pid) {
+  char state;
+  pid_t pgrp;
+  uint64_t start = 0;
+  if (pid <= 0 || !ReadProcStat("/proc/" + std::to_string(pid), &state, &pgrp, &start)) return std::nullopt;
+  return start;
+}
+
+namespace {
+
+// This boot's id: start times count from the boot, so a record of an earlier one (a job dir
+// kept across a reboot) must match no process of this one. One word even where unreadable.
+const std::string& BootId() {
+  static const std::string id = [] {
+    std::string text = Trim(ReadFile("/proc/sys/kernel/random/boot_id").value_or(""));
+    return text.empty() || text.find(' ') != std::string::npos ? std::string("unknown") : text;
+  }();
+  return id;
+}
+
+struct ProcessRecord {
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;
+  std::string boot_id;
+};
+
+// The records in `dir`'s files: "PID START_TICKS BOOT_ID". What does not parse is skipped, as
+// are WriteFileAtomic's temporary files.
+std::vector<ProcessRecord> ReadRecords(const std::string& dir) {
+  std::vector<ProcessRecord> records;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return records;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.empty() || name[0] == '.' || name.find(".tmp.") != std::string::npos) continue;
+    std::vector<std::string> fields = Split(Trim(ReadFile(dir + "/" + name).value_or("")), ' ');
+    if (fields.size() != 3) continue;
+    auto pid = ParseInt(fields[0]);
+    auto start = ParseInt(fields[1]);
+    if (!pid.ok() || *pid <= 1 || !start.ok() || *start < 0) continue;
+    records.push_back({static_cast<pid_t>(*pid), static_cast<uint64_t>(*start), fields[2]});
+  }
+  ::closedir(d);
+  return records;
+}
+
+// Whether the recorded process is the one that has its pid now, and alive.
+bool StillRuns(const ProcessRecord& r) {
+  char state;
+  pid_t pgrp;
+  uint64_t start = 0;
+  return r.boot_id == BootId() && ReadProcStat("/proc/" + std::to_string(r.pid), &state, &pgrp, &start) &&
+         start == r.start_ticks && state != 'Z' && state != 'X';
+}
+
+}  // namespace
+
+Status RecordProcess(const std::string& path, pid_t pid) {
+  std::optional<uint64_t> start = ProcessStartTicks(pid);
+  if (!start) return Status::FailedPrecondition("cannot record process " + std::to_string(pid) + ": it is gone");
+  return WriteFileAtomic(path, std::to_string(pid) + " " + std::to_string(*start) + " " + BootId() + "\n");
+}
+
+std::vector<pid_t> RecordedProcesses(const std::string& dir) {
+  std::vector<pid_t> pids;
+  for (const ProcessRecord& r : ReadRecords(dir)) {
+    if (StillRuns(r)) pids.push_back(r.pid);
+  }
+  return pids;
+}
+
+std::vector<pid_t> FindProcesses(const std::vector<std::string>& entries, const std::string& records_dir) {
+  std::vector<pid_t> pids = FindProcessesWithEnv(entries);
+  for (pid_t p : RecordedProcesses(records_dir)) pids.push_back(p);
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  pids.erase(std::remove(pids.begin(), pids.end(), ::getpid()), pids.end());
+  return pids;
+}
+
+int KillProcesses(const std::vector<std::string>& entries, const std::string& records_dir) {
+  std::vector<pid_t> by_env = FindProcessesWithEnv(entries);
+  int n = 0;
+  for (pid_t p : by_env) n += ::kill(p, SIGKILL) == 0;
+  for (const ProcessRecord& r : ReadRecords(records_dir)) {
+    if (r.pid == ::getpid() || std::find(by_env.begin(), by_env.end(), r.pid) != by_env.end()) continue;
+    // The pidfd pins the process that has the pid now: checked, then signalled, it is the same.
+    int fd = OpenPidFd(r.pid);
+    if (fd < 0) {
+      if (errno == ESRCH) continue;
+      // A kernel without pidfds (before 5.3): checked, then signalled by pid.
+      if (StillRuns(r)) n += ::kill(r.pid, SIGKILL) == 0;
+      continue;
+    }
+    if (StillRuns(r)) n += ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0) == 0;
+    ::close(fd);
+  }
+  return n;
+}
 
 std::vector<pid_t> ListPids() {
   std::vector<pid_t> pids;

@@ -7,7 +7,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,27 @@ std::vector<pid_t> FindProcessesWithEnv(const std::vector<std::string>& entries)
 // SIGKILLs those processes; returns how many were signalled.
 int KillProcessesWithEnv(const std::string& entry);
 int KillProcessesWithEnv(const std::vector<std::string>& entries);
+
+// Start time of `pid` in clock ticks after boot (/proc/PID/stat field 22, which /proc shows to
+// every user, also for a non-dumpable process); nullopt when there is no such process.
+std::optional<uint64_t> ProcessStartTicks(pid_t pid);
+// Records `pid` in the file `path` (written atomically) so that a later reader can tell it
+// from a process that reuses the pid: its pid, its start time and this boot's id.
+// FailedPrecondition when the process is gone; the write's error otherwise.
+Status RecordProcess(const std::string& path, pid_t pid);
+// The pids recorded (RecordProcess) in the files of `dir` whose processes still run: same pid,
+// same start time, same boot, not a zombie. A record of a process that is gone, whose pid
+// another process now has, or of an earlier boot counts for nothing; so does a file that is
+// no record, and so does a `dir` that does not exist.
+std::vector<pid_t> RecordedProcesses(const std::string& dir);
+// FindProcessesWithEnv(entries) and RecordedProcesses(records_dir), each pid once, sorted. A
+// process that made itself non-dumpable has an environ only root may read: another reader
+// finds it through a record alone.
+std::vector<pid_t> FindProcesses(const std::vector<std::string>& entries, const std::string& records_dir);
+// SIGKILLs those. A recorded process is signalled through a pidfd opened before its start time
+// is checked, so a process that took the pid meanwhile is never hit. Returns how many were
+// signalled.
+int KillProcesses(const std::vector<std::string>& entries, const std::string& records_dir);
 
 std::string SignalName(int sig);
 

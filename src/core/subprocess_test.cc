@@ -8,6 +8,7 @@
 
 #include "core/eventually.h"
 #include "core/files.h"
+#include "core/strings.h"
 #include "core/testing.h"
 
 namespace loom {
@@ -82,6 +83,55 @@ TEST(TerminateProcessGroup, EscalatesToSigkill) {
   auto info = child->Wait();
   EXPECT_EQ(info->signal, SIGKILL);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// A scratch directory of this test process's own.
+std::string RecordsDir(const std::string& name) {
+  std::string dir = std::filesystem::temp_directory_path() / ("loom_sp_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(RecordedProcesses, FindTheProcessUntilItIsGone) {
+  const std::string dir = RecordsDir("records");
+  auto child = Subprocess::Spawn(Sh("sleep 300"));
+  ASSERT_OK(child);
+  ASSERT_OK(RecordProcess(dir + "/sleeper", child->pid()));
+  EXPECT_THAT(RecordedProcesses(dir), ::testing::ElementsAre(child->pid()));
+  // Found with what carries no marker, and once only when it carries one too.
+  EXPECT_THAT(FindProcesses({"LOOM_NO_SUCH_MARKER=1"}, dir), ::testing::ElementsAre(child->pid()));
+  EXPECT_EQ(KillProcesses({"LOOM_NO_SUCH_MARKER=1"}, dir), 1);
+  EXPECT_EQ(child->Wait()->signal, SIGKILL);
+  EXPECT_TRUE(RecordedProcesses(dir).empty());
+  EXPECT_TRUE(RecordedProcesses(dir + "/missing").empty());
+  std::filesystem::remove_all(dir);
+}
+
+// A pid is reused once its process is gone: a record of it must not name the process that
+// has it now, whose start time (or boot) differs. Neither counted nor killed.
+TEST(RecordedProcesses, AReusedPidIsNotTheRecordedProcess) {
+  const std::string dir = RecordsDir("reuse");
+  auto child = Subprocess::Spawn(Sh("sleep 300"));
+  ASSERT_OK(child);
+  ASSERT_OK(RecordProcess(dir + "/sleeper", child->pid()));
+  auto fields = Split(Trim(*ReadFile(dir + "/sleeper")), ' ');
+  ASSERT_EQ(fields.size(), 3u);
+  EXPECT_EQ(fields[0], std::to_string(child->pid()));
+  EXPECT_EQ(fields[1], std::to_string(*ProcessStartTicks(child->pid())));
+  // The recorded process started a tick earlier than the one that has its pid now.
+  const std::string pid = std::to_string(child->pid());
+  const std::string earlier = std::to_string(*ProcessStartTicks(child->pid()) - 1);
+  ASSERT_OK(WriteFileAtomic(dir + "/sleeper", pid + " " + earlier + " " + fields[2] + "\n"));
+  // The same start time, in another boot.
+  ASSERT_OK(WriteFileAtomic(dir + "/other_boot", pid + " " + fields[1] + " 00000000-0000-0000-0000-000000000000\n"));
+  ASSERT_OK(WriteFileAtomic(dir + "/garbage", pid + "\n"));
+  EXPECT_TRUE(RecordedProcesses(dir).empty());
+  EXPECT_TRUE(FindProcesses({"LOOM_NO_SUCH_MARKER=1"}, dir).empty());
+  EXPECT_EQ(KillProcesses({"LOOM_NO_SUCH_MARKER=1"}, dir), 0);
+  EXPECT_TRUE(ProcessAlive(child->pid()));
+  EXPECT_STATUS(RecordProcess(dir + "/none", 0), kFailedPrecondition, HasSubstr("gone"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -25,5 +25,17 @@ TEST(PasswdUserName, UnknownUidOrBadLinesGiveNothing) {
   EXPECT_EQ(PasswdUserName("bob:x:notanumber:1::/:/bin/sh\n", 0), std::nullopt);
 }
 
+TEST(FindPasswdEntry, GivesTheHomeBesideTheName) {
+  auto alice = FindPasswdEntry(kPasswd, 1000);
+  ASSERT_TRUE(alice.has_value());
+  EXPECT_EQ(alice->name, "alice");
+  EXPECT_EQ(alice->home, "/home/alice");
+  // A short line has a name but no home.
+  auto short_line = FindPasswdEntry("carol:x:7\n", 7);
+  ASSERT_TRUE(short_line.has_value());
+  EXPECT_EQ(short_line->name, "carol");
+  EXPECT_EQ(short_line->home, "");
+}
+
 }  // namespace
 }  // namespace loom

@@ -12,6 +12,8 @@
 //       ├── secret            the job's control-plane secret (0600), removed once the job ended
 //       ├── kill_cause        why the job is being killed, written before the kill is sent
 //       ├── am.pid, am.addr   the running AM (local backend)
+//       ├── executors/<container-id>  each running executor: pid, start time, boot (local
+//       │                     backend; removed once reaped: cluster/local/job_processes.h)
 //       ├── am.log            the AM's own log
 //       └── tasks/<type>-<index>/
 //           ├── stdout, stderr   the user process's output
@@ -48,6 +50,8 @@ class JobDir {
   std::string am_pid() const { return root_ + "/am.pid"; }
   std::string am_addr() const { return root_ + "/am.addr"; }
   std::string am_log() const { return root_ + "/am.log"; }
+  std::string executors_dir() const { return root_ + "/executors"; }
+  std::string executor(const std::string& container_id) const { return executors_dir() + "/" + container_id; }
   std::string tasks_dir() const { return root_ + "/tasks"; }
   std::string task_dir(const TaskId& t) const { return tasks_dir() + "/" + t.DirName(); }
   std::string task_stdout(const TaskId& t) const { return task_dir(t) + "/stdout"; }

@@ -101,7 +101,7 @@ TEST(Gc, AnEndedRecordWithProcessesLeftIsKept) {
   // No client follows it any more; then its record says it ended, while its AM and task run.
   ::kill(submit.pid(), SIGKILL);
   (void)submit.Wait();
-  ASSERT_TRUE(history::WriteFinalStatus(loom.Dir(id), {{"job_id", id}, {"state", "KILLED"}, {"finished_ms", 1}}).ok());
+  ASSERT_TRUE(history::WriteFinalStatus(loom.Dir(id), "KILLED", "", {{"finished_ms", 1}}).ok());
   ASSERT_FALSE(MiniLoom::JobProcesses(id).empty());
 
   RunResult gc = loom.Run({"gc", "--older-than", "0"});
@@ -154,6 +154,51 @@ TEST(Rm, RefusesARunningJobAndRemovesItOnceKilled) {
   EXPECT_EQ(not_job.exit_code, 2);
   EXPECT_THAT(not_job.err, HasSubstr("is not a job directory"));
   EXPECT_TRUE(fs::exists(loom.home() + "/not-a-job"));
+}
+
+// `loom rm PATH` takes only a directory right under $LOOM_HOME/jobs whose record is its own: not
+// a copy of an ended job elsewhere, not a symlink to one, not a job dir renamed.
+TEST(Rm, RemovesOnlyThisHomesJobsAndNeverHalfway) {
+  MiniLoom loom;
+  RunResult quick = loom.Run(QuickJob());
+  ASSERT_EQ(quick.exit_code, 0) << quick.out << quick.err;
+  const std::string id = loom.OnlyJobId();
+  const std::string root = loom.Dir(id).root();
+
+  const std::string copy = loom.home() + "/backup/" + id;
+  fs::create_directories(copy);
+  fs::copy(root, copy, fs::copy_options::recursive);
+  RunResult elsewhere = loom.Run({"rm", copy});
+  EXPECT_EQ(elsewhere.exit_code, 2);
+  EXPECT_THAT(elsewhere.err, HasSubstr(copy + " is not a job directory under " + loom.home() + "/jobs"));
+  EXPECT_TRUE(fs::exists(copy + "/job.json"));
+
+  const std::string link = loom.home() + "/jobs/job_20000101000000_1ink";
+  fs::create_directory_symlink(copy, link);
+  RunResult through_link = loom.Run({"rm", "job_20000101000000_1ink"});
+  EXPECT_EQ(through_link.exit_code, 2);
+  EXPECT_THAT(through_link.err, HasSubstr("is not a job directory under"));
+  EXPECT_TRUE(fs::exists(copy + "/job.json"));
+  fs::remove(link);
+
+  const std::string renamed = loom.home() + "/jobs/job_20000101000000_0copy";
+  fs::copy(copy, renamed, fs::copy_options::recursive);
+  RunResult other_record = loom.Run({"rm", renamed});
+  EXPECT_EQ(other_record.exit_code, 2);
+  EXPECT_THAT(other_record.err, HasSubstr(renamed + " holds job " + id + "'s record, not job job_20000101000000_0copy's"));
+  EXPECT_TRUE(fs::exists(renamed + "/job.json"));
+  fs::remove_all(renamed);
+
+  // The job itself goes, out of jobs/ in one rename, and nothing of it stays parked.
+  RunResult rm = loom.Run({"rm", root});
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_FALSE(fs::exists(root));
+  EXPECT_TRUE(fs::is_empty(loom.home() + "/.removing"));
+
+  // A removal cut short (a parked dir left behind) is finished by the next gc.
+  fs::create_directories(loom.home() + "/.removing/job_20000101000000_dead/tasks");
+  EXPECT_EQ(loom.Run({"gc", "--older-than", "0"}).exit_code, 0);
+  EXPECT_TRUE(fs::is_empty(loom.home() + "/.removing"));
 }
 
 // The reported case: each task's unpacked venv stays in its work dir. --work-only removes the

@@ -1,19 +1,25 @@
 #pragma once
 // MiniLoom: runs the real `loom` binary against a private $LOOM_HOME, for integration tests
-// with real processes (in the spirit of Kudu's mini-cluster). Liveness checks read /proc, never
-// Loom's own bookkeeping.
+// with real processes (in the spirit of Kudu's mini-cluster). Liveness checks read /proc, and of
+// Loom's own bookkeeping only the local executors' pid records, without which a user who is not
+// root cannot see them (cluster/local/job_processes.h; unprivileged_test checks them against
+// what /proc shows).
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "cluster/local/job_processes.h"
 #include "core/files.h"
 #include "core/subprocess.h"
 #include "history/job_view.h"
@@ -41,10 +47,16 @@ class MiniLoom {
     home_ = std::filesystem::temp_directory_path() /
             ("loom_it_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     std::filesystem::create_directories(home_);
+    std::lock_guard<std::mutex> lock(homes_mu_);
+    homes_.insert(home_.string());
   }
   ~MiniLoom() {
     // Nothing a test started may outlive it, even when the test failed half-way.
-    for (const auto& id : JobIds()) KillProcessesWithEnv("LOOM_JOB_ID=" + id);
+    for (const auto& id : JobIds()) cluster::local::KillJobProcesses(Dir(id));
+    {
+      std::lock_guard<std::mutex> lock(homes_mu_);
+      homes_.erase(home_.string());
+    }
     std::error_code ec;
     std::filesystem::remove_all(home_, ec);
   }
@@ -128,8 +140,19 @@ class MiniLoom {
     return ok ? id : "";
   }
 
-  // Processes of the job still alive, found by the marker every Loom process carries.
-  static std::vector<pid_t> JobProcesses(const std::string& id) { return FindProcessesWithEnv("LOOM_JOB_ID=" + id); }
+  // Processes of the job still alive: those that carry the marker every Loom process carries,
+  // and its local executors, which hide their environ (cluster/local/job_processes.h). Static:
+  // the job's directory is looked for in the home of every MiniLoom alive.
+  static std::vector<pid_t> JobProcesses(const std::string& id) {
+    std::optional<history::JobDir> dir;
+    {
+      std::lock_guard<std::mutex> lock(homes_mu_);
+      for (const auto& home : homes_) {
+        if (std::filesystem::exists(home + "/jobs/" + id)) dir.emplace(home + "/jobs/" + id);
+      }
+    }
+    return dir ? cluster::local::JobProcesses(*dir) : FindProcessesWithEnv("LOOM_JOB_ID=" + id);
+  }
 
   // The command lines of `pids`, for failure messages.
   static std::string DescribeProcesses(const std::vector<pid_t>& pids) {
@@ -155,6 +178,8 @@ class MiniLoom {
 
  private:
   static inline int counter_ = 0;
+  static inline std::mutex homes_mu_;
+  static inline std::set<std::string> homes_;
   int runs_ = 0;
   std::filesystem::path home_;
 };

@@ -2,7 +2,6 @@
 
 #include <limits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
@@ -18,6 +17,7 @@
 #include "core/files.h"
 #include "core/forwarded_env.h"
 #include "core/subprocess.h"
+#include "core/user_name.h"
 #include "history/events.h"
 #include "history/job_view.h"
 
@@ -47,10 +47,11 @@ std::map<std::string, std::string> LocalContainerEnv(const std::map<std::string,
   }
   for (const auto& [k, v] : ForwardedCredentials(am_env)) env[k] = v;
   if (!env.count("USER") || !env.count("LOGNAME") || !env.count("HOME")) {
-    if (const passwd* pw = ::getpwuid(::getuid())) {
-      env.emplace("USER", pw->pw_name);
-      env.emplace("LOGNAME", pw->pw_name);
-      env.emplace("HOME", pw->pw_dir);
+    // /etc/passwd read directly: the static binary must not load the host's NSS modules.
+    if (auto pw = CurrentPasswdEntry()) {
+      env.emplace("USER", pw->name);
+      env.emplace("LOGNAME", pw->name);
+      if (!pw->home.empty()) env.emplace("HOME", pw->home);
     }
   }
   return env;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cluster/local/cgroup.h"
+#include "cluster/local/job_processes.h"
 #include "cluster/local/resource_ledger.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
@@ -87,8 +88,9 @@ Status LocalBackend::Kill(const history::JobDir& dir, std::chrono::milliseconds 
 
 void LocalBackend::RemoveLeftovers(const history::JobDir& dir) {
   // Whatever is left of the job (an AM that ignored SIGTERM, or tasks of an AM that died
-  // before it could stop them) carries the job's marker, and its task cgroups go too.
-  KillProcessesWithEnv("LOOM_JOB_ID=" + dir.job_id());
+  // before it could stop them) carries the job's marker or is a recorded executor, and its task
+  // cgroups go too.
+  KillJobProcesses(dir);
   KillAndRemoveCgroupTree("loom/" + dir.job_id());
 }
 

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cluster/local/job_processes.h"
 #include "core/files.h"
 #include "core/strings.h"
 
@@ -43,6 +44,13 @@ LocalContainerBroker::~LocalContainerBroker() {
   }
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
+  // Executors the reaper never saw end: killed and reaped here, and their records go with them.
+  for (auto& [id, slot] : slots_) {
+    if (!slot.executor) continue;
+    slot.executor.reset();
+    ::unlink(job_dir_.executor(id).c_str());
+  }
+  ::rmdir(job_dir_.executors_dir().c_str());  // only when empty
 }
 
 std::string LocalContainerBroker::Describe() const {
@@ -184,6 +192,7 @@ Status LocalContainerBroker::Launch(const Container& container, const LaunchSpec
   std::string work_dir = job_dir_.task_work(container.task);
   Status localized = Localize(spec, work_dir);
   if (!localized.ok()) return localized.WithContext("localizing " + container.task.ToString());
+  LOOM_RETURN_IF_ERROR(MakeDirs(job_dir_.executors_dir()));
 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = slots_.find(container.id);
@@ -225,8 +234,18 @@ Status LocalContainerBroker::Launch(const Container& container, const LaunchSpec
   Result<Subprocess> spawned = Subprocess::Spawn(o);
   if (secret_fd >= 0) ::close(secret_fd);  // the executor's copy is the only one
   LOOM_ASSIGN_OR_RETURN(Subprocess child, std::move(spawned));
+  // The executor hides its environ (job_processes.h): without the record, `loom gc|rm` and the
+  // removal of a dead AM's leftovers, run by a user who is not root, would not see it. On an
+  // error `child` goes out of scope, which kills and reaps it.
+  if (Status s = RecordProcess(job_dir_.executor(container.id), child.pid()); !s.ok()) {
+    return s.WithContext("recording the executor of " + container.task.ToString());
+  }
   slot.pidfd = OpenPidFd(child.pid());
-  if (slot.pidfd < 0) return Status::FromErrno("pidfd_open", errno);
+  if (slot.pidfd < 0) {
+    int err = errno;
+    ::unlink(job_dir_.executor(container.id).c_str());
+    return Status::FromErrno("pidfd_open", err);
+  }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = slot.pidfd;
@@ -285,6 +304,7 @@ void LocalContainerBroker::Shutdown(std::chrono::milliseconds grace) {
   }
   lock.unlock();
   RemoveEmptyCgroupTree("loom/" + job_id_);
+  ::rmdir(job_dir_.executors_dir().c_str());  // only when empty: every executor was reaped
 }
 
 void LocalContainerBroker::ReaperLoop() {
@@ -326,6 +346,8 @@ void LocalContainerBroker::ReaperLoop() {
           int wstatus = 0;
           if (::waitpid(slot.executor->pid(), &wstatus, WNOHANG) <= 0) break;
           slot.executor->MarkReaped();
+          // Reaped: its pid is free for another process, which the record must not name.
+          ::unlink(job_dir_.executor(slot.container.id).c_str());
           ExitInfo info = ExitInfo::FromWaitStatus(wstatus);
           ContainerExit exit{slot.container.id, slot.container.task, info.ShellCode(), ""};
           if (info.signal) exit.diagnostics = "executor " + info.Describe();

@@ -7,6 +7,8 @@
 //
 // Thread-safe. A reaper thread notices each executor's exit the moment it happens (pidfd +
 // epoll, no polling), cleans up everything the task left behind and reports the completion.
+// Each executor is recorded in the job dir from its launch until it is reaped, which is how
+// a user who is not root finds it (job_processes.h).
 // Launch() must be called from a thread that outlives the containers (the AM's event loop),
 // because PR_SET_PDEATHSIG fires when the launching thread exits.
 

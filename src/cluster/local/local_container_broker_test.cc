@@ -1,5 +1,6 @@
 #include "cluster/local/local_container_broker.h"
 #include "cluster/local/local_am_side.h"
+#include "cluster/local/job_processes.h"
 
 #include <filesystem>
 #include <mutex>
@@ -127,6 +128,30 @@ TEST_F(LocalBrokerTest, TheExecutorGetsItsSecretThroughAPipeNotAFile) {
   EXPECT_EQ(*ReadFile(work + "/secret"), secret + "\n");
   EXPECT_EQ(*ReadFile(work + "/seen"), "unset\n");
   broker.Shutdown(1s);
+}
+
+// Each executor is recorded in the job dir while it runs, which is how a user who is not root
+// finds it (job_processes.h), and no longer once it is reaped.
+TEST_F(LocalBrokerTest, RecordsEachExecutorUntilItIsReaped) {
+  RecordingEvents ev;
+  const history::JobDir dir(root_.string());
+  LocalContainerBroker broker(inv_, dir);
+  ASSERT_OK(broker.Start(&ev));
+  ASSERT_OK(broker.Request({{"worker", 0}, {100, 1, 0}, ""}));
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.allocated.size() == 1; }));
+  const std::string id = ev.allocated[0].id;
+  ASSERT_OK(broker.Launch(ev.allocated[0], Sh("sleep 300")));
+  ASSERT_TRUE(PathExists(dir.executor(id)));
+  std::vector<pid_t> recorded = RecordedProcesses(dir.executors_dir());
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_THAT(FindProcessesWithEnv(LocalContainerBroker::MarkerFor(id)), ::testing::Contains(recorded[0]));
+  EXPECT_THAT(JobProcesses(dir), ::testing::Contains(recorded[0]));
+  ASSERT_OK(broker.Stop(id, 200ms));
+  ASSERT_TRUE(ev.WaitFor([&] { return ev.completed.size() == 1; }));
+  EXPECT_FALSE(PathExists(dir.executor(id)));
+  EXPECT_TRUE(JobProcesses(dir).empty());
+  broker.Shutdown(1s);
+  EXPECT_FALSE(PathExists(dir.executors_dir()));
 }
 
 // The local backend's environment contract: what a YARN container gets from its NodeManager,
