@@ -200,7 +200,7 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   history::JobDir dir = history::JobDir::ForJob(job_id);
   auto secret = control::GenerateSecret();
   Status s = MakeDirs(dir.tasks_dir());
-  if (s.ok()) s = WriteFileAtomic(dir.config(), config::WithDefaults(*conf).ToXml());
+  if (s.ok()) s = WriteFileAtomic(dir.config(), StagedJobConfig(*conf, *spec).ToXml());
   if (s.ok() && secret.ok()) s = WriteFileAtomic(dir.secret(), *secret + "\n", 0600);
   json job = {{"job_id", job_id},      {"name", spec->name},     {"user", ClientUser()},
               {"backend", f.cluster},  {"cwd", cwd},             {"submitted_ms", history::NowMillis()},

@@ -12,9 +12,37 @@ namespace loom {
 using config::Config;
 using config::GetString;
 
-Result<EntryPoint> EntryPointCommand(const Config& conf, const std::string& base_dir, const std::string& src_dir,
-                                     VenvFormat venv, bool check_files) {
-  std::string executes = Trim(GetString(conf, "loom.application.executes"));
+namespace {
+
+// The PATH the tasks run with, as far as the submitter can know it: --shell_env PATH when the job
+// sets it (the user process gets that value as is), else this process's (the local backend's
+// tasks inherit it; a YARN NodeManager passes its own on, which only --shell_env PATH pins).
+std::string TasksPath(const JobSpec& spec, std::string* shown) {
+  if (auto it = spec.execution_env.find("PATH"); it != spec.execution_env.end()) {
+    *shown = "--shell_env PATH=" + it->second;
+    return it->second;
+  }
+  const char* path = std::getenv("PATH");
+  *shown = "PATH=" + std::string(path ? path : "");
+  return path ? path : "";
+}
+
+// A script name that is no file's: empty (--executes ./, or the src dir itself), ending in '/',
+// or ending in "." or "..".
+bool NamesADirectory(const std::string& script) {
+  if (script.empty() || script.back() == '/') return true;
+  std::string last = script.substr(script.rfind('/') + 1);  // npos + 1 == 0: no slash
+  return last == "." || last == "..";
+}
+
+}  // namespace
+
+Result<EntryPoint> EntryPointCommand(const Config& conf, const std::string& base_dir, const JobSpec& spec,
+                                     bool check_files) {
+  const std::string& src_dir = spec.src_dir;
+  const VenvFormat venv = spec.python_venv_format;
+  const std::string given = Trim(GetString(conf, "loom.application.executes"));
+  std::string executes = given;
   if (executes.empty()) return EntryPoint{};
   // TonY's README passes the script with its src dir in front; the task runs inside the src dir.
   bool names_a_file = StartsWith(executes, "./");  // never a program on PATH
@@ -28,32 +56,49 @@ Result<EntryPoint> EntryPointCommand(const Config& conf, const std::string& base
     }
     while (StartsWith(executes, "./")) executes = executes.substr(2);
   }
-  std::string script = Split(executes, ' ').front();
+  // Up to the first space: "./ --lr 1" leaves " --lr 1", whose script is empty, not "--lr".
+  std::string script = executes.substr(0, executes.find(' '));
+  const std::string written = script;  // as the user named it, for messages
+  if (NamesADirectory(script)) {
+    std::string what = src_dir.empty() ? "a directory" : "--src_dir itself or a directory in it";
+    return Status::InvalidArgument("--executes " + given + ": names no script (" + what +
+                                   "); give the entry point's file, e.g. --executes train.py");
+  }
   std::string rest = executes.substr(script.size());
   bool is_python = EndsWith(script, ".py");
   std::string params = Trim(GetString(conf, "loom.application.task-params"));
   // A program on PATH runs as TonY runs --executes, as written (`bash run.sh`, `python3 -u
-  // train.py`), in the task's working dir.
-  const char* path_env = std::getenv("PATH");
-  bool on_path = !is_python && !names_a_file && script.find('/') == std::string::npos &&
-                 FindProgram(script, path_env ? path_env : "").ok();
+  // train.py`), in the task's working dir. Decided once, at submit: the AM's PATH is not the
+  // tasks' and may not be the client's.
+  std::string shown_path;
+  const std::string path = TasksPath(spec, &shown_path);
+  bool on_path = spec.executes_as != ExecutesAs::kNone
+                     ? spec.executes_as == ExecutesAs::kProgram
+                     : !is_python && !names_a_file && script.find('/') == std::string::npos &&
+                           FindProgram(script, path).ok();
+  const ExecutesAs decided = on_path ? ExecutesAs::kProgram : ExecutesAs::kScript;
   std::string local_file = src_dir.empty() ? AbsolutePath(base_dir + "/" + script) : src_dir + "/" + script;
   if (on_path) {
-    if (check_files && PathExists(local_file)) {
+    if (check_files && spec.executes_as == ExecutesAs::kNone && PathExists(local_file)) {
       return Status::InvalidArgument("--executes: " + script + " is both a file in " +
                                      (src_dir.empty() ? "the current directory" : "--src_dir " + src_dir) +
-                                     " and a program on PATH (" + *FindProgram(script, path_env ? path_env : "") +
+                                     " and a program on PATH (" + *FindProgram(script, path) +
                                      "); write ./" + script + " to run the file");
     }
-    return EntryPoint{params.empty() ? executes : executes + " " + params, ""};
+    return EntryPoint{params.empty() ? executes : executes + " " + params, "", decided};
   }
   if (src_dir.empty() && script[0] != '/') script = AbsolutePath(base_dir + "/" + script);
   std::string script_path = src_dir.empty() ? script : src_dir + "/" + script;
+  if (check_files && IsDirectory(script_path)) {
+    return Status::InvalidArgument("--executes " + given + ": names no script (" + script_path +
+                                   " is a directory); give the entry point's file");
+  }
   if (check_files && !PathExists(script_path)) {
-    bool bare = Split(executes, ' ').front().find('/') == std::string::npos;
-    return Status::InvalidArgument("--executes: " + Split(executes, ' ').front() + " does not exist" +
+    bool bare = written.find('/') == std::string::npos;
+    return Status::InvalidArgument("--executes: " + written + " does not exist" +
                                    (src_dir.empty() ? std::string() : " in --src_dir " + src_dir) +
-                                   (bare && !is_python ? " and is no program on PATH" : ""));
+                                   (bare && !is_python ? " and is no program on PATH (" + shown_path + ")"
+                                                       : ""));
   }
   std::string cmd;
   std::string python;
@@ -85,7 +130,7 @@ Result<EntryPoint> EntryPointCommand(const Config& conf, const std::string& base
     cmd = script.find('/') == std::string::npos ? "./" + executes : executes;
   }
   if (!params.empty()) cmd += " " + params;
-  return EntryPoint{cmd, python};
+  return EntryPoint{cmd, python, decided};
 }
 
 }  // namespace loom

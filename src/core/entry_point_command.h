@@ -14,13 +14,16 @@ namespace loom {
 struct EntryPoint {
   std::string command;
   std::string python;  // --python_binary_path as given; empty unless the script is Python
+  ExecutesAs executes_as = ExecutesAs::kNone;  // the decision the command follows
 };
 
 // The command a type runs when it has no loom.<type>.command of its own; empty when --executes is
-// unset. `base_dir` resolves a relative script when there is no src dir (the task's own working
-// dir is elsewhere). `check_files` checks the script exists. Errors are InvalidArgument and name
-// the flag at fault.
-Result<EntryPoint> EntryPointCommand(const config::Config& conf, const std::string& base_dir,
-                                     const std::string& src_dir, VenvFormat venv, bool check_files);
+// unset. Reads spec.src_dir, python_venv_format and execution_env. `spec.executes_as` is the
+// decision recorded at submit; kNone decides here, on the tasks' PATH (--shell_env PATH, else this
+// process's). `base_dir` resolves a relative script when there is no src dir (the task's own
+// working dir is elsewhere). `check_files` checks the script exists. Errors are InvalidArgument
+// and name the flag at fault.
+Result<EntryPoint> EntryPointCommand(const config::Config& conf, const std::string& base_dir, const JobSpec& spec,
+                                     bool check_files);
 
 }  // namespace loom

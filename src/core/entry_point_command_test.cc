@@ -92,5 +92,94 @@ TEST_F(EntryPointCommandTest, MissingScriptIsAnError) {
                 HasSubstr("--executes: nope.py does not exist in --src_dir"));
 }
 
+// `loom submit` decides whether --executes names a program on PATH and records it in the job's
+// config.xml; the AM (on another host, with another PATH) builds the command from that record.
+// The key and its source are spelt out here as config.xml carries them.
+constexpr char kRecordedKey[] = "loom.internal.executes-as";
+constexpr char kRecordedSource[] = "--executes (decided by loom submit)";
+
+TEST_F(EntryPointCommandTest, TheAmRunsWhatSubmitDecided) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  // On no PATH here, as when the AM's PATH lacks what the client found.
+  conf_.Set("loom.application.executes", "loom-no-such-tool --x", "--executes");
+  conf_.Set(kRecordedKey, "program", kRecordedSource);
+  auto spec = BuildJobSpec(conf_, dir_.string(), /*check_files=*/false);
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("worker")->command, "loom-no-such-tool --x");
+  // On this PATH (/usr/bin/env), but the client found no program: the shipped file runs.
+  conf_.Set("loom.application.executes", "env", "--executes");
+  conf_.Set(kRecordedKey, "script", kRecordedSource);
+  spec = BuildJobSpec(conf_, dir_.string(), /*check_files=*/false);
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("worker")->command, "./env");
+}
+
+TEST_F(EntryPointCommandTest, TheTasksPathDecidesWhatIsAProgram) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  std::filesystem::create_directories(dir_ / "bin");
+  std::ofstream(dir_ / "bin" / "loom-test-tool") << "#!/bin/sh\n";
+  std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
+  conf_.Set("loom.execution.envs", "PATH=" + (dir_ / "bin").string(), "--shell_env");
+  conf_.Set("loom.application.executes", "loom-test-tool --x", "--executes");
+  auto spec = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->FindType("worker")->command, "loom-test-tool --x");
+  // `env` is on this process's PATH, but not on the one the tasks get.
+  conf_.Set("loom.application.executes", "env", "--executes");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("--executes: env does not exist in --src_dir " + (dir_ / "src").string() +
+                          " and is no program on PATH (--shell_env PATH=" + (dir_ / "bin").string() + ")"));
+}
+
+TEST_F(EntryPointCommandTest, TheDecisionTravelsToTheAmInItsConfig) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  std::filesystem::create_directories(dir_ / "bin");
+  std::ofstream(dir_ / "bin" / "loom-test-tool") << "#!/bin/sh\n";
+  std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
+  conf_.Set("loom.execution.envs", "PATH=" + (dir_ / "bin").string(), "--shell_env");
+  conf_.Set("loom.application.executes", "loom-test-tool --x", "--executes");
+  auto submitted = BuildJobSpec(conf_, dir_.string());
+  ASSERT_OK(submitted);
+  EXPECT_EQ(submitted->executes_as, ExecutesAs::kProgram);
+  // As `loom submit` writes config.xml and the AM reads it, on a host without the program.
+  std::string xml = StagedJobConfig(conf_, *submitted).ToXml();
+  std::filesystem::remove_all(dir_ / "bin");
+  config::Config am_conf;
+  ASSERT_OK(am_conf.MergeXmlString(xml, "config.xml", /*recorded_sources=*/true));
+  auto at_am = BuildJobSpec(am_conf, dir_.string(), /*check_files=*/false);
+  ASSERT_OK(at_am);
+  EXPECT_EQ(at_am->FindType("worker")->command, "loom-test-tool --x");
+  // The same text merged as a user's file is no record of Loom's.
+  config::Config user_conf;
+  ASSERT_OK(user_conf.MergeXmlString(xml, "my.xml"));
+  EXPECT_STATUS(BuildJobSpec(user_conf, dir_.string(), false), kInvalidArgument,
+                HasSubstr("loom.internal.executes-as (from my.xml): Loom sets this key itself"));
+}
+
+TEST_F(EntryPointCommandTest, TheUserCannotSetTheRecordedDecision) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  conf_.Set(kRecordedKey, "program", "--conf");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                HasSubstr("loom.internal.executes-as (from --conf): Loom sets this key itself"));
+  conf_.Unset(kRecordedKey);
+  conf_.Set("tony.internal.executes-as", "script", "/home/u/tony.xml");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string(), /*check_files=*/false), kInvalidArgument,
+                HasSubstr("tony.internal.executes-as (from /home/u/tony.xml): Loom sets this key itself"));
+}
+
+TEST_F(EntryPointCommandTest, ExecutesNamingNoScriptIsAnError) {
+  conf_.Set("loom.worker.instances", "1", "f");
+  std::filesystem::create_directories(dir_ / "src" / "sub");
+  for (const std::string& value : {std::string("./"), (dir_ / "src").string() + "/", std::string("./ --lr 1"),
+                                   std::string("sub/"), std::string("."), std::string("sub/..")}) {
+    conf_.Set("loom.application.executes", value, "--executes");
+    EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
+                  HasSubstr("--executes " + value + ": names no script"));
+  }
+  conf_.Set("loom.application.src-dir", "", "--src_dir");  // the same without a src dir
+  conf_.Set("loom.application.executes", "./", "--executes");
+  EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument, HasSubstr("--executes ./: names no script"));
+}
+
 }  // namespace
 }  // namespace loom

@@ -244,14 +244,37 @@ void CheckFrameworkTasks(const Config& conf, const JobSpec& spec, std::vector<st
   }
 }
 
+// The ExecutesAs that `loom submit` recorded in config.xml (StagedJobConfig), taken out of
+// `conf`, which must not carry it otherwise: it is no key of the registry, and a user who set it
+// would choose a command that submit never checked.
+Result<ExecutesAs> TakeRecordedExecutesAs(Config& conf) {
+  const config::ConfigEntry* e = conf.Entry(kExecutesAsKey);
+  if (!e) return ExecutesAs::kNone;
+  std::string shown = e->original_key + " (from " + e->source + ")";
+  if (e->source != kExecutesAsSource) {
+    return Status::InvalidArgument("invalid configuration:\n  " + shown +
+                                   ": Loom sets this key itself, at submit, to record how --executes runs; "
+                                   "remove it");
+  }
+  std::string value = e->value;
+  conf.Unset(kExecutesAsKey);
+  if (value == "program") return ExecutesAs::kProgram;
+  if (value == "script") return ExecutesAs::kScript;
+  return Status::InvalidArgument("invalid configuration:\n  " + shown + "='" + value +
+                                 "': expected program or script");
+}
+
 }  // namespace
 
-Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bool check_files) {
+Result<JobSpec> BuildJobSpec(const Config& given, const std::string& base_dir, bool check_files) {
+  Config conf = given;
+  LOOM_ASSIGN_OR_RETURN(ExecutesAs recorded, TakeRecordedExecutesAs(conf));
   LOOM_RETURN_IF_ERROR(config::Validate(conf));
   // Every message names keys as the user wrote them (tony.* or loom.*); their order is the order
   // of the steps here.
   std::vector<std::string> problems;
   JobSpec spec;
+  spec.executes_as = recorded;  // BuildTaskTypes follows it, or decides
   ReadKeySpellings(conf, spec);
   spec.name = GetString(conf, "loom.application.name");
   spec.framework = ReadFramework(conf);
@@ -275,6 +298,14 @@ Result<JobSpec> BuildJobSpec(const Config& conf, const std::string& base_dir, bo
     return Status::InvalidArgument("invalid job:\n  " + Join(problems, "\n  "));
   }
   return spec;
+}
+
+Config StagedJobConfig(const Config& conf, const JobSpec& spec) {
+  Config staged = config::WithDefaults(conf);
+  if (spec.executes_as != ExecutesAs::kNone) {
+    staged.Set(kExecutesAsKey, spec.executes_as == ExecutesAs::kProgram ? "program" : "script", kExecutesAsSource);
+  }
+  return staged;
 }
 
 }  // namespace loom

@@ -106,6 +106,18 @@ enum class VenvFormat {
 // --python_venv and the accepted formats.
 Result<VenvFormat> VenvFormatOf(const std::string& path);
 
+// How --executes runs: as a program on the tasks' PATH, written as given (`bash run.sh`), or as
+// a script shipped with the job. `loom submit` decides, on the PATH the tasks get, and records
+// the decision in the job's config (StagedJobConfig) so the AM, with a PATH of its own, builds
+// the command that was validated.
+enum class ExecutesAs { kNone, kProgram, kScript };
+
+// The key StagedJobConfig records ExecutesAs under ("program" or "script"), and its source there.
+// Only Loom's own config.xml carries that source (config::Config::MergeXmlFile with
+// recorded_sources); BuildJobSpec refuses the key from anywhere else.
+inline constexpr char kExecutesAsKey[] = "loom.internal.executes-as";
+inline constexpr char kExecutesAsSource[] = "--executes (decided by loom submit)";
+
 struct JobSpec {
   std::string name;
   Framework framework = Framework::kTensorFlow;
@@ -120,6 +132,7 @@ struct JobSpec {
   // PATH, or relative: inside the venv); empty when no type runs a Python entry point.
   std::string python_binary;
   VenvFormat python_venv_format = VenvFormat::kNone;
+  ExecutesAs executes_as = ExecutesAs::kNone;  // kNone: no --executes
   std::map<std::string, std::string> execution_env;  // user process (--shell_env)
   std::map<std::string, std::string> container_env;  // container (--container_env)
 
@@ -176,7 +189,13 @@ struct JobSpec {
 // a relative src dir / venv. `check_files` checks that the src dir, venv and entry point exist
 // (the client does; an AM on another host cannot). Errors are InvalidArgument and name the key
 // or flag at fault.
+// A config carrying kExecutesAsKey (from StagedJobConfig) builds the command that was decided at
+// submit; that key from any other source is refused.
 Result<JobSpec> BuildJobSpec(const config::Config& conf, const std::string& base_dir,
                              bool check_files = true);
+
+// What `loom submit` writes as the job's config.xml, for the AM: `conf` with its defaults filled
+// in and the decisions taken at submit (`spec`, built from `conf`) recorded.
+config::Config StagedJobConfig(const config::Config& conf, const JobSpec& spec);
 
 }  // namespace loom

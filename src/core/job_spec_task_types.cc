@@ -223,8 +223,12 @@ void BuildTaskTypes(const Config& conf, const std::string& base_dir, bool check_
   }
   TypeNames names = JobTypeNames(conf, spec, problems);
   ReadDocker(conf, spec, problems);
-  Result<EntryPoint> entry = EntryPointCommand(conf, base_dir, spec.src_dir, spec.python_venv_format, check_files);
-  if (!entry.ok()) problems.push_back(entry.status().message());
+  Result<EntryPoint> entry = EntryPointCommand(conf, base_dir, spec, check_files);
+  if (entry.ok()) {
+    spec.executes_as = entry->executes_as;  // what StagedJobConfig records for the AM
+  } else {
+    problems.push_back(entry.status().message());
+  }
 
   for (const std::string& name : names.names) {
     bool tensorboard = name == "tensorboard" && !spec.tensorboard_log_dir.empty();

@@ -43,6 +43,22 @@ TEST_F(BadInputTest, MissingScript) {
   EXPECT_THAT(r.err, HasSubstr("--executes: nope.py does not exist"));
 }
 
+// A value naming the src dir itself (or a directory) names no script to run.
+TEST_F(BadInputTest, ExecutesNamingNoScript) {
+  for (const std::string& value : {std::string("./"), src_ + "/"}) {
+    RunResult r = loom_.Run({"submit", "--src_dir", src_, "--executes", value, "--conf", "loom.worker.instances=1"});
+    ExpectNothingStarted(r);
+    EXPECT_THAT(r.err, HasSubstr("--executes " + value + ": names no script"));
+  }
+}
+
+// How --executes runs is decided by `loom submit` and recorded for the AM; the user cannot set it.
+TEST_F(BadInputTest, RecordedExecutesDecisionIsNotTheUsers) {
+  RunResult r = Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.internal.executes-as=program"});
+  ExpectNothingStarted(r);
+  EXPECT_THAT(r.err, HasSubstr("loom.internal.executes-as (from --conf): Loom sets this key itself"));
+}
+
 TEST_F(BadInputTest, NegativeInstances) {
   RunResult r = Submit({"--conf", "tony.worker.instances=-2"});
   ExpectNothingStarted(r);
