@@ -17,6 +17,8 @@ that what it exports (LD_LIBRARY_PATH too, which only a new process reads) is fn
 import base64
 import os
 import pickle
+import shutil
+import signal
 import subprocess
 import sys
 
@@ -36,16 +38,29 @@ def _run_hook(hook):
     # The hook's own output goes to stderr: stdout carries the environment back.
     done = subprocess.run(["bash", "-c", 'source "$1" >&2 && exec env -0', "pre_script_hook", hook],
                           stdout=subprocess.PIPE)
+    if done.returncode < 0:
+        # As a shell reports a child a signal ended: 128+N, not the negative code's low byte.
+        signum = -done.returncode
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = "signal %d" % signum
+        sys.stderr.write("pre_script_hook killed by %s\n" % name)
+        sys.exit(128 + signum)
     if done.returncode != 0:
         sys.stderr.write("pre_script_hook failed with exit code %d\n" % done.returncode)
         sys.exit(done.returncode)
-    env = dict(entry.split("=", 1) for entry in done.stdout.decode().split("\0") if "=" in entry)
+    # Values need not be UTF-8: os.fsdecode keeps their bytes, which execve writes back as they were.
+    env = dict(os.fsdecode(entry).split("=", 1) for entry in done.stdout.split(b"\0") if b"=" in entry)
     env[_HOOK_DONE] = "1"
-    # As this process was started (a venv's or a pex's interpreter, with its arguments).
+    # As this process was started (a venv's or a pex's interpreter, with its arguments), but by the
+    # path of this interpreter: a PATH the hook changed must not pick another python (nor another
+    # prefix, which Python derives from argv[0]).
     argv = list(getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv)
+    argv[0] = sys.executable or shutil.which(argv[0]) or argv[0]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execvpe(argv[0], argv, env)
+    os.execve(argv[0], argv, env)
 
 
 def main(entry_file):

@@ -9,22 +9,28 @@ tasks run this interpreter, not a pex of it). Refused by name, before anything s
 custom_task_module (tf-yarn's task modules read the experiment from skein's key-value store),
 skein_client, acls, eval_monitor_log_thresholds, cuda_runtime_hdfs_path, and a pyenv per node
 label. experiment_fn runs in every task with its framework's variables set (TF_CONFIG, or
-MASTER_ADDR/RANK/WORLD_SIZE) and does the training itself; what the chief returns comes back.
-`loom.tf_yarn.pytorch.run_on_yarn` and `.distributed.run_on_yarn` give the pytorch variables.
+MASTER_ADDR/RANK/WORLD_SIZE). When it returns tf-yarn's Experiment or KerasExperiment, the task
+trains it as tf-yarn's tasks do (train_and_evaluate, or model.fit; see experiment.py); anything
+else it returns is its result, the training done by experiment_fn itself. What the chief returns
+comes back. `loom.tf_yarn.pytorch.run_on_yarn` and `.distributed.run_on_yarn` give the pytorch
+variables.
 """
 
 import importlib
 import os
+import sys
 
 from ..errors import JobFailedError, LoomError
 from ..job import _conf_pairs
-from ..run import run
+from ..run import _is_user_module, run
 from ..task_spec import NodeLabel, TaskSpec
+from .experiment import Experiment, ExperimentRunner, KerasExperiment
 
 # tf-yarn's name for a failed run.
 RunFailed = JobFailedError
 
-__all__ = ["NodeLabel", "RunFailed", "TaskSpec", "get_safe_experiment_fn", "run_on_yarn"]
+__all__ = ["Experiment", "KerasExperiment", "NodeLabel", "RunFailed", "TaskSpec", "get_safe_experiment_fn",
+           "run_on_yarn"]
 
 # Options of tf-yarn's run_on_yarn that Loom has no counterpart for, and why.
 _REFUSED = {
@@ -59,6 +65,8 @@ def run_on_yarn(experiment_fn, task_specs, *, pyenv_zip_path=None, skein_client=
     chief's return value. `framework` and `cluster` (default $LOOM_CLUSTER, else "yarn") are
     Loom's; other keyword arguments go to loom.run() (timeout, conf, client_env, ...). Raises
     RunFailed (loom.JobFailedError) when the job fails, LoomError for an option Loom refuses."""
+    if not callable(experiment_fn):
+        raise TypeError("run_on_yarn(): experiment_fn must be callable, got %r" % (experiment_fn,))
     for option, value in (("skein_client", skein_client), ("acls", acls),
                           ("eval_monitor_log_thresholds", eval_monitor_log_thresholds),
                           ("cuda_runtime_hdfs_path", cuda_runtime_hdfs_path),
@@ -68,7 +76,11 @@ def run_on_yarn(experiment_fn, task_specs, *, pyenv_zip_path=None, skein_client=
     conf = _conf_pairs(run_kwargs.pop("conf", None))
     if file_systems:
         conf = [("loom.application.file-systems", ",".join(file_systems))] + conf
-    return run(experiment_fn, task_specs=task_specs, framework=framework,
+    if run_kwargs.get("pickle_by_value") is None:
+        # What run() would pick for experiment_fn itself: the tasks call it through ExperimentRunner.
+        module = sys.modules.get(getattr(experiment_fn, "__module__", None) or "")
+        run_kwargs["pickle_by_value"] = [module] if module is not None and _is_user_module(module) else []
+    return run(ExperimentRunner(experiment_fn), task_specs=task_specs, framework=framework,
                cluster=cluster or os.environ.get("LOOM_CLUSTER") or "yarn", env=env, python_venv=_venv(pyenv_zip_path),
                name=name, queue=queue, files=files, pre_script_hook=pre_script_hook, nb_retries=nb_retries,
                conf=conf, **run_kwargs)
@@ -85,3 +97,18 @@ def get_safe_experiment_fn(full_fn_name, *args):
         return getattr(importlib.import_module(module_name), fn_name)(*args)
 
     return experiment_fn
+
+
+def _with_framework(framework, module, doc):
+    """run_on_yarn with another default framework, as `module`'s run_on_yarn (tf-yarn's
+    per-framework modules): one implementation for all of them."""
+
+    def framework_run_on_yarn(experiment_fn, task_specs, **kwargs):
+        kwargs.setdefault("framework", framework)
+        return run_on_yarn(experiment_fn, task_specs, **kwargs)
+
+    # Named as where it is found, so that pickle finds it there.
+    framework_run_on_yarn.__name__ = framework_run_on_yarn.__qualname__ = "run_on_yarn"
+    framework_run_on_yarn.__module__ = module
+    framework_run_on_yarn.__doc__ = doc
+    return framework_run_on_yarn

@@ -1,8 +1,8 @@
-"""tf-yarn's `tf_yarn.tensorflow.run_on_yarn`: the tasks get TF_CONFIG and CLUSTER_SPEC."""
+"""tf-yarn's `tf_yarn.tensorflow`: run_on_yarn gives the tasks TF_CONFIG and CLUSTER_SPEC, and
+trains the Experiment or KerasExperiment experiment_fn returns (see experiment.py)."""
 
-from . import run_on_yarn as _run_on_yarn
+from . import Experiment, KerasExperiment, TaskSpec, _with_framework
 
+run_on_yarn = _with_framework("tensorflow", __name__, __doc__)
 
-def run_on_yarn(experiment_fn, task_specs, **kwargs):
-    kwargs.setdefault("framework", "tensorflow")
-    return _run_on_yarn(experiment_fn, task_specs, **kwargs)
+__all__ = ["Experiment", "KerasExperiment", "TaskSpec", "run_on_yarn"]
