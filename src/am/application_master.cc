@@ -553,13 +553,8 @@ void ApplicationMaster::Finalize() {
   for (const TaskRecord& r : tracker_->tasks()) {
     tasks.push_back({{"task", r.id.ToString()}, {"state", TaskStateName(r.state)}, {"exit_code", r.exit_code}});
   }
-  json status = {{"job_id", opts_.job_id},
-                 {"state", state},
-                 {"diagnostics", tracker_->diagnostics()},
-                 {"finished_ms", history::NowMillis()},
-                 {"attempts", attempt_ + 1},
-                 {"tasks", tasks}};
-  Status written = history::WriteFinalStatus(opts_.job_dir, status);
+  Status written = history::WriteFinalStatus(opts_.job_dir, state, tracker_->diagnostics(),
+                                             {{"job_id", opts_.job_id}, {"attempts", attempt_ + 1}, {"tasks", tasks}});
   if (written.ok()) {
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);

@@ -41,8 +41,7 @@ namespace {
 // Records a failure of the AM itself (before or instead of running the job).
 int AmFailed(const history::JobDir& dir, const std::string& why) {
   spdlog::error("{}", why);
-  (void)history::WriteFinalStatus(dir, {{"job_id", dir.job_id()}, {"state", "FAILED"}, {"diagnostics", why},
-                                        {"finished_ms", history::NowMillis()}});
+  (void)history::WriteFinalStatus(dir, "FAILED", why);
   return kExitJobFailed;
 }
 

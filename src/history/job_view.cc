@@ -189,7 +189,10 @@ Status WriteFirst(const std::string& path, const std::string& content) {
 }
 }  // namespace
 
-Status WriteFinalStatus(const JobDir& dir, const json& status) {
+Status WriteFinalStatus(const JobDir& dir, const std::string& state, const std::string& diagnostics,
+                        const json& extra) {
+  json status = {{"job_id", dir.job_id()}, {"state", state}, {"diagnostics", diagnostics}, {"finished_ms", NowMillis()}};
+  for (const auto& [k, v] : extra.items()) status[k] = v;
   return WriteFirst(dir.status(), status.dump(2) + "\n");
 }
 
@@ -228,9 +231,7 @@ Result<bool> EndJobIfFirst(const JobDir& dir, const std::string& state, const st
     if (t.state != "PENDING") row["exit_code"] = kStoppedExitCode;
     LOOM_RETURN_IF_ERROR(log.Append(events::kTaskState, row));
   }
-  json status = {{"job_id", dir.job_id()}, {"state", state}, {"diagnostics", diagnostics}, {"finished_ms", NowMillis()}};
-  for (const auto& [k, v] : extra.items()) status[k] = v;
-  Status s = WriteFinalStatus(dir, status);
+  Status s = WriteFinalStatus(dir, state, diagnostics, extra);
   if (s.code() == StatusCode::kAlreadyExists) return false;
   LOOM_RETURN_IF_ERROR(s);
   return true;

@@ -79,8 +79,11 @@ struct JobView {
 Result<JobView> LoadJobView(const JobDir& dir);
 
 // Writes status.json if no one has yet: the first final status wins, across processes.
-// Returns AlreadyExists when another writer was first.
-Status WriteFinalStatus(const JobDir& dir, const nlohmann::json& status);
+// Returns AlreadyExists when another writer was first. Its one shape: job_id (the dir's),
+// state, diagnostics, finished_ms (now), then `extra`'s fields (the AM's attempts and tasks),
+// which may set any of those.
+Status WriteFinalStatus(const JobDir& dir, const std::string& state, const std::string& diagnostics,
+                        const nlohmann::json& extra = nlohmann::json::object());
 
 // Ends the job's record: every task not yet in a final state gets a TASK_STATE `task_state`
 // row (the cluster ended it with the job; exit code 143 where it had started), then status.json is written with `state` and

@@ -143,13 +143,17 @@ TEST_F(JobViewTest, QueuedJobShowsItsPlaceUntilAdmitted) {
 }
 
 TEST_F(JobViewTest, FinalStatusFirstWriterWins) {
-  ASSERT_OK(WriteFinalStatus(dir_, {{"state", "FAILED"}, {"diagnostics", "first"}}));
-  EXPECT_STATUS(WriteFinalStatus(dir_, {{"state", "KILLED"}, {"diagnostics", "second"}}), kAlreadyExists,
-                ::testing::_);
+  ASSERT_OK(WriteFinalStatus(dir_, "FAILED", "first", {{"attempts", 2}}));
+  EXPECT_STATUS(WriteFinalStatus(dir_, "KILLED", "second"), kAlreadyExists, ::testing::_);
   auto view = LoadJobView(dir_);
   EXPECT_TRUE(view->final);
   EXPECT_EQ(view->state, "FAILED");
   EXPECT_EQ(view->diagnostics, "first");
+  EXPECT_GT(view->finished_ms, 0);
+  // One shape, whoever writes it: the dir's job id, the end, and the writer's extra fields.
+  auto written = nlohmann::json::parse(*ReadFile(dir_.status()));
+  EXPECT_EQ(written["job_id"], dir_.job_id());
+  EXPECT_EQ(written["attempts"], 2);
 }
 
 TEST_F(JobViewTest, RssIsTheLastSampleWhileATaskRunsThenItsPeak) {

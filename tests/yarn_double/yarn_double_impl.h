@@ -1,6 +1,7 @@
 #pragma once
 // Internals of YarnTestDouble: one state guarded by one mutex, shared by the RM part
-// (resource_manager.cc: client and scheduler protocols, AM launch, application life cycle)
+// (resource_manager.cc: AM launch, application life cycle; capacity_scheduler.cc: the
+// scheduler; rm_client_calls.cc, rm_scheduler_calls.cc: the client and scheduler protocols)
 // and the NM part (node_manager.cc: container manager protocol, localization, processes).
 // Every *Locked method expects mu_ held.
 
@@ -119,7 +120,7 @@ struct App {
   std::map<AskKey, yp::ResourceRequestProto> asks;  // totals still wanted; a new ask replaces
   std::vector<yp::ContainerStatusProto> completed;  // finished containers not yet reported
   std::set<int> nm_token_nodes;  // nodes whose NMToken this attempt got (one per node)
-  // The CapacityScheduler's view (resource_manager.cc).
+  // The CapacityScheduler's view (capacity_scheduler.cc).
   bool activated = false;        // counted against its queue's AM share
   std::string am_limit_details;  // what the AM-limit diagnostics said last, without the date
   std::vector<std::string> newly_allocated;         // placed on heartbeats, for the next allocate
@@ -187,7 +188,7 @@ class YarnDoubleImpl {
   // for every application of the user, .../appcache/<app>/filecache APPLICATION ones.
   std::map<std::string, NmCache> nm_caches_;
 
-  // ---- shared helpers (yarn_test_double.cc) ----
+  // ---- shared helpers (yarn_double_impl.cc) ----
   std::string NextNonce();
   PasswordLookup NoDelegationToken(const std::string& identifier);
   bool WithGpu() const { return options_.node_gpus > 0; }
@@ -203,7 +204,7 @@ class YarnDoubleImpl {
   void DispatchLoop();
   void TickLocked(int64_t now);
 
-  // ---- RM (resource_manager.cc) ----
+  // ---- RM (resource_manager.cc; the protocols in rm_client_calls.cc, rm_scheduler_calls.cc) ----
   CallResult HandleClient(const std::string& method, std::string_view req, const ConnectionInfo& conn);
   CallResult HandleScheduler(const std::string& method, std::string_view req, const ConnectionInfo& conn);
   PasswordLookup AmRmPassword(const std::string& identifier);
@@ -218,7 +219,7 @@ class YarnDoubleImpl {
                     const std::string& diagnostics);
   void KillAppContainersLocked(App& app, const std::string& why, int grace_ms, bool include_am);
   void LaunchAm(const std::string& container_id);
-  // The scheduler (resource_manager.cc). Queues: Options::queues or the recorded "default".
+  // The scheduler (capacity_scheduler.cc). Queues: Options::queues or the recorded "default".
   std::vector<YarnTestDouble::Options::Queue> QueuesLocked() const;
   std::optional<YarnTestDouble::Options::Queue> FindQueueLocked(const std::string& name) const;
   // Activates ACCEPTED applications within their queue's AM share, sets the diagnostics of

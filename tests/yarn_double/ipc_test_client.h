@@ -1,0 +1,80 @@
+#pragma once
+// The raw Hadoop IPC client of the double's own tests: no Loom backend in the way, so a test
+// sees the double's bytes as a Hadoop client would. Checks what it reads with gtest's
+// EXPECT/ASSERT as it goes. Tests only.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "cluster/yarn/proto/hadoop_rpc.pb.h"
+#include "cluster/yarn/wire/credentials.h"
+#include "core/status.h"
+#include "core/testing.h"
+
+namespace loom::yarn_double {
+
+namespace wire = loom::cluster::yarn;
+
+// A server frame: its header (parsed, and as sent) and the message after it, if any.
+struct Reply {
+  hadoop::common::RpcResponseHeaderProto header;
+  std::string header_bytes;
+  std::optional<std::string> body;
+};
+
+// `frame` (with its length prefix) split into header and body.
+Reply Decode(const std::string& frame);
+
+// A plain TCP client that reads whole IPC frames.
+class Socket {
+ public:
+  explicit Socket(int port);
+  ~Socket();
+  void Send(const std::string& b);
+  // The next frame (with its length prefix); nullopt on EOF or after 10 s.
+  std::optional<std::string> ReadFrame();
+  // True when the server closed the connection (FIN) with nothing more to read.
+  bool ClosedByServer();
+
+ private:
+  bool ReadN(size_t n, std::string* out);
+  int fd_ = -1;
+};
+
+// A minimal Hadoop IPC client for the tests (no Loom backend): SIMPLE or TOKEN, then calls.
+class TestIpc {
+ public:
+  explicit TestIpc(int port) : socket_(port) {}
+
+  void Simple(const std::string& user, const std::string& protocol);
+
+  // SASL DIGEST-MD5 with `token`; the FATAL reply as a Status if the server refuses.
+  Status Token(const wire::Token& token, const std::string& protocol);
+
+  // One call; the reply's header and body.
+  Reply Call(const std::string& method, const std::string& protocol, const google::protobuf::Message& request);
+
+  template <typename T>
+  T CallOk(const std::string& method, const std::string& protocol, const google::protobuf::Message& request) {
+    Reply r = Call(method, protocol, request);
+    EXPECT_EQ(r.header.status(), hadoop::common::RpcResponseHeaderProto::SUCCESS)
+        << method << ": " << r.header.errormsg();
+    T resp;
+    if (r.body) resp.ParseFromString(*r.body);
+    return resp;
+  }
+
+  Socket& socket() { return socket_; }
+
+ private:
+  void SendContext(const std::string& user, const std::string& protocol);
+
+  Socket socket_;
+  std::string client_id_ = "0123456789abcdef";
+  int32_t next_call_ = 0;
+};
+
+}  // namespace loom::yarn_double
