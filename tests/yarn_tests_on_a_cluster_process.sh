@@ -43,13 +43,22 @@ export USER=${USER:-$(id -un)}
 # case on both backends). old_userland_test's YARN case needs the double's chroot NodeManager,
 # and its other cases a Debian 11 root that only the integration label builds.
 here=$(cd "$(dirname "$0")" && pwd)
+# The whole run ends before ctest's TIMEOUT (2400 s) would kill this script without its clean-up.
+deadline=$((SECONDS + ${LOOM_REHEARSAL_BUDGET_S:-2100}))
 rc=0
 for source in $(grep -l 'YarnDoubleCluster' "$here"/integration/*_test.cc | sort); do
   name=$(basename "$source" .cc)
   [ "$name" = old_userland_test ] && continue
   echo "== $name"
+  left=$((deadline - SECONDS))
+  if [ "$left" -le 0 ]; then
+    echo "FAIL: out of time before $name" >&2
+    rc=1
+    break
+  fi
   set +e
-  timeout 1200 "$build/tests/integration/$name" >"$scratch/$name.out" 2>&1
+  # 3>&-: only this script holds the double's stdin, so the double stops with it.
+  timeout "$((left < 1200 ? left : 1200))" "$build/tests/integration/$name" >"$scratch/$name.out" 2>&1 3>&-
   status=$?
   set -e
   grep -E '^\[  (PASSED|SKIPPED|FAILED) +\]' "$scratch/$name.out" | grep -v '^\[  SKIPPED \] [A-Za-z]' || true
