@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -64,6 +66,18 @@ Result<GpuSample> SampleGpus(const std::string& nvidia_smi, const std::string& v
   if (!exit->success()) return Status::Internal(nvidia_smi + " ended with " + exit->Describe());
   if (!text.ok()) return text.status();
   return ParseNvidiaSmi(*text);
+}
+
+std::function<Result<GpuSample>()> TaskGpuSampler(const std::string& nvidia_smi,
+                                                  const std::map<std::string, std::string>& env,
+                                                  std::chrono::milliseconds metrics_interval) {
+  auto visible = env.find("CUDA_VISIBLE_DEVICES");
+  auto path = env.find("PATH");
+  return [nvidia_smi, visible = visible == env.end() ? "" : visible->second,
+          path = path == env.end() ? "/usr/bin:/bin" : path->second,
+          timeout = std::clamp(metrics_interval, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000))] {
+    return SampleGpus(nvidia_smi, visible, path, timeout);
+  };
 }
 
 }  // namespace loom::executor

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "core/status.h"
@@ -26,5 +28,11 @@ Result<GpuSample> ParseNvidiaSmi(const std::string& text);
 // killed. Reaps its child itself: call it from the thread that reaps the executor's children.
 Result<GpuSample> SampleGpus(const std::string& nvidia_smi, const std::string& visible,
                              const std::string& path_env, std::chrono::milliseconds timeout);
+
+// SampleGpus for a task: its GPUs (CUDA_VISIBLE_DEVICES in `env`) found through its PATH, a
+// run allowed its metrics interval, within 1 to 5 s.
+std::function<Result<GpuSample>()> TaskGpuSampler(const std::string& nvidia_smi,
+                                                  const std::map<std::string, std::string>& env,
+                                                  std::chrono::milliseconds metrics_interval);
 
 }  // namespace loom::executor

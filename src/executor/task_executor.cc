@@ -12,10 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -35,9 +33,12 @@
 #include "core/test_hooks.h"
 #include "executor/entry_point.h"
 #include "executor/gpu_metrics.h"
+#include "executor/heartbeat_stream.h"
 #include "executor/mpi_task.h"
 #include "executor/port_reserver.h"
 #include "executor/process_tree.h"
+#include "executor/task_metrics.h"
+#include "executor/task_processes.h"
 
 namespace loom::executor {
 namespace {
@@ -61,8 +62,8 @@ class TaskExecutor {
   // Runs the blocking RPC `call` (on `ctx`) on a thread of its own while this thread watches
   // the signals; a terminating signal cancels the call and is returned (0: none).
   int CallWatchingSignals(grpc::ClientContext& ctx, const std::function<void()>& call);
-  // One metrics sample (loom.task.metrics-interval-ms): the RSS of the task's process groups
-  // and, with gpu-metrics, its GPUs; the heartbeat thread sends it at once.
+  // One metrics sample (loom.task.metrics-interval-ms, executor/task_metrics.h); the heartbeat
+  // thread sends it at once.
   void SampleMetrics();
   // Tells the AM the task's TensorBoard URL once something answers on its TB_PORT.
   void MaybeAnnounceTensorBoard();
@@ -70,18 +71,12 @@ class TaskExecutor {
   Result<std::optional<control::ClusterSpecResponse>> AwaitClusterSpec();
   // Starts the task's processes (loom.<type>.processes), each a member; on failure none is left.
   Status StartUserProcesses(const control::ClusterSpecResponse& spec);
-  // Starts one member process (`o` complete but for the session and death signal, which every
-  // member gets). `label` names it in messages ("process 1 of 2 (LOCAL_RANK 1)"). Returns its
-  // index in members_. A member started while Supervise runs is supervised like the others:
-  // one ending unsuccessfully stops them all.
-  Result<size_t> StartMember(SpawnOptions o, std::string label);
   // Waits until every member has ended; returns the task's exit code (shell convention).
   int Supervise();
-  // The process groups of the members still running (or with something left in their group).
-  std::vector<pid_t> LiveGroups() const;
   void StartHeartbeats();
-  void StopHeartbeats();
-  void HeartbeatLoop();
+  void StopHeartbeats() { if (heartbeats_) heartbeats_->Stop(); }
+  bool AmWantsStop() const { return heartbeats_ && heartbeats_->am_wants_stop(); }
+  bool AmLost() const { return heartbeats_ && heartbeats_->am_lost(); }
   void Report(const ExitInfo& info);
   void Wake();
   // Drains the signalfd; returns the first terminating signal seen (0 if none).
@@ -107,75 +102,23 @@ class TaskExecutor {
 
   int signal_fd_ = -1;
   int wake_fd_ = -1;
-  // The task's processes. Member 0 is the user's process 0 (LOCAL_RANK 0, logs `stdout` and
-  // `stderr`); member i of loom.<type>.processes N is LOCAL_RANK i (`stdout.<i>`, `stderr.<i>`).
-  // Each leads its own session and process group. A member that ends unsuccessfully stops the
-  // others; the task ends when every member has.
-  struct Member {
-    std::string label;             // for messages: "process 1 of 2 (LOCAL_RANK 1)"
-    std::string stderr_path;       // its stderr tail goes into the exit report if it decides the exit
-    Subprocess process;
-    std::optional<ExitInfo> exit;  // set when reaped
-  };
-  std::vector<Member> members_;
-  std::optional<size_t> first_failed_;  // the member that ended unsuccessfully first
+  TaskProcesses processes_;             // loom.<type>.processes (executor/task_processes.h)
   std::optional<ExitInfo> task_exit_;   // the task's: the first failed member's, else member 0's
   std::string report_stderr_path_;      // whose stderr tail the exit report carries
-  int64_t peak_rss_ = 0;
-  int gpu_failures_ = 0;        // consecutive; GPU sampling stops after kMaxGpuFailures, as TonY's
-  int gpu_samples_ = 0;
-  int max_gpu_utilization_ = 0;
-  int64_t peak_gpu_memory_ = 0;
+  std::optional<TaskMetrics> metrics_;  // made in Init, once the wiring is known
   std::string stop_reason_;
 
-  std::thread heartbeat_thread_;
-  std::mutex hb_mu_;
-  std::condition_variable hb_cv_;
-  bool hb_stop_ = false;
-  grpc::ClientContext* hb_ctx_ = nullptr;  // the open heartbeat stream's, guarded by hb_mu_
-  std::atomic<bool> am_wants_stop_{false};
-  std::atomic<bool> am_lost_{false};
-  bool metrics_fresh_ = false;  // a sample not yet sent, guarded by hb_mu_
-  std::atomic<int64_t> rss_for_heartbeat_{0};
-  std::atomic<int32_t> gpu_utilization_for_heartbeat_{0};
-  std::atomic<int64_t> gpu_memory_for_heartbeat_{0};
+  std::unique_ptr<HeartbeatStream> heartbeats_;  // once registered
   // Framework mpi (executor/mpi_task.h): the launcher's agent socket, or a rank-holding task's
   // guests. Last, so that it is destroyed first: it uses stub_.
   std::unique_ptr<MpiTask> mpi_;
 };
-
-constexpr int kMaxGpuFailures = 10;
 
 TaskExecutor::~TaskExecutor() {
   StopHeartbeats();
   if (signal_fd_ >= 0) ::close(signal_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
-
-namespace {
-
-// SIGTERM to every group at once, then SIGKILL to what is left of them after `grace`: N
-// processes stop within one grace period, not N.
-void TerminateProcessGroups(const std::vector<pid_t>& pgids, milliseconds grace) {
-  std::vector<pid_t> live;
-  for (pid_t pgid : pgids) {
-    if (pgid > 1 && ::kill(-pgid, SIGTERM) == 0) live.push_back(pgid);
-  }
-  auto deadline = Clock::now() + grace;
-  while (!live.empty() && Clock::now() < deadline) {
-    std::erase_if(live, [](pid_t pgid) { return !ProcessGroupAlive(pgid); });
-    if (!live.empty()) std::this_thread::sleep_for(milliseconds(10));
-  }
-  for (pid_t pgid : live) ::kill(-pgid, SIGKILL);
-}
-
-// "exited with code 3", "was killed by signal 9 (SIGKILL)".
-std::string HowItEnded(const ExitInfo& e) {
-  return e.signal ? "was killed by signal " + std::to_string(e.signal) + " (" + SignalName(e.signal) + ")"
-                  : "exited with code " + std::to_string(e.exit_code);
-}
-
-}  // namespace
 
 control::TaskRef TaskExecutor::Ref() const {
   control::TaskRef ref;
@@ -234,6 +177,8 @@ Status TaskExecutor::Init() {
     LOOM_ASSIGN_OR_RETURN(secret_, control::ReadSecretFile(wiring_.secret_file));
   }
   log_dir_ = wiring_.log_dir.empty() ? "." : wiring_.log_dir;
+  metrics_.emplace(wiring_.gpu_metrics ? TaskGpuSampler(wiring_.gpu_exec_path, env_, milliseconds(wiring_.metrics_interval_ms))
+                                       : nullptr);
   if (!wiring_.link_into_workdir.empty()) LinkIntoWorkdir(wiring_.link_into_workdir);
   int low = wiring_.port_low, high = wiring_.port_high, preferred = wiring_.preferred_port;
   // Their errors name loom.task.port-range: in the user's spelling.
@@ -326,78 +271,14 @@ int TaskExecutor::CallWatchingSignals(grpc::ClientContext& ctx, const std::funct
 }
 
 void TaskExecutor::StartHeartbeats() {
+  heartbeats_ = std::make_unique<HeartbeatStream>(HeartbeatStream::Options{
+      stub_.get(), secret_, Ref(), milliseconds(params_.heartbeat_interval_ms()), params_.max_missed_heartbeats(),
+      [this] { Wake(); }});
   if (TestHook(env_, "LOOM_TEST_DROP_HEARTBEATS", task_.ToString())) {
     spdlog::warn("test hook: sending no heartbeats");
     return;
   }
-  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
-}
-
-void TaskExecutor::StopHeartbeats() {
-  {
-    std::lock_guard<std::mutex> l(hb_mu_);
-    hb_stop_ = true;
-    if (hb_ctx_) hb_ctx_->TryCancel();
-  }
-  hb_cv_.notify_all();
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-}
-
-void TaskExecutor::HeartbeatLoop() {
-  milliseconds interval(std::max(10, params_.heartbeat_interval_ms()));
-  milliseconds lost_after = interval * std::max(1, params_.max_missed_heartbeats());
-  std::atomic<int64_t> last_ok{Clock::now().time_since_epoch().count()};
-  auto am_silent_too_long = [&] {
-    return Clock::now().time_since_epoch().count() - last_ok.load() >= std::chrono::nanoseconds(lost_after).count();
-  };
-  std::unique_lock<std::mutex> lock(hb_mu_);
-  while (!hb_stop_) {
-    // One stream for as long as it lasts; a broken one is opened again until the AM has been
-    // silent for max-missed-heartbeats intervals.
-    grpc::ClientContext ctx;
-    AttachSecret(ctx);
-    hb_ctx_ = &ctx;
-    lock.unlock();
-    auto stream = stub_->Heartbeats(&ctx);
-    std::thread reader([&] {
-      control::HeartbeatResponse resp;
-      while (stream->Read(&resp)) {
-        last_ok = Clock::now().time_since_epoch().count();
-        if (resp.stop() && !am_wants_stop_.exchange(true)) Wake();
-      }
-    });
-    bool broken = false;
-    lock.lock();
-    while (!hb_stop_ && !broken) {
-      metrics_fresh_ = false;
-      lock.unlock();
-      control::HeartbeatRequest req;
-      *req.mutable_task() = Ref();
-      req.set_rss_bytes(rss_for_heartbeat_.load());
-      req.set_gpu_utilization_percent(gpu_utilization_for_heartbeat_.load());
-      req.set_gpu_memory_bytes(gpu_memory_for_heartbeat_.load());
-      broken = !stream->Write(req);
-      lock.lock();
-      if (am_silent_too_long()) break;
-      // Every interval, and at once when a new metrics sample is there: the AM sees each
-      // sample within loom.task.metrics-interval-ms, whatever the heartbeat interval.
-      if (!broken) hb_cv_.wait_for(lock, interval, [this] { return hb_stop_ || metrics_fresh_; });
-    }
-    hb_ctx_ = nullptr;
-    lock.unlock();
-    ctx.TryCancel();
-    reader.join();
-    (void)stream->Finish();
-    lock.lock();
-    if (hb_stop_) return;
-    if (am_silent_too_long()) {
-      spdlog::error("AM unreachable for {} ms", lost_after.count());
-      am_lost_ = true;
-      Wake();
-      return;
-    }
-    hb_cv_.wait_for(lock, interval, [this] { return hb_stop_; });  // then open a new stream
-  }
+  heartbeats_->Start();
 }
 
 int TaskExecutor::DrainSignals() {
@@ -426,13 +307,7 @@ void TaskExecutor::ReapChildren() {
   pid_t pid;
   while ((pid = ::waitpid(-1, &wstatus, WNOHANG)) > 0) {
     if (mpi_ && mpi_->OnReaped(pid, wstatus)) continue;  // an MPI daemon this task hosted
-    for (size_t i = 0; i < members_.size(); ++i) {
-      Member& m = members_[i];
-      if (m.exit || pid != m.process.pid()) continue;
-      m.process.MarkReaped();
-      m.exit = ExitInfo::FromWaitStatus(wstatus);
-      if (!m.exit->success() && !first_failed_) first_failed_ = i;
-    }
+    processes_.OnReaped(pid, wstatus);
   }
 }
 
@@ -454,9 +329,9 @@ Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSp
   bool cancelled = false;
   while (!done) {
     int sig = WaitForEvent(1000);
-    if ((sig || am_lost_ || am_wants_stop_) && !cancelled) {
+    if ((sig || AmLost() || AmWantsStop()) && !cancelled) {
       stop_reason_ = sig ? "stopped by " + SignalName(sig) + " while waiting for the gang"
-                         : am_lost_ ? "AM lost while waiting for the gang" : "stopped by the AM";
+                         : AmLost() ? "AM lost while waiting for the gang" : "stopped by the AM";
       ctx.TryCancel();
       cancelled = true;
     }
@@ -467,15 +342,6 @@ Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSp
     return Status(static_cast<StatusCode>(status.error_code()), "waiting for the cluster spec: " + status.error_message());
   }
   return std::optional<control::ClusterSpecResponse>(resp);
-}
-
-Result<size_t> TaskExecutor::StartMember(SpawnOptions o, std::string label) {
-  o.new_session = true;             // its own process group: stopped as a whole
-  o.parent_death_signal = SIGKILL;  // the executor gone: so is the task
-  std::string stderr_path = o.stderr_path;
-  LOOM_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(o));
-  members_.push_back({std::move(label), std::move(stderr_path), std::move(child), std::nullopt});
-  return members_.size() - 1;
 }
 
 Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec) {
@@ -494,64 +360,29 @@ Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec
   if (!bash.ok()) return bash.status().WithContext("starting " + task_.ToString());
   o.argv = BashCommandArgv(*bash, spec.command());
 
-  // loom.<type>.processes: an AM that sends no per-process envs means one process.
-  const int n = std::max(1, spec.processes_size());
-  if (n > 1 && !o.env.count("OMP_NUM_THREADS")) {
-    // torchrun's default with several processes per node: N processes each with a thread
-    // per core would overload the container.
-    o.env["OMP_NUM_THREADS"] = "1";
-    spdlog::info("OMP_NUM_THREADS=1 for each of the {} processes (torchrun's default; set it to override)", n);
-  }
-  // loom.<type>.process-gpus=split: process i sees the i-th slice of the task's devices.
-  std::vector<std::string> devices;
-  const int per_process = spec.gpus_per_process();
-  if (n > 1 && per_process > 0) {
-    auto visible = env_.find("CUDA_VISIBLE_DEVICES");
-    if (visible == env_.end()) {
-      spdlog::info("CUDA_VISIBLE_DEVICES is not set: left unset, each of the {} processes sees the container's GPUs", n);
-    } else {
-      for (const std::string& d : Split(visible->second, ',')) {
-        if (!Trim(d).empty()) devices.push_back(Trim(d));
-      }
-      if (static_cast<int>(devices.size()) < per_process * n) {
-        spdlog::warn("CUDA_VISIBLE_DEVICES={} lists fewer than {} processes x {} GPUs: every process sees all of them",
-                     visible->second, n, per_process);
-        devices.clear();
-      }
-    }
-  }
-
-  for (int i = 0; i < n; ++i) {
-    SpawnOptions p = o;
-    if (i < spec.processes_size()) {
-      for (const auto& [k, v] : spec.processes(i).env()) p.env[k] = v;
-    }
-    std::string suffix = i == 0 ? "" : "." + std::to_string(i);
-    p.stdout_path = log_dir_ + "/stdout" + suffix;
-    p.stderr_path = log_dir_ + "/stderr" + suffix;
-    if (!devices.empty()) {
-      std::vector<std::string> slice(devices.begin() + i * per_process, devices.begin() + (i + 1) * per_process);
-      p.env["CUDA_VISIBLE_DEVICES"] = Join(slice, ",");
-      spdlog::info("process {} gets GPUs {} (CUDA_VISIBLE_DEVICES)", i, p.env["CUDA_VISIBLE_DEVICES"]);
-    }
-    std::string label = n == 1 ? task_.ToString()
-                               : "process " + std::to_string(i) + " of " + std::to_string(n) + " (LOCAL_RANK " +
-                                     std::to_string(i) + ")";
-    Result<size_t> started = StartMember(std::move(p), std::move(label));
+  // loom.<type>.processes, and loom.<type>.process-gpus=split: each process its slice of the GPUs.
+  auto visible = env_.find("CUDA_VISIBLE_DEVICES");
+  MembersPlan plan = PlanMembers(o, spec, log_dir_, task_.ToString(),
+                                 visible == env_.end() ? std::nullopt : std::optional<std::string>(visible->second));
+  for (const std::string& note : plan.notes) spdlog::info("{}", note);
+  for (const std::string& warning : plan.warnings) spdlog::warn("{}", warning);
+  const size_t n = plan.members.size();
+  for (size_t i = 0; i < n; ++i) {
+    Result<size_t> started = processes_.Start(std::move(plan.members[i].options), std::move(plan.members[i].label));
     if (!started.ok()) {
-      members_.clear();  // each Subprocess kills and reaps its group
+      processes_.Clear();  // each Subprocess kills and reaps its group
       return started.status().WithContext(n == 1 ? "starting " + task_.ToString()
                                                  : "starting process " + std::to_string(i) + " of " +
                                                        std::to_string(n) + " of " + task_.ToString());
     }
     spdlog::info("started {}{} (pid {}): {}", task_.ToString(), n == 1 ? "" : " process " + std::to_string(i),
-                 members_.back().process.pid(), spec.command());
+                 processes_.members().back().process.pid(), spec.command());
   }
 
   control::TaskStartedRequest req;
   *req.mutable_task() = Ref();
-  req.set_pid(members_[0].process.pid());
-  for (const Member& m : members_) req.add_pids(m.process.pid());
+  req.set_pid(processes_.members()[0].process.pid());
+  for (const TaskProcesses::Member& m : processes_.members()) req.add_pids(m.process.pid());
   control::Ack ack;
   grpc::ClientContext ctx;
   AttachSecret(ctx);
@@ -559,15 +390,6 @@ Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec
   grpc::Status s = stub_->TaskStarted(&ctx, req, &ack);
   if (!s.ok()) spdlog::warn("TaskStarted not acknowledged: {}", s.error_message());
   return Status::Ok();
-}
-
-std::vector<pid_t> TaskExecutor::LiveGroups() const {
-  std::vector<pid_t> groups;
-  for (const Member& m : members_) {
-    // An ended leader may have left processes in its group.
-    if (!m.exit || ProcessGroupAlive(m.process.pgid())) groups.push_back(m.process.pgid());
-  }
-  return groups;
 }
 
 int TaskExecutor::Supervise() {
@@ -581,10 +403,7 @@ int TaskExecutor::Supervise() {
     terminating = true;
     stop_reason_ = reason;
     spdlog::warn("stopping {}: {}", task_.ToString(), reason);
-    TerminateProcessGroups(LiveGroups(), grace);
-  };
-  auto all_ended = [this] {
-    return std::all_of(members_.begin(), members_.end(), [](const Member& m) { return m.exit.has_value(); });
+    TerminateProcessGroups(processes_.LiveGroups(), grace);
   };
 
   // Metrics every loom.task.metrics-interval-ms (the first at once); the memory watchdog reads
@@ -593,7 +412,7 @@ int TaskExecutor::Supervise() {
   const milliseconds metrics_every(std::max(10, wiring_.metrics_interval_ms));
   constexpr milliseconds kWatchdogEvery(500), kTensorBoardProbeEvery(250);
   auto next_sample = Clock::now(), next_watch = Clock::now(), next_tb_probe = Clock::now();
-  while (!all_ended()) {
+  while (!processes_.AllEnded()) {
     // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the
     // sampling, the watchdog, the TensorBoard probe and the execution deadline.
     auto wake_at = next_sample;
@@ -602,10 +421,10 @@ int TaskExecutor::Supervise() {
     if (!terminating && exec_deadline) wake_at = std::min(wake_at, *exec_deadline);
     auto timeout = std::chrono::duration_cast<milliseconds>(wake_at - Clock::now()).count();
     int sig = WaitForEvent(static_cast<int>(std::clamp<int64_t>(timeout, 0, 60000)));
-    if (all_ended()) break;
+    if (processes_.AllEnded()) break;
     if (sig) terminate("stopped by " + SignalName(sig));
-    if (am_wants_stop_) terminate("stopped by the AM");
-    if (am_lost_) terminate("AM unreachable for " + std::to_string(int64_t{params_.heartbeat_interval_ms()} * params_.max_missed_heartbeats()) + " ms");
+    if (AmWantsStop()) terminate("stopped by the AM");
+    if (AmLost()) terminate("AM unreachable for " + std::to_string(int64_t{params_.heartbeat_interval_ms()} * params_.max_missed_heartbeats()) + " ms");
     if (exec_deadline && Clock::now() >= *exec_deadline) {
       terminate("execution timeout: ran longer than " +
                 config::Respell("loom.task.executor.execution-timeout-ms", wiring_.key_prefix) + "=" +
@@ -613,11 +432,10 @@ int TaskExecutor::Supervise() {
     }
     // One process of several failed: the task has failed (as torchrun's agent sees it), and the
     // others, likely blocked in a collective with it, are stopped.
-    if (first_failed_) {
-      const Member& failed = members_[*first_failed_];
-      terminate(failed.label + " " + HowItEnded(*failed.exit));
+    if (const TaskProcesses::Member* failed = processes_.FirstFailed()) {
+      terminate(failed->label + " " + HowItEnded(*failed->exit));
     }
-    if (all_ended()) break;
+    if (processes_.AllEnded()) break;
     auto now = Clock::now();
     if (now >= next_sample) {
       SampleMetrics();
@@ -629,15 +447,16 @@ int TaskExecutor::Supervise() {
     }
     if (!watchdog || now < next_watch) continue;
     next_watch = now + kWatchdogEvery;
-    std::vector<pid_t> groups = LiveGroups();
+    std::vector<pid_t> groups = processes_.LiveGroups();
     int64_t rss = ProcessGroupsRssBytes(groups) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
-    peak_rss_ = std::max(peak_rss_, rss);
+    metrics_->NoteRss(rss);
     if (rss > params_.memory_limit_bytes() && !killed_for_memory) {
       // Memory is urgent: no grace, even if a gentler stop is already under way.
       killed_for_memory = terminating = true;
       stop_reason_ = "memory limit exceeded: RSS " + std::to_string(rss >> 20) + " MiB > " +
                      std::to_string(params_.memory_limit_bytes() >> 20) + " MiB";
-      if (members_.size() > 1) stop_reason_ += " (the " + std::to_string(members_.size()) + " processes together)";
+      const size_t n = processes_.members().size();
+      if (n > 1) stop_reason_ += " (the " + std::to_string(n) + " processes together)";
       spdlog::warn("{}", stop_reason_);
       for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
       // The MPI daemons this task hosts, and their ranks, count in the RSS: they go at once too,
@@ -646,15 +465,15 @@ int TaskExecutor::Supervise() {
     }
   }
   // The processes are gone; whatever they left in their groups goes too.
-  if (std::vector<pid_t> left = LiveGroups(); !left.empty()) {
+  if (std::vector<pid_t> left = processes_.LiveGroups(); !left.empty()) {
     TerminateProcessGroups(left, milliseconds(std::min<int64_t>(grace.count(), 2000)));
   }
   ReapChildren();
   rusage ru{};
   ::getrusage(RUSAGE_CHILDREN, &ru);
-  peak_rss_ = std::max<int64_t>(peak_rss_, int64_t{ru.ru_maxrss} * 1024);
+  metrics_->NoteRss(int64_t{ru.ru_maxrss} * 1024);
   // The task's exit is the first failed process's (its stderr tail explains it), else process 0's.
-  const Member& decisive = members_[first_failed_.value_or(0)];
+  const TaskProcesses::Member& decisive = processes_.Decisive();
   task_exit_ = decisive.exit;
   report_stderr_path_ = decisive.stderr_path;
   spdlog::info("{} ended: {}{}", task_.ToString(), task_exit_->Describe(),
@@ -663,31 +482,9 @@ int TaskExecutor::Supervise() {
 }
 
 void TaskExecutor::SampleMetrics() {
-  int64_t rss = ProcessGroupsRssBytes(LiveGroups()) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
-  rss_for_heartbeat_ = rss;
-  peak_rss_ = std::max(peak_rss_, rss);
-  if (wiring_.gpu_metrics && gpu_failures_ < kMaxGpuFailures) {
-    auto it = env_.find("CUDA_VISIBLE_DEVICES");
-    auto path = env_.find("PATH");
-    auto gpus = SampleGpus(wiring_.gpu_exec_path, it == env_.end() ? "" : it->second,
-                           path == env_.end() ? "/usr/bin:/bin" : path->second,
-                           std::clamp(milliseconds(wiring_.metrics_interval_ms), milliseconds(1000), milliseconds(5000)));
-    if (gpus.ok()) {
-      gpu_failures_ = 0;
-      ++gpu_samples_;
-      gpu_utilization_for_heartbeat_ = gpus->max_utilization_percent;
-      gpu_memory_for_heartbeat_ = gpus->memory_used_bytes;
-      max_gpu_utilization_ = std::max(max_gpu_utilization_, gpus->max_utilization_percent);
-      peak_gpu_memory_ = std::max(peak_gpu_memory_, gpus->memory_used_bytes);
-    } else if (++gpu_failures_ == kMaxGpuFailures) {
-      spdlog::warn("GPU metrics off after {} failed samples in a row: {}", kMaxGpuFailures, gpus.status().ToString());
-    }
-  }
-  {
-    std::lock_guard<std::mutex> l(hb_mu_);
-    metrics_fresh_ = true;
-  }
-  hb_cv_.notify_all();
+  int64_t rss = ProcessGroupsRssBytes(processes_.LiveGroups()) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
+  MetricsSample sample = metrics_->Sample(rss);
+  if (heartbeats_) heartbeats_->Offer(sample);
 }
 
 void TaskExecutor::MaybeAnnounceTensorBoard() {
@@ -710,15 +507,12 @@ void TaskExecutor::MaybeAnnounceTensorBoard() {
 }
 
 void TaskExecutor::Report(const ExitInfo& info) {
-  if (am_lost_) return;
+  if (AmLost()) return;
   control::ExitReport req;
   *req.mutable_task() = Ref();
   req.set_exit_code(info.exit_code);
   req.set_signal(info.signal);
-  req.set_peak_rss_bytes(peak_rss_);
-  req.set_max_gpu_utilization_percent(max_gpu_utilization_);
-  req.set_peak_gpu_memory_bytes(peak_gpu_memory_);
-  req.set_gpu_samples(gpu_samples_);
+  if (metrics_) metrics_->FillReport(&req);
   req.set_reason(stop_reason_);
   rusage self{};
   ::getrusage(RUSAGE_SELF, &self);
