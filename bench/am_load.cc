@@ -71,7 +71,7 @@ class SimulatedBroker : public loom::cluster::ContainerBroker {
   o.job_dir = loom::history::JobDir(dir);
   o.job_id = "job_amload";
   o.secret = kSecret;
-  o.bind_address = "127.0.0.1";
+  o.setup.bind_address = "127.0.0.1";
   loom::cluster::ContainerBroker* broker = new SimulatedBroker();
   auto* events = new loom::history::EventLog(dir + "/events.jsonl");
   auto* am = new loom::am::ApplicationMaster(o, *broker, *events);

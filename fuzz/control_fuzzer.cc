@@ -45,7 +45,7 @@ struct Harness {
     o.job_dir = loom::history::JobDir(dir.string());
     o.job_id = "job_fuzz";
     o.secret = std::string(64, 's');
-    o.bind_address = "127.0.0.1";
+    o.setup.bind_address = "127.0.0.1";
     events = std::make_unique<loom::history::EventLog>(dir.string() + "/events.jsonl");
     am = std::make_unique<loom::am::ApplicationMaster>(o, broker, *events);
     runner = std::thread([this] {

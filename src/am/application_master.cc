@@ -36,10 +36,10 @@ ApplicationMaster::~ApplicationMaster() {
 Status ApplicationMaster::StartServer() {
   service_ = std::make_unique<ControlServiceImpl>(opts_.secret, this, opts_.observer_secret);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(opts_.bind_address + ":0", grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(opts_.setup.bind_address + ":0", grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
-  if (!server_ || port_ == 0) return Status::Unavailable("cannot start the control plane on " + opts_.bind_address);
+  if (!server_ || port_ == 0) return Status::Unavailable("cannot start the control plane on " + opts_.setup.bind_address);
   return Status::Ok();
 }
 
@@ -54,16 +54,16 @@ Result<JobState> ApplicationMaster::Run() {
     auto start = [this](const std::string& address) {
       return rendezvous_->Start(address, opts_.spec.port_low, opts_.spec.port_high);
     };
-    auto port = start(opts_.advertise_host);
-    if (!port.ok() && opts_.advertise_host != opts_.bind_address) port = start(opts_.bind_address);
+    auto port = start(opts_.setup.advertise_host);
+    if (!port.ok() && opts_.setup.advertise_host != opts_.setup.bind_address) port = start(opts_.setup.bind_address);
     if (!port.ok()) return port.status().WithContext("starting the Horovod rendezvous store");
   }
-  std::string address = opts_.advertise_host + ":" + std::to_string(port_);
+  std::string address = opts_.setup.advertise_host + ":" + std::to_string(port_);
   (void)WriteFileAtomic(opts_.job_dir.am_addr(), address + "\n");
   nlohmann::json started = {{"pid", ::getpid()}, {"address", address}, {"backend", broker_.Describe()}};
-  for (const auto& [k, v] : opts_.location) started[k] = v;
+  for (const auto& [k, v] : opts_.setup.location) started[k] = v;
   if (!opts_.status_url.empty()) started["status_url"] = opts_.status_url;
-  if (rendezvous_) started["rendezvous"] = opts_.advertise_host + ":" + std::to_string(rendezvous_->port());
+  if (rendezvous_) started["rendezvous"] = opts_.setup.advertise_host + ":" + std::to_string(rendezvous_->port());
   (void)events_.Append(history::events::kAmStarted, started);
   spdlog::info("AM for {} listening on {} ({})", opts_.job_id, address, broker_.Describe());
   LOOM_RETURN_IF_ERROR(broker_.Start(this));
@@ -181,16 +181,16 @@ void ApplicationMaster::OnAllocated(const cluster::Container& container) {
     }
     slot->container = container;
     cluster::LaunchSpec launch;
-    launch.argv = {opts_.executor_binary, "executor"};
-    launch.env = opts_.executor_env;
+    launch.argv = {opts_.setup.executor_binary, "executor"};
+    launch.env = opts_.setup.executor_env;
     for (const auto& [k, v] : opts_.spec.container_env) launch.env[k] = v;
     control::ExecutorEnv wiring;
     wiring.job_id = opts_.job_id;
     wiring.task_id = container.task.ToString();
     wiring.restart_count = attempt_ + slot->restarts;
     wiring.preferred_port = slot->previous_port;
-    wiring.am_address = opts_.advertise_host + ":" + std::to_string(port_);
-    wiring.secret_file = opts_.secret_file;
+    wiring.am_address = opts_.setup.advertise_host + ":" + std::to_string(port_);
+    wiring.secret_file = opts_.setup.secret_file;
     wiring.port_low = opts_.spec.port_low;
     wiring.port_high = opts_.spec.port_high;
     wiring.reserve_tb_port = runtime::ReservesTbPort(opts_.spec, container.task);

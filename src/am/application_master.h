@@ -31,6 +31,7 @@
 #include "am/control_service.h"
 #include "am/exec_relay.h"
 #include "am/rendezvous_server.h"
+#include "cluster/am_side.h"
 #include "cluster/container_broker.h"
 #include "core/clock.h"
 #include "core/event_loop.h"
@@ -48,19 +49,12 @@ struct AmOptions {
   std::string job_id;
   std::string secret;
   // Also accepted, for JobState alone (a client following the job), where it differs from
-  // `secret` (cluster::AmSetup::executor_secret); empty: none.
+  // `secret` (setup.executor_secret); empty: none.
   std::string observer_secret;
-  std::string secret_file;      // handed to executors by path, never by value
-  std::string executor_binary;  // the `loom` binary to run as `loom executor`
-  std::string bind_address = "0.0.0.0";
-  std::string advertise_host = "127.0.0.1";  // how executors reach the AM
-  std::map<std::string, std::string> executor_env;  // base environment of every executor
-  // Where the AM itself runs, as its backend names it (container, node_id, node_http): in the
-  // AM_STARTED event, so that `loom logs --task am` finds its log.
-  std::map<std::string, std::string> location;
-  // After the job ends, keep answering for up to this long until a client that mirrors the
-  // events (YARN, Slurm: its job dir is elsewhere) has fetched them all.
-  std::chrono::milliseconds events_linger{0};
+  // How the backend placed the AM and what its executors get (cluster/am_side.h): the secret
+  // file, handed to executors by path; the addresses; the executor binary and environment;
+  // where the AM runs; how long it lingers for a client that mirrors its events.
+  cluster::AmSetup setup;
   std::string status_url;  // the AM's status page (am/status_page.h), in AM_STARTED; "" if none
   // What its timers and heartbeat ages run on: a test drives every timeout with a FakeClock.
   Clock* clock = &Clock::Real();

@@ -175,7 +175,7 @@ control::ClusterSpecResponse ApplicationMaster::SpecFor(const TaskId& id) const 
   auto it = slots_.find(id);
   runtime::TaskContext ctx{id, opts_.job_id, attempt_ + (it == slots_.end() ? 0 : it->second.restarts),
                           it == slots_.end() ? 0 : it->second.tb_port};
-  if (rendezvous_) ctx.rendezvous_address = opts_.advertise_host + ":" + std::to_string(rendezvous_->port());
+  if (rendezvous_) ctx.rendezvous_address = opts_.setup.advertise_host + ":" + std::to_string(rendezvous_->port());
   auto env = runtime::BuildFrameworkEnv(opts_.spec, cluster_spec_, ctx);
   for (const auto& [k, v] : opts_.spec.execution_env) env[k] = v;
   resp.mutable_env()->insert(env.begin(), env.end());
@@ -318,8 +318,8 @@ void ApplicationMaster::ReadEventsFrom(int64_t offset, control::JobStateResponse
 }
 
 void ApplicationMaster::WaitForEventsFetched() {
-  if (opts_.events_linger.count() <= 0 || events_fetched_to_.load() < 0) return;
-  auto deadline = std::chrono::steady_clock::now() + opts_.events_linger;
+  if (opts_.setup.events_linger.count() <= 0 || events_fetched_to_.load() < 0) return;
+  auto deadline = std::chrono::steady_clock::now() + opts_.setup.events_linger;
   while (std::chrono::steady_clock::now() < deadline) {
     struct stat st {};
     if (::stat(opts_.job_dir.events().c_str(), &st) != 0 || events_fetched_to_.load() >= st.st_size) return;

@@ -56,8 +56,8 @@ class AmTest : public ::testing::Test {
     o.job_id = "job_amtest";
     o.secret = kSecret;
     o.observer_secret = observer_secret_;
-    o.secret_file = "/nonexistent/secret";  // handed to executors by path
-    o.bind_address = "127.0.0.1";
+    o.setup.secret_file = "/nonexistent/secret";  // handed to executors by path
+    o.setup.bind_address = "127.0.0.1";
     o.clock = clock_;
     events_ = std::make_unique<history::EventLog>(o.job_dir.events());
     am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);

@@ -54,8 +54,8 @@ class ExecServiceTest : public ::testing::Test {
     o.job_dir = history::JobDir(root_.string());
     o.job_id = "job_exec";
     o.secret = kSecret;
-    o.secret_file = "/nonexistent/secret";
-    o.bind_address = "127.0.0.1";
+    o.setup.secret_file = "/nonexistent/secret";
+    o.setup.bind_address = "127.0.0.1";
     events_ = std::make_unique<history::EventLog>(o.job_dir.events());
     am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);
     run_ = std::async(std::launch::async, [this] { return am_->Run(); });

@@ -134,13 +134,7 @@ int AmCommand(std::vector<std::string> args) {
   opts.job_id = job_id;
   opts.secret = setup->executor_secret.empty() ? *secret : setup->executor_secret;
   if (!setup->executor_secret.empty()) opts.observer_secret = *secret;  // the file's: JobState only
-  opts.secret_file = setup->secret_file;
-  opts.executor_binary = setup->executor_binary;
-  opts.bind_address = setup->bind_address;
-  opts.advertise_host = setup->advertise_host;
-  opts.executor_env = setup->executor_env;
-  opts.location = setup->location;
-  opts.events_linger = setup->events_linger;
+  opts.setup = *setup;
   opts.status_url = tracking_url;
   am::ApplicationMaster master(std::move(opts), **broker, events);
   master_ptr = &master;
