@@ -3,9 +3,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "control/auth.h"
-#include "control/control.grpc.pb.h"
+#include "control/control_client.h"
 #include "core/files.h"
-#include "core/host_resolver.h"
 #include "core/strings.h"
 
 namespace loom::cli {
@@ -25,31 +24,27 @@ AmProbe::~AmProbe() {
 }
 
 void AmProbe::Loop() {
-  std::unique_ptr<control::Control::Stub> stub;
-  std::string secret;
+  std::unique_ptr<control::ControlClient> am;
   auto last_ok = Clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
     lock.unlock();
-    if (!stub) {  // the AM writes its address once its server is up
+    if (!am) {  // the AM writes its address once its server is up
       auto addr = ReadFile(dir_.am_addr());
       auto s = control::ReadSecretFile(dir_.secret());
-      Result<std::string> target = addr.ok() ? GrpcTarget(*addr) : Result<std::string>(addr.status());
-      if (target.ok() && s.ok()) {
-        secret = *s;
-        stub = control::Control::NewStub(grpc::CreateChannel(*target, grpc::InsecureChannelCredentials()));
+      if (addr.ok() && s.ok()) {
+        if (auto client = control::ControlClient::Connect(Trim(*addr), *s); client.ok()) am = std::move(*client);
       }
       // No address yet (a YARN AM still queued) is not silence: the clock starts with one.
       last_ok = Clock::now();
     }
-    if (stub) {
+    if (am) {
       grpc::ClientContext ctx;
-      ctx.AddMetadata(control::kSecretMetadataKey, secret);
-      ctx.set_deadline(std::chrono::system_clock::now() + std::max(interval_, std::chrono::milliseconds(1000)));
+      am->Prepare(ctx, std::max(interval_, std::chrono::milliseconds(1000)));
       control::JobStateRequest req;
       req.set_events_offset(-1);  // liveness only
       control::JobStateResponse resp;
-      if (stub->JobState(&ctx, req, &resp).ok()) last_ok = Clock::now();
+      if (am->stub().JobState(&ctx, req, &resp).ok()) last_ok = Clock::now();
     }
     if (Clock::now() - last_ok > limit_) lost_ = true;
     lock.lock();

@@ -9,7 +9,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/auth.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "executor/unix_socket.h"
@@ -118,7 +117,7 @@ control::AgentReply ExecSocket::Handle(int fd, const control::AgentRequest& req)
   spdlog::info("mpi-rsh: starting in {}: {}", target->ToString(), req.command().substr(0, 120));
 
   grpc::ClientContext ctx;
-  ctx.AddMetadata(control::kSecretMetadataKey, options_.secret);
+  options_.am->Prepare(ctx);
   control::ExecResult result;
   grpc::Status status;
   int done_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -126,7 +125,7 @@ control::AgentReply ExecSocket::Handle(int fd, const control::AgentRequest& req)
     reply.set_error("eventfd: " + std::string(std::strerror(errno)));
     return reply;
   }
-  options_.stub->async()->Exec(&ctx, &exec, &result, [&status, done_fd](grpc::Status s) {
+  options_.am->stub().async()->Exec(&ctx, &exec, &result, [&status, done_fd](grpc::Status s) {
     status = std::move(s);
     uint64_t one = 1;
     (void)!::write(done_fd, &one, sizeof(one));

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "control/control.grpc.pb.h"
+#include "control/control_client.h"
 #include "core/status.h"
 #include "runtime/mpi.h"
 
@@ -29,8 +29,7 @@ class ExecSocket {
   struct Options {
     std::string path;                         // the socket; its directory should be 0700
     std::vector<runtime::MpiHost> hosts;      // the hostfile's: the only aliases served
-    control::Control::Stub* stub = nullptr;   // to the AM; must outlive the ExecSocket
-    std::string secret;
+    const control::ControlClient* am = nullptr;  // must outlive the ExecSocket
     control::TaskRef task;                    // the launcher
     std::string container_id;                 // the launcher's, told to the AM with each call
   };

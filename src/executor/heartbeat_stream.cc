@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/auth.h"
 
 namespace loom::executor {
 
@@ -41,10 +40,10 @@ void HeartbeatStream::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata(control::kSecretMetadataKey, options_.secret);
+    options_.am->Prepare(ctx);
     open_ = &ctx;
     lock.unlock();
-    auto stream = options_.stub->Heartbeats(&ctx);
+    auto stream = options_.am->stub().Heartbeats(&ctx);
     std::thread reader([&] {
       control::HeartbeatResponse resp;
       while (stream->Read(&resp)) {

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "control/control.grpc.pb.h"
+#include "control/control_client.h"
 #include "executor/task_metrics.h"
 
 namespace loom::executor {
@@ -22,8 +22,7 @@ namespace loom::executor {
 class HeartbeatStream {
  public:
   struct Options {
-    control::Control::Stub* stub = nullptr;  // outlives this
-    std::string secret;                      // the job's, attached to the stream
+    const control::ControlClient* am = nullptr;  // outlives this
     control::TaskRef task;
     std::chrono::milliseconds interval{1000};
     int max_missed = 1;

@@ -13,7 +13,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/auth.h"
 #include "control/executor_env.h"
 #include "core/files.h"
 #include "core/mpi_command.h"
@@ -101,8 +100,7 @@ Status MpiTask::PrepareLauncher(control::ClusterSpecResponse* spec) {
   ExecSocket::Options o;
   o.path = private_dir_ + "/exec.sock";
   o.hosts = hosts;
-  o.stub = options_.stub;
-  o.secret = options_.secret;
+  o.am = options_.am;
   o.task = Ref();
   o.container_id = options_.container_id;
   LOOM_ASSIGN_OR_RETURN(socket_, ExecSocket::Start(o));
@@ -167,13 +165,13 @@ void MpiTask::GuestLoop() {
   std::set<int64_t> taken;
   while (!stopping_) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata(control::kSecretMetadataKey, options_.secret);
+    options_.am->Prepare(ctx);
     stream_ctx_ = &ctx;
     lock.unlock();
     control::GuestsRequest req;
     *req.mutable_task() = Ref();
     req.set_container_id(options_.container_id);
-    auto reader = options_.stub->Guests(&ctx, req);
+    auto reader = options_.am->stub().Guests(&ctx, req);
     control::GuestCommand cmd;
     while (reader->Read(&cmd)) {
       backoff = std::chrono::milliseconds(100);
@@ -231,10 +229,10 @@ void MpiTask::ReportLoop() {
     lock.unlock();
     for (int attempt = 0; attempt < 3; ++attempt) {
       grpc::ClientContext ctx;
-      ctx.AddMetadata(control::kSecretMetadataKey, options_.secret);
+      options_.am->Prepare(ctx);
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(last_chance ? 1 : 5));
       control::Ack ack;
-      grpc::Status s = options_.stub->GuestExited(&ctx, exit, &ack);
+      grpc::Status s = options_.am->stub().GuestExited(&ctx, exit, &ack);
       if (s.ok() || s.error_code() != grpc::StatusCode::UNAVAILABLE || last_chance) {
         if (!s.ok()) spdlog::info("end of guest {} not taken by the AM: {}", exit.id(), s.error_message());
         break;

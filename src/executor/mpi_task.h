@@ -24,7 +24,7 @@
 #include <string>
 #include <thread>
 
-#include "control/control.grpc.pb.h"
+#include "control/control_client.h"
 #include "core/job_spec.h"
 #include "core/status.h"
 
@@ -36,8 +36,7 @@ class GuestProcesses;
 class MpiTask {
  public:
   struct Options {
-    control::Control::Stub* stub = nullptr;  // to the AM; must outlive the MpiTask
-    std::string secret;
+    const control::ControlClient* am = nullptr;  // must outlive the MpiTask
     TaskId task;
     std::map<std::string, std::string> env;  // the executor's environment
     std::string work_dir;                    // the container's working dir (absolute)

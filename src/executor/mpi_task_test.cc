@@ -26,15 +26,17 @@ class MpiTaskTest : public ::testing::Test {
     fs::create_directories(dir_ / "work");
     fs::create_directories(dir_ / "logs");
     // No AM answers here: a rank-holding task's Guests stream keeps failing and trying again.
-    stub_ = control::Control::NewStub(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
+    auto am = control::ControlClient::Connect("127.0.0.1:1", "secret");
+    ASSERT_OK(am);
+    am_ = std::move(*am);
   }
   void TearDown() override { fs::remove_all(dir_); }
   MpiTask::Options Opts(const TaskId& task) {
-    return {stub_.get(), "secret", task, {{"PATH", "/usr/bin:/bin"}, {"LOOM_SECRET_FILE", "/s"}},
+    return {am_.get(), task, {{"PATH", "/usr/bin:/bin"}, {"LOOM_SECRET_FILE", "/s"}},
             (dir_ / "work").string() + "/", (dir_ / "logs").string()};
   }
   fs::path dir_;
-  std::unique_ptr<control::Control::Stub> stub_;
+  std::unique_ptr<control::ControlClient> am_;
 };
 
 TEST_F(MpiTaskTest, OtherTasksAreLeftAlone) {

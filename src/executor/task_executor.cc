@@ -24,6 +24,7 @@
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
+#include "control/control_client.h"
 #include "core/config/config.h"
 #include "core/files.h"
 #include "core/host_resolver.h"
@@ -84,7 +85,6 @@ class TaskExecutor {
   // Waits up to `timeout_ms` for a signal or a Wake(); returns the terminating signal, if any.
   int WaitForEvent(int timeout_ms);
   void ReapChildren();
-  void AttachSecret(grpc::ClientContext& ctx) const { ctx.AddMetadata(control::kSecretMetadataKey, secret_); }
   control::TaskRef Ref() const;
 
   std::map<std::string, std::string> env_;
@@ -93,7 +93,7 @@ class TaskExecutor {
   std::string log_dir_;
   std::string secret_;
   std::optional<std::string> given_secret_;  // RunTaskExecutor's `secret`
-  std::unique_ptr<control::Control::Stub> stub_;
+  std::unique_ptr<control::ControlClient> am_;  // the AM's control plane, the secret on every call
   ReservedPort port_;
   ReservedPort tb_port_;        // TB_PORT, for the task that serves TensorBoard (wiring_.reserve_tb_port)
   bool tb_announced_ = false;
@@ -110,7 +110,7 @@ class TaskExecutor {
 
   std::unique_ptr<HeartbeatStream> heartbeats_;  // once registered
   // Framework mpi (executor/mpi_task.h): the launcher's agent socket, or a rank-holding task's
-  // guests. Last, so that it is destroyed first: it uses stub_.
+  // guests. Last, so that it is destroyed first: it uses am_.
   std::unique_ptr<MpiTask> mpi_;
 };
 
@@ -193,10 +193,7 @@ Status TaskExecutor::Init() {
     spdlog::info("holding TB_PORT {} for TensorBoard", tb_port_.port());
   }
   // Resolved here, not by gRPC: its resolvers wait on AAAA answers or go through NSS.
-  LOOM_ASSIGN_OR_RETURN(std::string target, GrpcTarget(am));
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
-  stub_ = control::Control::NewStub(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  LOOM_ASSIGN_OR_RETURN(am_, control::ControlClient::Connect(am, secret_, {.retries = true}));
   return Status::Ok();
 }
 
@@ -222,11 +219,11 @@ Status TaskExecutor::Register() {
     milliseconds call_limit(10000);
     if (limit_ms > 0) call_limit = std::clamp(left(), milliseconds(1), call_limit);
     grpc::ClientContext ctx;
-    AttachSecret(ctx);
+    am_->Prepare(ctx);
     ctx.set_deadline(std::chrono::system_clock::now() + call_limit);
     ctx.set_wait_for_ready(true);
     grpc::Status s;
-    if (int sig = CallWatchingSignals(ctx, [&] { s = stub_->Register(&ctx, req, &params_); })) {
+    if (int sig = CallWatchingSignals(ctx, [&] { s = am_->stub().Register(&ctx, req, &params_); })) {
       stop_signal_ = sig;
       return Status::Aborted("stopped by " + SignalName(sig) + " while registering with the AM");
     }
@@ -272,7 +269,7 @@ int TaskExecutor::CallWatchingSignals(grpc::ClientContext& ctx, const std::funct
 
 void TaskExecutor::StartHeartbeats() {
   heartbeats_ = std::make_unique<HeartbeatStream>(HeartbeatStream::Options{
-      stub_.get(), secret_, Ref(), milliseconds(params_.heartbeat_interval_ms()), params_.max_missed_heartbeats(),
+      am_.get(), Ref(), milliseconds(params_.heartbeat_interval_ms()), params_.max_missed_heartbeats(),
       [this] { Wake(); }});
   if (TestHook(env_, "LOOM_TEST_DROP_HEARTBEATS", task_.ToString())) {
     spdlog::warn("test hook: sending no heartbeats");
@@ -316,13 +313,13 @@ Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSp
   *req.mutable_task() = Ref();
   control::ClusterSpecResponse resp;
   grpc::ClientContext ctx;
-  AttachSecret(ctx);
+  am_->Prepare(ctx);
   grpc::Status status;
   std::atomic<bool> done{false};
   // The call blocks until the gang is complete; wait for it beside the signals and the
   // heartbeat thread's verdict, so SIGTERM or a lost AM can end the wait.
   std::thread call([&] {
-    status = stub_->GetClusterSpec(&ctx, req, &resp);
+    status = am_->stub().GetClusterSpec(&ctx, req, &resp);
     done = true;
     Wake();
   });
@@ -385,9 +382,9 @@ Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec
   for (const TaskProcesses::Member& m : processes_.members()) req.add_pids(m.process.pid());
   control::Ack ack;
   grpc::ClientContext ctx;
-  AttachSecret(ctx);
+  am_->Prepare(ctx);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Status s = stub_->TaskStarted(&ctx, req, &ack);
+  grpc::Status s = am_->stub().TaskStarted(&ctx, req, &ack);
   if (!s.ok()) spdlog::warn("TaskStarted not acknowledged: {}", s.error_message());
   return Status::Ok();
 }
@@ -495,9 +492,9 @@ void TaskExecutor::MaybeAnnounceTensorBoard() {
   req.set_url("http://" + host + ":" + std::to_string(tb_port_.port()) + "/");
   control::Ack ack;
   grpc::ClientContext ctx;
-  AttachSecret(ctx);
+  am_->Prepare(ctx);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = stub_->RegisterTensorBoard(&ctx, req, &ack);
+  grpc::Status s = am_->stub().RegisterTensorBoard(&ctx, req, &ack);
   if (!s.ok()) {
     spdlog::warn("TensorBoard at {} not registered (tried again): {}", req.url(), s.error_message());
     return;
@@ -525,9 +522,9 @@ void TaskExecutor::Report(const ExitInfo& info) {
   }
   control::Ack ack;
   grpc::ClientContext ctx;
-  AttachSecret(ctx);
+  am_->Prepare(ctx);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = stub_->ReportExit(&ctx, req, &ack);
+  grpc::Status s = am_->stub().ReportExit(&ctx, req, &ack);
   if (!s.ok()) spdlog::warn("exit report not delivered: {}", s.error_message());
 }
 
@@ -563,7 +560,7 @@ int TaskExecutor::Run() {
     spdlog::error("no cluster spec: {}", spec.ok() ? stop_reason_ : spec.status().ToString());
     return spec.ok() ? 128 + SIGTERM : kExitAmUnreachable;
   }
-  mpi_ = std::make_unique<MpiTask>(MpiTask::Options{stub_.get(), secret_, task_, env_, AbsolutePath("."),
+  mpi_ = std::make_unique<MpiTask>(MpiTask::Options{am_.get(), task_, env_, AbsolutePath("."),
                                                      AbsolutePath(log_dir_), wiring_.container_id});
   s = mpi_->Prepare(&**spec);
   if (s.ok()) s = StartUserProcesses(**spec);

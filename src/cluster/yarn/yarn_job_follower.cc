@@ -14,7 +14,6 @@
 #include "cluster/yarn/yarn_job_submitter_internal.h"
 #include "control/auth.h"
 #include "core/files.h"
-#include "core/host_resolver.h"
 #include "core/strings.h"
 #include "history/event_log.h"
 #include "history/events.h"
@@ -186,34 +185,32 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
 bool YarnJobSubmitter::PullAmEvents(const std::string& am_address, const std::string& secret, YarnJobRecord* record,
                                     const history::JobDir& dir) {
   auto now = std::chrono::steady_clock::now();
-  if (!am_ || am_->address != am_address || (!am_->stub && now >= am_->resolve_again)) {
+  if (!am_ || am_->address != am_address || (!am_->client && now >= am_->resolve_again)) {
     am_ = std::make_unique<AmChannel>();
     am_->address = am_address;
-    Result<std::string> target = GrpcTarget(am_address);
-    if (!target.ok()) {
+    auto client = control::ControlClient::Connect(am_address, secret);
+    if (!client.ok()) {
       // A name this machine cannot resolve: asked again now and then, not on every sync.
       am_->resolve_again = now + std::chrono::seconds(10);
-      spdlog::debug("the AM at {}: {}", am_address, target.status().ToString());
+      spdlog::debug("the AM at {}: {}", am_address, client.status().ToString());
       return false;
     }
-    am_->channel = grpc::CreateChannel(*target, grpc::InsecureChannelCredentials());
-    am_->stub = control::Control::NewStub(am_->channel);
+    am_->client = std::move(*client);
   }
-  if (!am_->stub) return false;
+  if (!am_->client) return false;
   // After a failed call, a call only once gRPC has the connection back (it retries in the
   // background): a sync never waits out a deadline on an AM that cannot be reached.
   if (am_->failed) {
-    if (am_->channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) return false;
+    if (!am_->client->Connected()) return false;
     am_->failed = false;
   }
   for (int round = 0; round < 100; ++round) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata(control::kSecretMetadataKey, secret);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    am_->client->Prepare(ctx, std::chrono::seconds(2));
     control::JobStateRequest req;
     req.set_events_offset(record->am_events_offset);
     control::JobStateResponse resp;
-    if (!am_->stub->JobState(&ctx, req, &resp).ok()) {
+    if (!am_->client->stub().JobState(&ctx, req, &resp).ok()) {
       am_->failed = true;
       return false;
     }

@@ -10,10 +10,8 @@
 #include <memory>
 #include <string>
 
-#include <grpcpp/grpcpp.h>
-
 #include "cluster/yarn/yarn_job_submitter.h"
-#include "control/control.grpc.pb.h"
+#include "control/control_client.h"
 #include "history/job_dir.h"
 
 namespace loom::cluster::yarn {
@@ -35,10 +33,9 @@ class DirLock {
 
 struct YarnJobSubmitter::AmChannel {
   std::string address;  // host:port, as the RM reports the AM
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<control::Control::Stub> stub;
+  std::unique_ptr<control::ControlClient> client;
   bool failed = false;  // a call failed: the next one waits until the channel is up again
-  std::chrono::steady_clock::time_point resolve_again;  // without a stub: the name did not resolve
+  std::chrono::steady_clock::time_point resolve_again;  // without a client: the name did not resolve
 };
 
 }  // namespace loom::cluster::yarn
