@@ -298,20 +298,10 @@ void ApplicationMaster::HandleJobState(const control::JobStateRequest& req, Repl
 }
 
 void ApplicationMaster::ReadEventsFrom(int64_t offset, control::JobStateResponse* resp) const {
-  constexpr int64_t kMaxChunk = 1 << 20;
-  resp->set_events_end(offset);
-  int fd = ::open(opts_.job_dir.events().c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  std::string buf(kMaxChunk, '\0');
-  ssize_t n = ::pread(fd, buf.data(), buf.size(), offset);
-  ::close(fd);
-  if (n <= 0) return;
-  buf.resize(static_cast<size_t>(n));
-  size_t complete = buf.rfind('\n');  // never hand out half a line
-  if (complete == std::string::npos) return;
-  buf.resize(complete + 1);
-  resp->set_events_end(offset + static_cast<int64_t>(buf.size()));
-  resp->set_events(std::move(buf));
+  history::EventLines lines = history::ReadEventLines(opts_.job_dir.events(), offset);
+  resp->set_events_end(lines.end);
+  if (lines.text.empty()) return;
+  resp->set_events(std::move(lines.text));
   int64_t prev = events_fetched_to_.load();
   while (resp->events_end() > prev && !events_fetched_to_.compare_exchange_weak(prev, resp->events_end())) {
   }

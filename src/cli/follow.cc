@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 
 #include "cli/am_probe.h"
 #include "cli/am_startup.h"
@@ -24,32 +23,6 @@ namespace loom::cli {
 namespace {
 
 using nlohmann::json;
-
-// Reads events.jsonl from where it left off; only complete lines.
-class EventTail {
- public:
-  explicit EventTail(std::string path) : path_(std::move(path)) {}
-  std::vector<json> ReadNew() {
-    std::vector<json> out;
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return out;
-    in.seekg(offset_);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (in.eof()) break;  // no newline yet: a line still being written
-      offset_ += static_cast<std::streamoff>(line.size()) + 1;
-      try {
-        out.push_back(json::parse(line));
-      } catch (const json::exception&) {
-      }
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
-  std::streamoff offset_ = 0;
-};
 
 // The job's final diagnostics when `si` stops `loom submit`: Ctrl-C and a closed terminal
 // come from the kernel (SI_KERNEL); a kill(2) names its sender.
@@ -86,14 +59,14 @@ int FollowJob(const history::JobDir& dir, cluster::Backend& backend, FollowMode 
   int watch = ::inotify_add_watch(ino, dir.root().c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
   int am_fd = backend.AmExitFd(dir);
 
-  EventTail tail(dir.events());
+  history::EventTail tail(dir.events());
   history::JobView view;
   view.id = dir.job_id();
   int drawn_lines = 0;
   std::string last_table;
   bool killing = false;
   auto render = [&] {
-    for (const json& e : tail.ReadNew()) {
+    for (const json& e : tail.Next()) {
       view.Apply(e);
       try {
         if (mode == FollowMode::kLines) std::printf("%s\n", DescribeEvent(e).c_str());

@@ -3,8 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <iterator>
 
 namespace loom::history {
 
@@ -34,12 +35,37 @@ EventLog::~EventLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped) {
+EventLines ReadEventLines(const std::string& path, int64_t offset, int64_t max_bytes) {
+  EventLines out{"", offset};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  std::string buf;
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(max_bytes, 4096));
+  size_t complete = std::string::npos;
+  // Read `chunk`; where it holds no newline (one line longer than it), read on to the next.
+  while (true) {
+    const size_t had = buf.size();
+    buf.resize(had + chunk);
+    ssize_t n = ::pread(fd, buf.data() + had, chunk, offset + static_cast<int64_t>(had));
+    buf.resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    complete = buf.rfind('\n');
+    if (n <= 0 || complete != std::string::npos) break;
+  }
+  ::close(fd);
+  if (complete == std::string::npos) return out;
+  buf.resize(complete + 1);
+  out.end = offset + static_cast<int64_t>(buf.size());
+  out.text = std::move(buf);
+  return out;
+}
+
+std::vector<nlohmann::json> ParseEvents(std::string_view text, int* skipped) {
   std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
   int bad = 0;
-  while (std::getline(in, line)) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     if (line.empty()) continue;
     try {
       out.push_back(nlohmann::json::parse(line));
@@ -50,6 +76,33 @@ std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped) {
   if (skipped) *skipped = bad;
   return out;
 }
+
+namespace {
+
+// The complete events of `path` from `*offset` to its end, which `*offset` is moved to.
+std::vector<nlohmann::json> ReadEventsFrom(const std::string& path, int64_t* offset, int* skipped) {
+  std::vector<nlohmann::json> events;
+  int bad = 0;
+  for (EventLines lines = ReadEventLines(path, *offset); !lines.text.empty();
+       lines = ReadEventLines(path, *offset)) {
+    int b = 0;
+    std::vector<nlohmann::json> more = ParseEvents(lines.text, &b);
+    bad += b;
+    events.insert(events.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    *offset = lines.end;
+  }
+  if (skipped) *skipped = bad;
+  return events;
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> ReadEvents(const std::string& path, int* skipped) {
+  int64_t offset = 0;
+  return ReadEventsFrom(path, &offset, skipped);
+}
+
+std::vector<nlohmann::json> EventTail::Next() { return ReadEventsFrom(path_, &offset_, nullptr); }
 
 int64_t EventInt(const nlohmann::json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
   if (!j.is_object()) return fallback;
