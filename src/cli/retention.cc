@@ -18,6 +18,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
+#include "history/job_record.h"
 #include "history/event_log.h"
 #include "history/job_view.h"
 
@@ -177,15 +178,10 @@ Result<history::JobDir> JobOfThisHome(const history::JobDir& dir) {
                                    " (loom rm removes only this $LOOM_HOME's jobs)");
   }
   history::JobDir resolved(real.string());
-  if (auto text = ReadFile(resolved.job_json()); text.ok()) {
-    std::string recorded;
-    try {
-      recorded = nlohmann::json::parse(*text).value("job_id", "");
-    } catch (const nlohmann::json::exception&) {
-      return Status::InvalidArgument(resolved.job_json() + " is not valid JSON");
-    }
-    if (!recorded.empty() && recorded != resolved.job_id()) {
-      return Status::InvalidArgument(resolved.root() + " holds job " + recorded + "'s record, not job " +
+  if (PathExists(resolved.job_json())) {
+    LOOM_ASSIGN_OR_RETURN(history::JobRecord job, history::JobRecord::Read(resolved));
+    if (!job.job_id.empty() && job.job_id != resolved.job_id()) {
+      return Status::InvalidArgument(resolved.root() + " holds job " + job.job_id + "'s record, not job " +
                                      resolved.job_id() + "'s");
     }
   }

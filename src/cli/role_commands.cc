@@ -30,6 +30,7 @@
 #include "core/subprocess.h"
 #include "core/test_hooks.h"
 #include "executor/task_executor.h"
+#include "history/job_record.h"
 #include "history/event_log.h"
 #include "history/events.h"
 #include "history/job_view.h"
@@ -94,13 +95,8 @@ int AmCommand(std::vector<std::string> args) {
   config::Config conf;
   if (Status s = conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true); !s.ok()) return AmFailed(dir, "AM cannot read its config: " + s.message());
   std::string cwd = dir.root();
-  if (auto job = ReadFile(dir.job_json()); job.ok()) {
-    try {
-      cwd = nlohmann::json::parse(*job).value("cwd", cwd);
-    } catch (const nlohmann::json::exception&) {
-      // no cwd: relative paths resolve in the job dir
-    }
-  }
+  // No recorded cwd: relative paths resolve in the job dir.
+  if (auto job = history::JobRecord::Read(dir); job.ok() && !job->cwd.empty()) cwd = job->cwd;
   auto spec = BuildJobSpec(conf, cwd, /*check_files=*/false);
   if (!spec.ok()) return AmFailed(dir, "AM cannot build the job: " + spec.status().message());
   auto secret = control::ReadSecretFile(setup->secret_file);

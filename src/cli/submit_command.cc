@@ -20,6 +20,7 @@
 #include "core/strings.h"
 #include "core/forwarded_env.h"
 #include "core/subprocess.h"
+#include "history/job_record.h"
 #include "history/event_log.h"
 #include "history/job_dir.h"
 #include "history/job_view.h"
@@ -202,10 +203,9 @@ int SubmitCommand(std::vector<std::string> raw_args) {
   Status s = MakeDirs(dir.tasks_dir());
   if (s.ok()) s = WriteFileAtomic(dir.config(), StagedJobConfig(*conf, *spec).ToXml());
   if (s.ok() && secret.ok()) s = WriteFileAtomic(dir.secret(), *secret + "\n", 0600);
-  json job = {{"job_id", job_id},      {"name", spec->name},     {"user", ClientUser()},
-              {"backend", f.cluster},  {"cwd", cwd},             {"submitted_ms", history::NowMillis()},
-              {"framework", FrameworkName(spec->framework)},     {"argv", raw_args}};
-  if (s.ok()) s = WriteFileAtomic(dir.job_json(), job.dump(2) + "\n");
+  const history::JobRecord record{job_id, spec->name, ClientUser(), f.cluster, cwd,
+                                  FrameworkName(spec->framework), history::NowMillis(), raw_args};
+  if (s.ok()) s = record.Write(dir);
   json tasks = json::array();
   for (const TaskId& t : spec->AllTasks()) tasks.push_back(t.ToString());
   history::EventLog log(dir.events());

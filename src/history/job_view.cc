@@ -1,3 +1,4 @@
+#include "history/job_record.h"
 #include "history/job_view.h"
 
 #include <fcntl.h>
@@ -148,14 +149,10 @@ Result<JobView> LoadJobView(const JobDir& dir) {
   if (!IsDirectory(dir.root())) return Status::NotFound("no job directory " + dir.root());
   JobView view;
   view.id = dir.job_id();
-  if (auto text = ReadFile(dir.job_json()); text.ok()) {
-    try {
-      json j = json::parse(*text);
-      view.name = j.value("name", "");
-      view.backend = j.value("backend", "");
-      view.submitted_ms = EventMillis(j, "submitted_ms", 0);
-    } catch (const json::exception&) {
-    }
+  if (auto job = JobRecord::Read(dir); job.ok()) {
+    view.name = job->name;
+    view.backend = job->backend;
+    view.submitted_ms = job->submitted_ms;
   }
   for (const json& e : ReadEvents(dir.events())) view.Apply(e);
   if (auto text = ReadFile(dir.status()); text.ok()) {

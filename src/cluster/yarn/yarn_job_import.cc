@@ -11,6 +11,7 @@
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "history/job_record.h"
 
 namespace loom::cluster::yarn {
 
@@ -106,8 +107,13 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   (void)fetch({record.staging_dir + "/history/events.jsonl"}, dir.events());
   (void)fetch({record.staging_dir + "/history/status.json"}, dir.status());
   if (!PathExists(dir.job_json())) {
-    json job = {{"job_id", job_id}, {"name", name}, {"user", owner}, {"backend", "yarn"}, {"submitted_ms", started_ms}};
-    LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir.job_json(), job.dump(2) + "\n"));
+    history::JobRecord job;
+    job.job_id = job_id;
+    job.name = name;
+    job.user = owner;
+    job.backend = "yarn";
+    job.submitted_ms = started_ms;
+    LOOM_RETURN_IF_ERROR(job.Write(dir));
   }
   record.imported = true;
   record.cleaned = PathExists(dir.status());

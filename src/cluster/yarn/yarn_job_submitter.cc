@@ -32,6 +32,7 @@
 #include "core/forwarded_env.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
+#include "history/job_record.h"
 #include "history/event_log.h"
 #include "history/job_view.h"
 #include "history/events.h"
@@ -142,16 +143,14 @@ Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir&
     // The site files the job named at submit, for what only they may say (where its logs are
     // aggregated); one that is gone since leaves HADOOP_CONF_DIR's.
     config::Config job_conf;
-    auto job = ReadFile(dir.job_json());
+    auto job = history::JobRecord::Read(dir);
     bool have_job_conf = job_conf.MergeXmlFile(dir.config(), /*recorded_sources=*/true).ok();
     // Kerberos before anything is asked, with the keytab keys the job was submitted with. The
     // record names the user the job was submitted as (the principal's short name, Login).
     LOOM_ASSIGN_OR_RETURN(std::string principal, LoginForCluster(b->conf_, job_conf));
     if (record.user.empty() && !principal.empty()) b->UseUser(KerberosShortName(principal));
     if (have_job_conf && job.ok()) {
-      json j = json::parse(*job, nullptr, false);
-      std::string cwd = j.is_object() ? j.value("cwd", "") : "";
-      ExtraSiteFiles extra = JobSiteFiles(job_conf, cwd);
+      ExtraSiteFiles extra = JobSiteFiles(job_conf, job->cwd);
       if (!extra.hdfs_site.empty() || !extra.yarn_site.empty()) {
         if (auto with = HadoopConf::Load(b->conf_.conf_dir, b->user_, extra); with.ok()) b->conf_ = std::move(*with);
       }
