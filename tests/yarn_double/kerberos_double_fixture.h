@@ -1,0 +1,74 @@
+#pragma once
+// The fixture of the Kerberized test double's tests (kerberos_double_test.cc: the IPC server's
+// SASL GSSAPI and the NameNode RPC; secure_rm_double_test.cc: the ResourceManager's tokens): a
+// real MIT KDC of the test's own (tests/kerberos/kdc_harness.h), root's ticket, and Loom's
+// Kerberos client configuration. Tests only.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cluster/yarn/rpc/ipc_client.h"
+#include "cluster/yarn/rpc/namenode_client.h"
+#include "cluster/yarn/rpc/yarn_clients.h"
+#include "cluster/yarn/wire/credentials.h"
+#include "cluster/yarn/wire/ipc_frame.h"
+#include "cluster/yarn/wire/sasl_gssapi.h"
+#include "cluster/yarn/wire/kerberos_login.h"
+#include "core/files.h"
+#include "core/testing.h"
+#include "fake_hdfs.h"
+#include "gss_test_initiator.h"
+#include "ipc_server.h"
+#include "kerberos/kdc_harness.h"
+#include "namenode_rpc.h"
+#include "yarn_test_double.h"
+#include "core/eventually.h"
+
+
+namespace loom::yarn_double {
+
+namespace yc = loom::cluster::yarn;
+namespace ypb = hadoop::yarn;
+using loom::testing::KdcHarness;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+inline constexpr char kRm[] = "rm/localhost@LOOM.TEST";
+inline constexpr char kNn[] = "nn/localhost@LOOM.TEST";
+
+class KerberosDoubleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(kdc_.Start({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
+    kdc_.ExportToThisProcess();
+    ASSERT_OK(kdc_.Kinit("root"));
+  }
+  void TearDown() override { yc::SetProcessKerberos(nullptr); }
+
+  // The client's Kerberos: the ticket cache (root), or a keytab's principal.
+  std::shared_ptr<yc::KerberosClientConf> Client(const std::string& protection, const std::string& rm_principal = kRm,
+                                                 const std::string& keytab_principal = "") {
+    yc::KerberosLoginOptions lo;
+    if (!keytab_principal.empty()) {
+      lo.keytab = kdc_.Keytab(keytab_principal);
+      lo.principal = KdcHarness::Principal(keytab_principal);
+    }
+    auto login = yc::KerberosLogin::Acquire(lo);
+    EXPECT_OK(login);
+    auto conf = std::make_shared<yc::KerberosClientConf>();
+    if (login.ok()) conf->login = *login;
+    conf->rpc_protection = protection;
+    conf->rm_principal = rm_principal;
+    conf->nn_principal = kNn;
+    return conf;
+  }
+
+  KdcHarness kdc_;
+};
+
+}  // namespace loom::yarn_double
