@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-
 namespace loom::executor {
 
 using Clock = std::chrono::steady_clock;
