@@ -18,8 +18,8 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
-#include "history/job_record.h"
 #include "history/event_log.h"
+#include "history/job_record.h"
 #include "history/job_view.h"
 
 namespace loom::cli {

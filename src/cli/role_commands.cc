@@ -30,9 +30,9 @@
 #include "core/subprocess.h"
 #include "core/test_hooks.h"
 #include "executor/task_executor.h"
-#include "history/job_record.h"
 #include "history/event_log.h"
 #include "history/events.h"
+#include "history/job_record.h"
 #include "history/job_view.h"
 
 namespace loom::cli {

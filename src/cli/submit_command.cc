@@ -20,11 +20,11 @@
 #include "core/strings.h"
 #include "core/forwarded_env.h"
 #include "core/subprocess.h"
-#include "history/job_record.h"
 #include "history/event_log.h"
-#include "history/job_dir.h"
-#include "history/job_view.h"
 #include "history/events.h"
+#include "history/job_dir.h"
+#include "history/job_record.h"
+#include "history/job_view.h"
 
 namespace loom::cli {
 namespace {

@@ -1,4 +1,3 @@
-#include "history/job_record.h"
 #include "history/job_view.h"
 
 #include <fcntl.h>
@@ -11,6 +10,7 @@
 #include "core/job_state.h"
 #include "history/event_log.h"
 #include "history/events.h"
+#include "history/job_record.h"
 
 namespace loom::history {
 
