@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -63,9 +64,14 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
 
 Status MakeDirs(const std::string& path, int mode) {
   std::error_code ec;
+  std::vector<fs::path> missing;  // deepest first
+  for (fs::path p = fs::path(path).lexically_normal(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
   fs::create_directories(path, ec);
   if (ec) return Status::Internal("mkdir " + path + ": " + ec.message());
-  ::chmod(path.c_str(), mode);
+  for (const fs::path& p : missing) ::chmod(p.c_str(), mode);
   return Status::Ok();
 }
 

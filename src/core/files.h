@@ -14,6 +14,8 @@ Result<std::string> ReadFile(const std::string& path);
 Result<std::string> ReadFileFrom(const std::string& path, int64_t offset);
 // Writes via a temporary file and rename(2), so readers never see a half-written file.
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
+// Makes `path` and its missing parents, each with `mode` (whatever the umask). Directories that
+// exist keep their mode: a ledger dir made in /tmp must not turn /tmp's 1777 into 0755.
 Status MakeDirs(const std::string& path, int mode = 0755);
 // Recursive copy of a directory tree (or a single file) to `dst`.
 Status CopyTree(const std::string& src, const std::string& dst);
