@@ -31,18 +31,10 @@ using namespace std::chrono_literals;
 
 const std::string kScripts = "tests/integration/scripts";
 
-std::vector<std::string> SubmitArgs(const std::string& src, const std::string& script,
-                                    std::vector<std::string> extra) {
-  std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(src), "--executes", script,
-                                   "--python_binary_path", "/usr/bin/python3"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 TEST(LocalJob, KillWithoutUserVariablesNamesTheLoginNotTheUid) {
   MiniLoom loom;
   Subprocess submit = loom.Start(
-      SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
+      PythonSubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
       "submit");
   std::string id = loom.WaitUntilRunning(1, 30s);
   ASSERT_FALSE(id.empty());
@@ -62,7 +54,7 @@ class SignalToSubmit : public ::testing::TestWithParam<int> {};
 TEST_P(SignalToSubmit, KillsTheJobAndSaysWhoSentIt) {
   MiniLoom loom;
   Subprocess submit = loom.Start(
-      SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=2", "--conf", "loom.task.stop-grace-ms=500"}),
+      PythonSubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=2", "--conf", "loom.task.stop-grace-ms=500"}),
       "submit");
   std::string id = loom.WaitUntilRunning(2, 30s);
   ASSERT_FALSE(id.empty());
@@ -162,7 +154,7 @@ class OnTerminal {
 
 TEST(LocalJob, CtrlCAtTheTerminalIsNamedAsSuch) {
   MiniLoom loom;
-  OnTerminal tty(loom, SubmitArgs(kScripts, "sleep_forever.py",
+  OnTerminal tty(loom, PythonSubmitArgs(kScripts, "sleep_forever.py",
                                   {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}));
   std::string id = loom.WaitUntilRunning(1, 30s);
   ASSERT_FALSE(id.empty()) << tty.screen();
@@ -177,7 +169,7 @@ TEST(LocalJob, CtrlCAtTheTerminalIsNamedAsSuch) {
 TEST(LocalJob, SigtermToTheAmFromOutsideLoomIsNamedAsSuch) {
   MiniLoom loom;
   Subprocess submit = loom.Start(
-      SubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
+      PythonSubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
       "submit");
   std::string id = loom.WaitUntilRunning(1, 30s);
   ASSERT_FALSE(id.empty());

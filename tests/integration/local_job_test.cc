@@ -30,17 +30,9 @@ using namespace std::chrono_literals;
 
 const std::string kScripts = "tests/integration/scripts";
 
-std::vector<std::string> SubmitArgs(const std::string& src, const std::string& script,
-                                    std::vector<std::string> extra) {
-  std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(src), "--executes", script,
-                                   "--python_binary_path", "/usr/bin/python3"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 TEST(LocalJob, PyTorchDdpTrainsToGoodAccuracy) {
   MiniLoom loom;
-  RunResult r = loom.Run(SubmitArgs("examples/pytorch", "train_ddp.py",
+  RunResult r = loom.Run(PythonSubmitArgs("examples/pytorch", "train_ddp.py",
                                     {"--conf_file", MiniLoom::Source("examples/pytorch/tony.xml")}));
   std::string id = loom.OnlyJobId();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << loom.TaskOutput(id, {"worker", 0}, true);
@@ -59,7 +51,7 @@ TEST(LocalJob, PyTorchDdpTrainsToGoodAccuracy) {
 TEST(LocalJob, FailingWorkerFailsTheJobWithDiagnostics) {
   MiniLoom loom;
   auto start = std::chrono::steady_clock::now();
-  RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
+  RunResult r = loom.Run(PythonSubmitArgs(kScripts, "fail_with.py",
                                     {"--task_params", "--task worker:1 --code 3 --others-sleep 120", "--conf",
                                      "tony.worker.instances=3", "--conf", "tony.application.framework=pytorch"}));
   std::string id = loom.OnlyJobId();
@@ -80,7 +72,7 @@ TEST(LocalJob, FailingWorkerFailsTheJobWithDiagnostics) {
 
 TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(SubmitArgs(kScripts, "sleep_forever.py",
+  Subprocess submit = loom.Start(PythonSubmitArgs(kScripts, "sleep_forever.py",
                                             {"--task_params", "--spawn-child", "--conf", "loom.worker.instances=2",
                                              "--conf", "loom.ps.instances=1", "--conf", "loom.task.stop-grace-ms=1000"}),
                                  "submit");
@@ -107,7 +99,7 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
 // user by their login name, as /etc/passwd has it, never by a bare uid.
 TEST(LocalJob, TensorFlowContractForChiefWorkersPsAndEvaluator) {
   MiniLoom loom;
-  RunResult r = loom.Run(SubmitArgs(
+  RunResult r = loom.Run(PythonSubmitArgs(
       kScripts, "check_tf_config.py",
       {"--task_params", "--expect-types chief:1,worker:2,ps:1,evaluator:1 --hold 2", "--conf", "tony.application.framework=tensorflow",
        "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2", "--conf", "tony.ps.instances=1",
@@ -136,7 +128,7 @@ TEST(LocalJob, TensorFlowContractForChiefWorkersPsAndEvaluator) {
 
 TEST(LocalJob, RanksAreUniqueAcrossTaskTypes) {
   MiniLoom loom;
-  RunResult r = loom.Run(SubmitArgs(kScripts, "check_torch_env.py",
+  RunResult r = loom.Run(PythonSubmitArgs(kScripts, "check_torch_env.py",
                                     {"--task_params", "--rendezvous", "--conf", "loom.application.framework=pytorch",
                                      "--conf", "loom.chief.instances=1", "--conf", "loom.worker.instances=3"}));
   std::string id = loom.OnlyJobId();
@@ -154,7 +146,7 @@ TEST(LocalJob, RanksAreUniqueAcrossTaskTypes) {
 
 TEST(LocalJob, UntrackedTasksAreStoppedWhenTrackedOnesFinish) {
   MiniLoom loom;
-  RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
+  RunResult r = loom.Run(PythonSubmitArgs(kScripts, "fail_with.py",
                                     {"--task_params", "--task none:0", "--conf", "loom.worker.instances=2", "--conf",
                                      "loom.ps.instances=1", "--conf",
                                      "loom.ps.command=/usr/bin/python3 sleep_forever.py --spawn-child"}));
@@ -172,7 +164,7 @@ TEST(LocalJob, UntrackedTasksAreStoppedWhenTrackedOnesFinish) {
 
 TEST(LocalJob, IgnoredDependencyTimeoutSaysWhatItStoppedAndWhy) {
   MiniLoom loom;
-  RunResult r = loom.Run(SubmitArgs(
+  RunResult r = loom.Run(PythonSubmitArgs(
       kScripts, "sleep_forever.py",
       {"--conf", "loom.chief.instances=1", "--conf", "loom.worker.instances=1", "--conf", "loom.evaluator.instances=1",
        "--conf", "loom.chief.command=/usr/bin/python3 fail_with.py --task none:0", "--conf",
@@ -198,7 +190,7 @@ TEST(LocalJob, IgnoredDependencyTimeoutSaysWhatItStoppedAndWhy) {
 
 TEST(LocalJob, StatusOfARunningJobShowsEachTasksRss) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(SubmitArgs(kScripts, "eat_memory.py",
+  Subprocess submit = loom.Start(PythonSubmitArgs(kScripts, "eat_memory.py",
                                             {"--task_params", "--mib 96 --hold-seconds 120", "--conf",
                                              "loom.worker.instances=2", "--conf", "loom.worker.memory=1g", "--conf",
                                              "loom.task.stop-grace-ms=500"}),
@@ -242,7 +234,7 @@ TEST(LocalJob, StatusOfARunningJobShowsEachTasksRss) {
 
 TEST(LocalJob, LogsFollowOfEveryTaskPrefixesEachLineWithItsTask) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(SubmitArgs(kScripts, "fail_with.py",
+  Subprocess submit = loom.Start(PythonSubmitArgs(kScripts, "fail_with.py",
                                             {"--task_params", "--task none:0 --lines 3 --others-sleep 3", "--conf",
                                              "loom.worker.instances=2"}),
                                  "submit");
@@ -277,7 +269,7 @@ TEST(LocalJob, HelpOffersOnlyTheBackendsThatExist) {
 
 TEST(LocalJob, MemoryLimitIsEnforced) {
   MiniLoom loom;
-  RunResult r = loom.Run(SubmitArgs(kScripts, "eat_memory.py",
+  RunResult r = loom.Run(PythonSubmitArgs(kScripts, "eat_memory.py",
                                     {"--task_params", "--mib 800", "--conf", "loom.worker.instances=1", "--conf",
                                      "loom.worker.memory=256m"}));
   std::string id = loom.OnlyJobId();
@@ -290,7 +282,7 @@ TEST(LocalJob, MemoryLimitIsEnforced) {
 TEST(LocalJob, ExecutionTimeoutStopsTheTask) {
   MiniLoom loom;
   auto start = std::chrono::steady_clock::now();
-  RunResult r = loom.Run(SubmitArgs(kScripts, "sleep_forever.py",
+  RunResult r = loom.Run(PythonSubmitArgs(kScripts, "sleep_forever.py",
                                     {"--conf", "loom.worker.instances=1", "--conf",
                                      "tony.task.executor.execution-timeout-ms=1500", "--conf", "loom.task.stop-grace-ms=500"}));
   EXPECT_EQ(r.exit_code, 1);
@@ -355,7 +347,7 @@ TEST(LocalJob, GpusArePinnedPerTask) {
 
 TEST(LocalJob, ExecutorsStopTheirTasksWhenTheAmIsLost) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(SubmitArgs(kScripts, "sleep_forever.py",
+  Subprocess submit = loom.Start(PythonSubmitArgs(kScripts, "sleep_forever.py",
                                             {"--task_params", "--spawn-child", "--conf", "loom.worker.instances=2",
                                              "--conf", "loom.task.heartbeat-interval-ms=100", "--conf",
                                              "loom.task.max-missed-heartbeats=5", "--conf", "loom.task.stop-grace-ms=500"}),
@@ -382,7 +374,7 @@ std::pair<RunResult, std::string> DdpWithWorkerKilled(MiniLoom& loom, std::vecto
   std::vector<std::string> args = {"--conf_file", MiniLoom::Source("examples/pytorch/tony.xml"), "--task_params",
                                    "--epochs 40"};
   args.insert(args.end(), extra.begin(), extra.end());
-  Subprocess submit = loom.Start(SubmitArgs("examples/pytorch", "train_ddp.py", args), "submit");
+  Subprocess submit = loom.Start(PythonSubmitArgs("examples/pytorch", "train_ddp.py", args), "submit");
   std::string id;
   EXPECT_TRUE(loom::testing::Eventually(
       [&] {
@@ -434,7 +426,7 @@ TEST(LocalJob, KilledWorkerFailsTheJobAtOnceWithoutRestarts) {
 
 TEST(LocalJob, LogsAndStatusReadTheJobDirectory) {
   MiniLoom loom;
-  RunResult r = loom.Run(SubmitArgs(kScripts, "fail_with.py",
+  RunResult r = loom.Run(PythonSubmitArgs(kScripts, "fail_with.py",
                                     {"--task_params", "--task worker:0 --code 5", "--conf", "loom.worker.instances=1"}));
   std::string id = loom.OnlyJobId();
   EXPECT_EQ(r.exit_code, 1);

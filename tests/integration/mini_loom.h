@@ -184,4 +184,13 @@ class MiniLoom {
   std::filesystem::path home_;
 };
 
+// `loom submit` of `script` in the source tree's `src` under /usr/bin/python3, then `extra`.
+inline std::vector<std::string> PythonSubmitArgs(const std::string& src, const std::string& script,
+                                                 std::vector<std::string> extra) {
+  std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(src), "--executes", script,
+                                   "--python_binary_path", "/usr/bin/python3"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 }  // namespace loom::testing

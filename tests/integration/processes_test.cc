@@ -21,17 +21,9 @@ using namespace std::chrono_literals;
 
 const std::string kScripts = "tests/integration/scripts";
 
-std::vector<std::string> SubmitArgs(const std::string& src, const std::string& script,
-                                    std::vector<std::string> extra) {
-  std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(src), "--executes", script,
-                                   "--python_binary_path", "/usr/bin/python3"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 // The DDP example as 2 tasks x 2 processes, a few epochs.
 std::vector<std::string> DdpTwoByTwo() {
-  return SubmitArgs("examples/pytorch", "train_ddp.py",
+  return PythonSubmitArgs("examples/pytorch", "train_ddp.py",
                     {"--conf_file", MiniLoom::Source("examples/pytorch/tony.xml"), "--conf", "tony.worker.processes=2",
                      "--task_params", "--epochs 4"});
 }
@@ -153,7 +145,7 @@ std::vector<std::string> OneProcessFails(const std::string& others_sleep, std::v
                                    "loom.worker.instances=2", "--conf", "loom.worker.processes=2", "--conf",
                                    "loom.application.framework=pytorch", "--conf", "loom.task.stop-grace-ms=1000"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return SubmitArgs(kScripts, "process_fail.py", args);
+  return PythonSubmitArgs(kScripts, "process_fail.py", args);
 }
 
 TEST(Processes, OneFailingProcessFailsItsTaskAndStopsTheOthers) {
@@ -196,7 +188,7 @@ TEST(Processes, AFailedProcessRestartsItsTaskUnderTheRestartPolicy) {
 
 TEST(Processes, LoomKillStopsEveryProcess) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(SubmitArgs(kScripts, "sleep_forever.py",
+  Subprocess submit = loom.Start(PythonSubmitArgs(kScripts, "sleep_forever.py",
                                             {"--task_params", "--spawn-child", "--conf", "loom.worker.instances=1",
                                              "--conf", "loom.worker.processes=3", "--conf", "loom.task.stop-grace-ms=500"}),
                                  "submit");
