@@ -10,12 +10,12 @@
 #include <string>
 #include <string_view>
 
-#include "cluster/yarn/wire/credentials.h"
-#include "cluster/yarn/wire/sasl_digest.h"
+#include "hadoop/wire/credentials.h"
+#include "hadoop/wire/sasl_digest.h"
 
 namespace {
 
-using namespace loom::cluster::yarn;
+using namespace loom::hadoop;
 
 void Require(bool ok, const char* what) {
   if (ok) return;

@@ -8,12 +8,12 @@
 #include <string>
 #include <string_view>
 
-#include "cluster/yarn/wire/ipc_frame.h"
-#include "cluster/yarn/wire/sasl_digest.h"
+#include "hadoop/wire/ipc_frame.h"
+#include "hadoop/wire/sasl_digest.h"
 
 namespace {
 
-using namespace loom::cluster::yarn;
+using namespace loom::hadoop;
 
 void CheckMessages(std::string_view body) {
   auto parts = SplitDelimited(body);

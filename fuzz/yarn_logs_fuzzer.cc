@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include "cluster/yarn/logs/aggregated_log_file.h"
-#include "cluster/yarn/logs/nm_web_logs.h"
+#include "hadoop/logs/aggregated_log_file.h"
+#include "hadoop/logs/nm_web_logs.h"
 
-using namespace loom::cluster::yarn;
+using namespace loom::hadoop;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -78,7 +78,7 @@ std::vector<BackendEntry> MakeBackends() {
       "yarn",
       "Hadoop YARN, found through HADOOP_CONF_DIR",
       [](const config::Config& conf) -> Result<std::unique_ptr<cluster::Backend>> {
-        auto hadoop = cluster::yarn::HadoopConf::FromEnvironment(ClientUser());
+        auto hadoop = hadoop::HadoopConf::FromEnvironment();
         if (!hadoop.ok()) return hadoop.status().WithContext("--cluster yarn");
         return std::unique_ptr<cluster::Backend>(
             std::make_unique<cluster::yarn::YarnJobSubmitter>(*hadoop, ClientUser(), ContainerBinary(), conf));
@@ -145,7 +145,7 @@ void RunAsKerberosClientIfNeeded(char** argv) {
   if (!SelfIsStatic() || argv[1] == nullptr) return;
   const std::string command = argv[1];
   if (command != "submit" && command != "status" && command != "logs" && command != "kill") return;
-  Result<cluster::yarn::HadoopConf> hadoop = cluster::yarn::HadoopConf::FromEnvironment(ClientUser());
+  Result<hadoop::HadoopConf> hadoop = hadoop::HadoopConf::FromEnvironment();
   if (!hadoop.ok() || hadoop->security != "kerberos") return;
   std::string self = SelfExecutable();
   std::string kerberos_client = self.substr(0, self.rfind('/') + 1) + "loom-kerberos";

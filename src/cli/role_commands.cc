@@ -17,11 +17,10 @@
 
 #include "am/application_master.h"
 #include "am/status_page.h"
-#include "cli/commands.h"
 #include "cli/backends.h"
+#include "cli/commands.h"
 #include "cluster/yarn/gpu_pinning.h"
 #include "cluster/yarn/staging.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "core/files.h"
@@ -30,6 +29,7 @@
 #include "core/subprocess.h"
 #include "core/test_hooks.h"
 #include "executor/task_executor.h"
+#include "hadoop/wire/credentials.h"
 #include "history/event_log.h"
 #include "history/events.h"
 #include "history/job_record.h"
@@ -185,7 +185,7 @@ int ExecutorCommand(std::vector<std::string> args) {
     auto token_file = env.find("HADOOP_TOKEN_FILE_LOCATION");
     if (token_file == env.end()) return UsageError("executor: the secret's credential without HADOOP_TOKEN_FILE_LOCATION");
     const std::string container_file = token_file->second;
-    auto creds = cluster::yarn::ReadCredentialsFile(container_file);
+    auto creds = hadoop::ReadCredentialsFile(container_file);
     if (!creds.ok()) return UsageError("executor: " + creds.status().message());
     secret = creds->FindSecret(wiring->secret_credential);
     if (!secret) return UsageError("executor: " + container_file + " holds no " + wiring->secret_credential);

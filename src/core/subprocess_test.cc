@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <thread>
 
 #include "core/eventually.h"
 #include "core/files.h"
@@ -48,7 +47,11 @@ TEST(Subprocess, DestructorKillsTheWholeGroup) {
     auto child = Subprocess::Spawn(Sh("sleep 100 & echo $! > " + marker + "; wait"));
     ASSERT_OK(child);
     pgid = child->pgid();
-    for (int i = 0; i < 200 && !PathExists(marker); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Non-empty: echo writes the pid and its newline at once, but after the shell made the file.
+    ASSERT_TRUE(testing::Eventually([&] {
+      Result<std::string> pid = ReadFile(marker);
+      return pid.ok() && !Trim(*pid).empty();
+    }));
   }
   auto grandchild = std::stoi(*ReadFile(marker));
   // Killed, and reaped by whoever inherited it (a zombie still counts as alive): not at once

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "cluster/yarn/wire/credentials.h"
 #include "core/testing.h"
 #include "delegation_token_store.h"
+#include "hadoop/wire/credentials.h"
 #include "kerberos/kdc_harness.h"
 #include "yarn_double_cluster.h"
 
@@ -62,13 +62,13 @@ inline void KerberosContainerEnvironment(YarnDoubleCluster& cluster) {
 
 // The delegation tokens `owner` ("root@LOOM.TEST") got over RPC (not the NameNode's redirect
 // tokens, owned by short names), identified by their identifiers, and how many are cancelled.
-inline std::vector<cluster::yarn::Token> TokensOwnedBy(yarn_double::DelegationTokenStore& store,
+inline std::vector<hadoop::Token> TokensOwnedBy(yarn_double::DelegationTokenStore& store,
                                                        const std::string& owner) {
-  std::vector<cluster::yarn::Token> out;
+  std::vector<hadoop::Token> out;
   for (const auto& id : store.Minted()) {
     if (id.owner == owner) {
-      out.push_back(cluster::yarn::Token{cluster::yarn::SerializeDelegationTokenIdentifier(id), "",
-                                         cluster::yarn::kHdfsDelegationKind, ""});
+      out.push_back(hadoop::Token{hadoop::SerializeDelegationTokenIdentifier(id), "",
+                                         hadoop::kHdfsDelegationKind, ""});
     }
   }
   return out;

@@ -273,7 +273,7 @@ TEST(MpiJob, AllreduceOnYarn) {
   ExpectAllreduce(ParseRanks(out), 3, out);
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
-  EXPECT_EQ(cluster.Report(id).final_application_status(), hadoop::yarn::APP_SUCCEEDED);
+  EXPECT_EQ(cluster.Report(id).final_application_status(), ::hadoop::yarn::APP_SUCCEEDED);
   EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
 }
@@ -283,7 +283,7 @@ TEST(MpiJob, ACrashingRankFailsTheApplicationOnYarn) {
   RunResult r = cluster.Submit(MpiJobArgs(3, "--crash-rank 3"));
   std::string id = cluster.loom().OnlyJobId();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_EQ(cluster.Report(id).final_application_status(), hadoop::yarn::APP_FAILED);
+  EXPECT_EQ(cluster.Report(id).final_application_status(), ::hadoop::yarn::APP_FAILED);
   EXPECT_THAT(cluster.Report(id).diagnostics(), HasSubstr("launcher:0"));
   EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));

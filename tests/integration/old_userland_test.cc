@@ -136,7 +136,7 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
                             << cluster.ContainerLogs("executor.log") << cluster.ContainerLogs("prelaunch.err");
   EXPECT_THAT(r.out, HasSubstr("SUCCEEDED"));
   EXPECT_EQ(cluster.loom().View(id).state, "SUCCEEDED");
-  EXPECT_EQ(cluster.Report(id).final_application_status(), hadoop::yarn::APP_SUCCEEDED);
+  EXPECT_EQ(cluster.Report(id).final_application_status(), ::hadoop::yarn::APP_SUCCEEDED);
   std::string out = cluster.ContainerLogs("stdout");
   EXPECT_THAT(out, HasSubstr("debian 11."));
   EXPECT_THAT(out, HasSubstr("python 3.9."));

@@ -23,13 +23,13 @@
 #include <set>
 #include <thread>
 
-#include "cluster/yarn/hdfs/hadoop_conf.h"
-#include "cluster/yarn/hdfs/webhdfs.h"
-#include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/strings.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
+#include "hadoop/conf/hadoop_conf.h"
+#include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/ipc/yarn_clients.h"
 #include "mini_loom.h"
 #include "yarn_test_double.h"
 
@@ -128,23 +128,23 @@ class YarnDoubleCluster {
   }
   // The RM's report of the job's application, asked over ApplicationClientProtocol as any YARN
   // client would (`yarn application -status`).
-  hadoop::yarn::ApplicationReportProto Report(const std::string& job_id) {
+  ::hadoop::yarn::ApplicationReportProto Report(const std::string& job_id) {
     auto report = AppReport(ApplicationId(job_id));
     EXPECT_OK(report);
-    return report.ok() ? *report : hadoop::yarn::ApplicationReportProto{};
+    return report.ok() ? *report : ::hadoop::yarn::ApplicationReportProto{};
   }
   Status WaitForAppEnd(const std::string& job_id, std::chrono::milliseconds timeout) {
     std::string app = ApplicationId(job_id);
     if (!real_) return yarn_->WaitForAppEnd(app, timeout);
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (true) {
-      LOOM_ASSIGN_OR_RETURN(hadoop::yarn::ApplicationReportProto report, AppReport(app));
+      LOOM_ASSIGN_OR_RETURN(::hadoop::yarn::ApplicationReportProto report, AppReport(app));
       auto state = report.yarn_application_state();
-      if (state == hadoop::yarn::FINISHED || state == hadoop::yarn::FAILED || state == hadoop::yarn::KILLED) {
+      if (state == ::hadoop::yarn::FINISHED || state == ::hadoop::yarn::FAILED || state == ::hadoop::yarn::KILLED) {
         return Status::Ok();
       }
       if (std::chrono::steady_clock::now() >= deadline) {
-        return Status::DeadlineExceeded(app + " still " + hadoop::yarn::YarnApplicationStateProto_Name(state));
+        return Status::DeadlineExceeded(app + " still " + ::hadoop::yarn::YarnApplicationStateProto_Name(state));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -155,13 +155,13 @@ class YarnDoubleCluster {
     std::string app = ApplicationId(job_id);
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (true) {
-      LOOM_ASSIGN_OR_RETURN(hadoop::yarn::ApplicationReportProto report, AppReport(app));
+      LOOM_ASSIGN_OR_RETURN(::hadoop::yarn::ApplicationReportProto report, AppReport(app));
       auto status = report.log_aggregation_status();
-      if (status == hadoop::yarn::LOG_SUCCEEDED) return Status::Ok();
-      if (status == hadoop::yarn::LOG_DISABLED || status == hadoop::yarn::LOG_FAILED ||
-          status == hadoop::yarn::LOG_TIME_OUT || std::chrono::steady_clock::now() >= deadline) {
+      if (status == ::hadoop::yarn::LOG_SUCCEEDED) return Status::Ok();
+      if (status == ::hadoop::yarn::LOG_DISABLED || status == ::hadoop::yarn::LOG_FAILED ||
+          status == ::hadoop::yarn::LOG_TIME_OUT || std::chrono::steady_clock::now() >= deadline) {
         return Status::FailedPrecondition(app + ": log aggregation " +
-                                          hadoop::yarn::LogAggregationStatusProto_Name(status));
+                                          ::hadoop::yarn::LogAggregationStatusProto_Name(status));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -169,12 +169,12 @@ class YarnDoubleCluster {
   // The cluster's HADOOP_CONF_DIR: the real one, or the double's.
   std::string ConfDir() const { return real_ ? conf_dir_ : (root_ / "conf").string(); }
   // The NodeManagers the RM reports RUNNING, for tests that size their asks to the cluster.
-  std::vector<hadoop::yarn::NodeReportProto> RunningNodes() const {
-    cluster::yarn::ApplicationClient rm(real_ ? conf_.rm.host : "127.0.0.1", real_ ? conf_.rm.port : yarn_->rm_port(),
+  std::vector<::hadoop::yarn::NodeReportProto> RunningNodes() const {
+    hadoop::ApplicationClient rm(real_ ? conf_.rm.host : "127.0.0.1", real_ ? conf_.rm.port : yarn_->rm_port(),
                                         user_);
     auto nodes = rm.GetClusterNodes();
     EXPECT_OK(nodes);
-    return nodes.ok() ? *nodes : std::vector<hadoop::yarn::NodeReportProto>{};
+    return nodes.ok() ? *nodes : std::vector<::hadoop::yarn::NodeReportProto>{};
   }
   // The cluster's env with another HADOOP_CONF_DIR, for tests that write a conf dir of their own.
   std::map<std::string, std::string> EnvWithConfDir(const std::string& dir) const {
@@ -202,7 +202,7 @@ class YarnDoubleCluster {
       if (record.ok()) ours.insert(record->application_id);
     }
     std::vector<std::string> files;
-    cluster::yarn::WebHdfs fs = cluster::yarn::WebHdfs::ForConf(conf_, user_);
+    hadoop::WebHdfs fs = hadoop::WebHdfs::ForConf(conf_, user_);
     auto entries = fs.ListStatus(StagingRoot());
     if (!entries.ok()) {
       EXPECT_EQ(entries.status().code(), StatusCode::kNotFound) << entries.status().ToString();
@@ -271,13 +271,13 @@ class YarnDoubleCluster {
                        "LOOM_REQUIRE_YARN_DOUBLE (LOOM_TEST_HADOOP_CONF_DIR="
                     << conf_dir << ")";
     }
-    auto conf = cluster::yarn::HadoopConf::Load(conf_dir, user_);
+    auto conf = hadoop::HadoopConf::Load(conf_dir);
     if (!conf.ok()) {
       ADD_FAILURE() << "LOOM_TEST_HADOOP_CONF_DIR=" << conf_dir << ": " << conf.status().ToString();
       return;
     }
     conf_ = *conf;
-    cluster::yarn::ApplicationClient rm(conf_.rm.host, conf_.rm.port, user_);
+    hadoop::ApplicationClient rm(conf_.rm.host, conf_.rm.port, user_);
     auto metrics = rm.GetClusterMetrics();
     if (!metrics.ok()) {
       ADD_FAILURE() << "the ResourceManager of LOOM_TEST_HADOOP_CONF_DIR=" << conf_dir << " (" << conf_.rm.ToString()
@@ -299,18 +299,18 @@ class YarnDoubleCluster {
     }
   }
 
-  Result<hadoop::yarn::ApplicationReportProto> AppReport(const std::string& app_id) const {
-    LOOM_ASSIGN_OR_RETURN(auto app, cluster::yarn::ParseApplicationId(app_id));
+  Result<::hadoop::yarn::ApplicationReportProto> AppReport(const std::string& app_id) const {
+    LOOM_ASSIGN_OR_RETURN(auto app, hadoop::ParseApplicationId(app_id));
     if (!real_) {
-      cluster::yarn::ApplicationClient rm("127.0.0.1", yarn_->rm_port(), "root");
+      hadoop::ApplicationClient rm("127.0.0.1", yarn_->rm_port(), "root");
       return rm.GetApplicationReport(app);
     }
-    cluster::yarn::ApplicationClient rm(conf_.rm.host, conf_.rm.port, user_);
+    hadoop::ApplicationClient rm(conf_.rm.host, conf_.rm.port, user_);
     return rm.GetApplicationReport(app);
   }
 
   // The files at and below `path` (whose status is `st`), as full paths.
-  static void ListFiles(cluster::yarn::WebHdfs& fs, const std::string& path, const cluster::yarn::HdfsFileStatus& st,
+  static void ListFiles(hadoop::WebHdfs& fs, const std::string& path, const hadoop::HdfsFileStatus& st,
                         std::vector<std::string>* out) {
     if (st.type != "DIRECTORY") {
       out->push_back(path);
@@ -326,7 +326,7 @@ class YarnDoubleCluster {
   std::filesystem::path root_;
   bool real_ = false;
   std::string conf_dir_;  // real cluster only
-  cluster::yarn::HadoopConf conf_;
+  hadoop::HadoopConf conf_;
   std::string user_ = "root";
   mutable std::unique_ptr<yarn_double::FakeHdfs> hdfs_;
   mutable std::unique_ptr<yarn_double::YarnTestDouble> yarn_;

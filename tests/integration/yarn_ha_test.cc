@@ -121,7 +121,7 @@ TEST(YarnHa, StagingSkipsTheStandbyNameNode) {
   std::string id = cluster.loom().OnlyJobId();
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
   EXPECT_EQ(cluster.loom().View(id).state, "SUCCEEDED");
-  auto conf = cluster::yarn::HadoopConf::Load(cluster.root() + "/conf", "root");
+  auto conf = hadoop::HadoopConf::Load(cluster.root() + "/conf");
   ASSERT_OK(conf);
   EXPECT_EQ(conf->default_fs, "hdfs://loomns");
   ASSERT_EQ(conf->namenode_https.size(), 2u);

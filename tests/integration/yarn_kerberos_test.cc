@@ -15,10 +15,10 @@
 
 #include <gmock/gmock.h>
 
-#include "cluster/yarn/wire/credentials.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/wire/credentials.h"
 #include "kerberized_cluster.h"
 
 namespace loom::testing {
@@ -96,9 +96,9 @@ TEST(YarnKerberos, DdpExampleReadsHdfsWithTheDelegationToken) {
   // One token for the job: the user's, renewable by the RM only, renewed at submission by the
   // RM and cancelled when the application ended.
   yarn_double::DelegationTokenStore& store = cluster.hdfs().tokens();
-  std::vector<cluster::yarn::Token> tokens = TokensOwnedBy(store, kUser);
+  std::vector<hadoop::Token> tokens = TokensOwnedBy(store, kUser);
   ASSERT_EQ(tokens.size(), 1u) << store.Minted().size() << " minted";
-  auto id_fields = cluster::yarn::ParseDelegationTokenIdentifier(tokens[0].identifier);
+  auto id_fields = hadoop::ParseDelegationTokenIdentifier(tokens[0].identifier);
   ASSERT_OK(id_fields);
   EXPECT_EQ(id_fields->renewer, "rm");
   EXPECT_EQ(store.RenewCount(tokens[0]), 1);
@@ -115,10 +115,10 @@ TEST(YarnKerberos, DdpExampleReadsHdfsWithTheDelegationToken) {
     struct stat st {};
     ASSERT_EQ(::stat(file.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
-    auto creds = cluster::yarn::ReadCredentialsFile(file);
+    auto creds = hadoop::ReadCredentialsFile(file);
     ASSERT_OK(creds);
     EXPECT_TRUE(creds->secrets.empty()) << file;
-    ASSERT_TRUE(creds->FindKind(cluster::yarn::kHdfsDelegationKind).has_value()) << file;
+    ASSERT_TRUE(creds->FindKind(hadoop::kHdfsDelegationKind).has_value()) << file;
   }
 
   // status and logs work over Kerberos too.
@@ -182,7 +182,7 @@ TEST(YarnKerberos, HaClusterGetsOneTokenForItsNameservice) {
   KerberosContainerEnvironment(cluster);
   RunResult r = Submit(cluster, realm, QuickJob());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
-  std::vector<cluster::yarn::Token> tokens = TokensOwnedBy(cluster.hdfs().tokens(), kUser);
+  std::vector<hadoop::Token> tokens = TokensOwnedBy(cluster.hdfs().tokens(), kUser);
   ASSERT_EQ(tokens.size(), 1u);
   EXPECT_EQ(cluster.hdfs().tokens().RenewCount(tokens[0]), 1);
   EXPECT_TRUE(loom::testing::Eventually([&] { return CancelledCount(cluster.hdfs().tokens(), kUser) == 1; }, 20s));
@@ -190,9 +190,9 @@ TEST(YarnKerberos, HaClusterGetsOneTokenForItsNameservice) {
   bool ha_service = false;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(cluster.nm_local())) {
     if (entry.path().filename() != ".loom.hdfs-tokens") continue;
-    auto creds = cluster::yarn::ReadCredentialsFile(entry.path().string());
+    auto creds = hadoop::ReadCredentialsFile(entry.path().string());
     ASSERT_OK(creds);
-    auto token = creds->FindKind(cluster::yarn::kHdfsDelegationKind);
+    auto token = creds->FindKind(hadoop::kHdfsDelegationKind);
     ASSERT_TRUE(token.has_value());
     EXPECT_EQ(token->service, "ha-hdfs:loomns");
     ha_service = true;

@@ -9,11 +9,11 @@
 
 #include <gmock/gmock.h>
 
-#include "cluster/yarn/wire/credentials.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/wire/credentials.h"
 #include "kerberized_cluster.h"
 
 namespace loom::testing {

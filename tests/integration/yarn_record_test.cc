@@ -4,10 +4,10 @@
 
 #include <gmock/gmock.h>
 
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/hdfs/webhdfs.h"
 #include "history/event_log.h"
 #include "yarn_double_cluster.h"
 
@@ -51,7 +51,7 @@ TEST(YarnRecord, ClientThatCannotReachTheAmFollowsItsRecordInHdfs) {
   // task registered and succeeded there, and the AM's own end is in it.
   auto record = cluster::yarn::YarnJobRecord::Read(history::JobDir(cluster.loom().home() + "/jobs/" + id));
   ASSERT_OK(record.status());
-  auto in_hdfs = cluster::yarn::WebHdfs(cluster.namenode(), cluster.user()).Open(record->staging_dir + "/history/events.jsonl");
+  auto in_hdfs = hadoop::WebHdfs(cluster.namenode(), cluster.user()).Open(record->staging_dir + "/history/events.jsonl");
   ASSERT_OK(in_hdfs.status());
   for (const std::string task : {"worker:0", "worker:1"}) {
     EXPECT_THAT(*in_hdfs, HasSubstr("\"state\":\"REGISTERED\",\"task\":\"" + task + "\"")) << *in_hdfs;

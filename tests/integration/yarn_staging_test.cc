@@ -12,8 +12,8 @@
 
 #include <gmock/gmock.h>
 
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/staging.h"
+#include "hadoop/hdfs/webhdfs.h"
 #include "yarn_double_cluster.h"
 
 namespace loom::testing {
@@ -129,7 +129,7 @@ TEST(YarnStaging, SecondJobUploadsNoBinaryAndTheNodeManagerLocalizesItOnce) {
 TEST(YarnStaging, PrivateCacheWhenTheHomeDirIsClosed) {
   LOOM_REQUIRE_YARN_DOUBLE("closes /user/root and reads the NodeManager's local dirs");
   YarnDoubleCluster cluster;
-  cluster::yarn::WebHdfs admin(cluster.namenode(), "root");
+  hadoop::WebHdfs admin(cluster.namenode(), "root");
   ASSERT_OK(admin.Mkdirs("/user", "755"));
   ASSERT_OK(admin.Mkdirs("/user/root", "700"));
   std::string src = HelloSrc(cluster.loom());
@@ -155,7 +155,7 @@ TEST(YarnStaging, CachedBinaryOfTheWrongLengthIsReplaced) {
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   std::vector<std::string> cached = cluster.hdfs().ListRecursive(kCache);
   ASSERT_THAT(cached, SizeIs(1));
-  cluster::yarn::WebHdfs client(cluster.namenode(), "root");
+  hadoop::WebHdfs client(cluster.namenode(), "root");
   ASSERT_OK(client.Create(cached[0], "half a binary", "755"));
   RunResult second = cluster.Submit(HelloJob(src, "again"));
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err << cluster.ContainerLogs("am.log");
@@ -177,7 +177,7 @@ TEST(YarnStaging, ConcurrentSubmitsPublishOneWholeBinary) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kSubmits; ++i) {
     threads.emplace_back([&, i] {
-      cluster::yarn::WebHdfs fs(nn, "alice");
+      hadoop::WebHdfs fs(nn, "alice");
       results[i] = cluster::yarn::StageCachedBinary(fs, MiniLoom::Binary(), "/user/alice/.loom/cache",
                                                     "application_1_000" + std::to_string(i));
     });
@@ -191,7 +191,7 @@ TEST(YarnStaging, ConcurrentSubmitsPublishOneWholeBinary) {
     EXPECT_EQ(r->path, files[0]);
     EXPECT_EQ(r->size, size);
     EXPECT_EQ(r->mtime, hdfs.Stat(files[0])->mtime_ms);
-    EXPECT_EQ(r->visibility, hadoop::yarn::PUBLIC);
+    EXPECT_EQ(r->visibility, ::hadoop::yarn::PUBLIC);
   }
   EXPECT_EQ(static_cast<int64_t>(fs::file_size(hdfs.LocalPath(files[0]))), size);
   hdfs.Stop();
@@ -203,14 +203,14 @@ TEST(YarnStaging, VisibilityFollowsHdfsPermissions) {
   (void)RemoveTree(dir);
   yarn_double::FakeHdfs hdfs(dir);
   ASSERT_OK(hdfs.Start());
-  cluster::yarn::WebHdfs fs("http://127.0.0.1:" + std::to_string(hdfs.namenode_http_port()), "bob");
+  hadoop::WebHdfs fs("http://127.0.0.1:" + std::to_string(hdfs.namenode_http_port()), "bob");
   ASSERT_OK(fs.Mkdirs("/user/bob", "750"));
   auto closed = cluster::yarn::StageCachedBinary(fs, MiniLoom::Binary(), "/user/bob/.loom/cache", "a");
   ASSERT_OK(closed);
-  EXPECT_EQ(closed->visibility, hadoop::yarn::PRIVATE);
+  EXPECT_EQ(closed->visibility, ::hadoop::yarn::PRIVATE);
   auto open = cluster::yarn::StageCachedBinary(fs, MiniLoom::Binary(), "/shared/loom/cache", "b");
   ASSERT_OK(open);
-  EXPECT_EQ(open->visibility, hadoop::yarn::PUBLIC);
+  EXPECT_EQ(open->visibility, ::hadoop::yarn::PUBLIC);
   EXPECT_THAT(open->path, StartsWith("/shared/loom/cache/loom-"));
   hdfs.Stop();
   (void)RemoveTree(dir);

@@ -8,8 +8,8 @@
 
 namespace loom::yarn_double {
 
-using cluster::yarn::DelegationTokenIdentifier;
-using cluster::yarn::Token;
+using hadoop::DelegationTokenIdentifier;
+using hadoop::Token;
 
 std::string ShortName(const std::string& principal) {
   // auth_to_local DEFAULT: the first component of a principal of the default realm.
@@ -19,7 +19,7 @@ std::string ShortName(const std::string& principal) {
 
 std::string FormatTokenId(const DelegationTokenIdentifier& id) {
   // AbstractDelegationTokenSecretManager.formatTokenId: "token for <short owner>: <kind> <toString>".
-  return "token for " + ShortName(id.owner) + ": " + cluster::yarn::kHdfsDelegationKind + " owner=" + id.owner +
+  return "token for " + ShortName(id.owner) + ": " + hadoop::kHdfsDelegationKind + " owner=" + id.owner +
          ", renewer=" + id.renewer + ", realUser=" + id.real_user + ", issueDate=" + std::to_string(id.issue_date_ms) +
          ", maxDate=" + std::to_string(id.max_date_ms) + ", sequenceNumber=" + std::to_string(id.sequence_number) +
          ", masterKeyId=" + std::to_string(id.master_key_id);
@@ -67,9 +67,9 @@ Token DelegationTokenStore::Mint(const std::string& owner, const std::string& re
   id.sequence_number = next_sequence_++;
   id.master_key_id = master_key_id_;
   Token token;
-  token.identifier = cluster::yarn::SerializeDelegationTokenIdentifier(id);
+  token.identifier = hadoop::SerializeDelegationTokenIdentifier(id);
   token.password = PasswordFor(token.identifier);
-  token.kind = cluster::yarn::kHdfsDelegationKind;
+  token.kind = hadoop::kHdfsDelegationKind;
   Entry entry;
   entry.id = id;
   entry.password = token.password;
@@ -80,7 +80,7 @@ Token DelegationTokenStore::Mint(const std::string& owner, const std::string& re
 }
 
 Result<DelegationTokenIdentifier> DelegationTokenStore::Verify(const Token& token) const {
-  LOOM_ASSIGN_OR_RETURN(DelegationTokenIdentifier id, cluster::yarn::ParseDelegationTokenIdentifier(token.identifier));
+  LOOM_ASSIGN_OR_RETURN(DelegationTokenIdentifier id, hadoop::ParseDelegationTokenIdentifier(token.identifier));
   std::lock_guard<std::mutex> lock(mu_);
   const Entry* e = Find(token);
   if (e == nullptr || e->cancelled) {
@@ -110,7 +110,7 @@ Result<std::string> DelegationTokenStore::RetrievePassword(const std::string& id
 }
 
 Result<int64_t> DelegationTokenStore::Renew(const Token& token, const std::string& caller) {
-  LOOM_ASSIGN_OR_RETURN(DelegationTokenIdentifier id, cluster::yarn::ParseDelegationTokenIdentifier(token.identifier));
+  LOOM_ASSIGN_OR_RETURN(DelegationTokenIdentifier id, hadoop::ParseDelegationTokenIdentifier(token.identifier));
   std::lock_guard<std::mutex> lock(mu_);
   int64_t now = Now();
   std::string who = ShortName(caller);
@@ -139,7 +139,7 @@ Result<int64_t> DelegationTokenStore::Renew(const Token& token, const std::strin
 }
 
 Status DelegationTokenStore::Cancel(const Token& token, const std::string& caller) {
-  LOOM_ASSIGN_OR_RETURN(DelegationTokenIdentifier id, cluster::yarn::ParseDelegationTokenIdentifier(token.identifier));
+  LOOM_ASSIGN_OR_RETURN(DelegationTokenIdentifier id, hadoop::ParseDelegationTokenIdentifier(token.identifier));
   std::lock_guard<std::mutex> lock(mu_);
   Entry* e = Find(token);
   if (e == nullptr || e->cancelled) {

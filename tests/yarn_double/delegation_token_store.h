@@ -1,6 +1,6 @@
 #pragma once
 // DelegationTokenStore: the NameNode's delegation-token secret manager, for the YARN TEST
-// DOUBLE: it mints HDFS delegation tokens (identifier as cluster/yarn/wire/credentials.h
+// DOUBLE: it mints HDFS delegation tokens (identifier as hadoop/wire/credentials.h
 // encodes it, password = HMAC-SHA1(identifier) under a master key of this store), verifies
 // them, renews and cancels them with the checks a Hadoop 3.3.6 NameNode makes (kerberos/ K5.5,
 // webhdfs/07-08): only the renewer (by short name) may renew, the owner or the renewer may
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/yarn/wire/credentials.h"
 #include "core/status.h"
+#include "hadoop/wire/credentials.h"
 
 namespace loom::yarn_double {
 
@@ -38,29 +38,29 @@ class DelegationTokenStore {
   // A new HDFS_DELEGATION_TOKEN (service "", as the RPC answer has it). `owner` as the caller
   // authenticated ("root@LOOM.TEST" over RPC, "root" over WebHDFS); `renewer` a principal or a
   // short name, stored short.
-  cluster::yarn::Token Mint(const std::string& owner, const std::string& renewer);
+  hadoop::Token Mint(const std::string& owner, const std::string& renewer);
   // The identifier of a token this store minted that is neither cancelled nor expired;
   // PermissionDenied with the NameNode's words otherwise ("token (...) can't be found in cache",
   // "password mismatch", "is expired").
-  Result<cluster::yarn::DelegationTokenIdentifier> Verify(const cluster::yarn::Token& token) const;
+  Result<hadoop::DelegationTokenIdentifier> Verify(const hadoop::Token& token) const;
   // The new expiry (ms). PermissionDenied "<caller> tries to renew a token (...) with
   // non-matching renewer <renewer>" unless ShortName(caller) is the renewer.
-  Result<int64_t> Renew(const cluster::yarn::Token& token, const std::string& caller);
+  Result<int64_t> Renew(const hadoop::Token& token, const std::string& caller);
   // PermissionDenied unless ShortName(caller) is the owner's short name or the renewer.
-  Status Cancel(const cluster::yarn::Token& token, const std::string& caller);
+  Status Cancel(const hadoop::Token& token, const std::string& caller);
 
   // The password of a live token by its identifier bytes: what a SASL TOKEN (DIGEST-MD5) server
   // checks a client against. PermissionDenied as Verify's.
   Result<std::string> RetrievePassword(const std::string& identifier) const;
 
   // What tests look at: every token minted, renewed (by whom), cancelled, in order.
-  std::vector<cluster::yarn::DelegationTokenIdentifier> Minted() const;
-  int RenewCount(const cluster::yarn::Token& token) const;
-  bool Cancelled(const cluster::yarn::Token& token) const;
+  std::vector<hadoop::DelegationTokenIdentifier> Minted() const;
+  int RenewCount(const hadoop::Token& token) const;
+  bool Cancelled(const hadoop::Token& token) const;
 
  private:
   struct Entry {
-    cluster::yarn::DelegationTokenIdentifier id;
+    hadoop::DelegationTokenIdentifier id;
     std::string password;
     int64_t expiry_ms = 0;  // renewal deadline: min(now + renew interval, maxDate)
     int renewals = 0;
@@ -69,8 +69,8 @@ class DelegationTokenStore {
   int64_t Now() const;
   std::string PasswordFor(const std::string& identifier) const;
   // The entry for `token`'s identifier, or null (not minted here).
-  Entry* Find(const cluster::yarn::Token& token);
-  const Entry* Find(const cluster::yarn::Token& token) const;
+  Entry* Find(const hadoop::Token& token);
+  const Entry* Find(const hadoop::Token& token) const;
 
   Options options_;
   std::string master_key_;  // 20 random bytes: HMAC-SHA1 key of every password
@@ -83,6 +83,6 @@ class DelegationTokenStore {
 
 // "token for root: HDFS_DELEGATION_TOKEN owner=root@LOOM.TEST, renewer=rm, ..." as the NameNode
 // formats a token in its messages.
-std::string FormatTokenId(const cluster::yarn::DelegationTokenIdentifier& id);
+std::string FormatTokenId(const hadoop::DelegationTokenIdentifier& id);
 
 }  // namespace loom::yarn_double

@@ -8,8 +8,8 @@
 namespace loom::yarn_double {
 namespace {
 
-using cluster::yarn::ParseDelegationTokenIdentifier;
-using cluster::yarn::Token;
+using hadoop::ParseDelegationTokenIdentifier;
+using hadoop::Token;
 using ::testing::HasSubstr;
 
 struct Clock {

@@ -184,10 +184,10 @@ Reply FakeHdfs::Redirect(const Request& req, const std::string& op) {
   } else if (req.via_delegation) {
     who = "&delegation=" + req.Param("delegation");
   } else {
-    cluster::yarn::Token token = tokens_.Mint(req.auth_user, req.auth_user);
+    hadoop::Token token = tokens_.Mint(req.auth_user, req.auth_user);
     token.kind = "WEBHDFS delegation";
     token.service = "127.0.0.1:" + std::to_string(rpc_port_);
-    who = "&delegation=" + cluster::yarn::EncodeTokenUrlString(token);
+    who = "&delegation=" + hadoop::EncodeTokenUrlString(token);
   }
   std::string url = "http://127.0.0.1:" + std::to_string(dn_port_) + "/webhdfs/v1" +
                     EncodePath(req.path) + "?op=" + op + who +

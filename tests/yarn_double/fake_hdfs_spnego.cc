@@ -10,11 +10,11 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include "cluster/yarn/wire/credentials.h"
 #include "core/strings.h"
 #include "fake_hdfs.h"
 #include "fake_hdfs_internal.h"
 #include "gss_acceptor.h"
+#include "hadoop/wire/credentials.h"
 
 namespace loom::yarn_double {
 
@@ -71,13 +71,13 @@ std::string FakeHdfs::SignCookie(const std::string& data) const {
   unsigned int len = 0;
   HMAC(EVP_sha256(), cookie_secret_.data(), static_cast<int>(cookie_secret_.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
-  return cluster::yarn::Base64Encode(std::string_view(reinterpret_cast<const char*>(mac), len));
+  return hadoop::Base64Encode(std::string_view(reinterpret_cast<const char*>(mac), len));
 }
 
 Result<std::string> FakeHdfs::DelegationUser(const Request& req) {
-  Result<cluster::yarn::Token> token = cluster::yarn::DecodeTokenUrlString(req.Param("delegation"));
+  Result<hadoop::Token> token = hadoop::DecodeTokenUrlString(req.Param("delegation"));
   if (!token.ok()) return Status::InvalidArgument(token.status().message());
-  LOOM_ASSIGN_OR_RETURN(cluster::yarn::DelegationTokenIdentifier id, tokens_.Verify(*token));
+  LOOM_ASSIGN_OR_RETURN(hadoop::DelegationTokenIdentifier id, tokens_.Verify(*token));
   return ShortName(id.owner);
 }
 
@@ -121,7 +121,7 @@ std::optional<std::string> FakeHdfs::Authenticate(Request* req, std::string* aut
     // 3. Negotiate.
     std::string authorization = req->Header("authorization");
     if (req->auth_user.empty() && ToLower(authorization.substr(0, 10)) == "negotiate ") {
-      Result<std::string> token = cluster::yarn::Base64Decode(Trim(authorization.substr(10)));
+      Result<std::string> token = hadoop::Base64Decode(Trim(authorization.substr(10)));
       Result<std::unique_ptr<GssAcceptor>> acceptor = GssAcceptor::Create(spnego_keytab_, spnego_principal_);
       Result<GssAcceptor::Step> step = !token.ok() ? Result<GssAcceptor::Step>(token.status())
                                        : !acceptor.ok() ? Result<GssAcceptor::Step>(acceptor.status())
@@ -130,7 +130,7 @@ std::optional<std::string> FakeHdfs::Authenticate(Request* req, std::string* aut
         // KerberosAuthenticationHandler's GSSException -> AuthenticationException: fatal, 403.
         return FilterRefusal(403, OneLine("GSSException: " + step.status().message()), uri_path, false, close);
       }
-      std::string mutual = step->output.empty() ? "" : " " + cluster::yarn::Base64Encode(step->output);
+      std::string mutual = step->output.empty() ? "" : " " + hadoop::Base64Encode(step->output);
       if (!step->complete) {  // another leg: never with Kerberos under SPNEGO
         return FilterRefusal(403, "GSSException: the SPNEGO context needs another leg", uri_path, false, close);
       }
@@ -164,18 +164,18 @@ Reply FakeHdfs::GetDelegationToken(const Request& req) {
                            "Delegation Token can be issued only with kerberos or web authentication");
   }
   std::string renewer = req.Param("renewer", req.auth_user);
-  cluster::yarn::Token token = tokens_.Mint(req.auth_user, renewer);
+  hadoop::Token token = tokens_.Mint(req.auth_user, renewer);
   token.kind = "WEBHDFS delegation";
   token.service = "127.0.0.1:" + std::to_string(rpc_port_);
   ordered_json urlstring;
-  urlstring["urlString"] = cluster::yarn::EncodeTokenUrlString(token);
+  urlstring["urlString"] = hadoop::EncodeTokenUrlString(token);
   ordered_json j;
   j["Token"] = urlstring;
   return {200, Dump(j), ""};
 }
 
 Reply FakeHdfs::RenewDelegationToken(const Request& req) {
-  Result<cluster::yarn::Token> token = cluster::yarn::DecodeTokenUrlString(req.Param("token"));
+  Result<hadoop::Token> token = hadoop::DecodeTokenUrlString(req.Param("token"));
   if (!token.ok()) return IllegalArgument("Invalid value for webhdfs parameter \"token\": " + token.status().message());
   Result<int64_t> expiry = tokens_.Renew(*token, req.auth_principal.empty() ? req.user() : req.auth_principal);
   if (!expiry.ok()) {
@@ -188,7 +188,7 @@ Reply FakeHdfs::RenewDelegationToken(const Request& req) {
 }
 
 Reply FakeHdfs::CancelDelegationToken(const Request& req) {
-  Result<cluster::yarn::Token> token = cluster::yarn::DecodeTokenUrlString(req.Param("token"));
+  Result<hadoop::Token> token = hadoop::DecodeTokenUrlString(req.Param("token"));
   if (!token.ok()) return IllegalArgument("Invalid value for webhdfs parameter \"token\": " + token.status().message());
   Status cancelled = tokens_.Cancel(*token, req.auth_principal.empty() ? req.user() : req.auth_principal);
   if (!cancelled.ok()) {

@@ -1,4 +1,4 @@
-// The WebHDFS client (src/cluster/yarn/hdfs/webhdfs) end to end against FakeHdfs, and the
+// The WebHDFS client (src/hadoop/hdfs/webhdfs) end to end against FakeHdfs, and the
 // fake's own wire behaviour where it copies the real NameNode and DataNode.
 
 #include "fake_hdfs.h"
@@ -10,15 +10,15 @@
 
 #include <random>
 
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/hdfs/webhdfs.h"
 
 namespace loom::yarn_double {
 namespace {
 
-using cluster::yarn::HdfsFileStatus;
-using cluster::yarn::WebHdfs;
+using hadoop::HdfsFileStatus;
+using hadoop::WebHdfs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -1,13 +1,12 @@
 #include "gss_acceptor.h"
 
-#include "cluster/yarn/wire/gssapi_library.h"
+#include "hadoop/wire/gssapi_library.h"
 
 namespace loom::yarn_double {
 
-namespace wire = loom::cluster::yarn;
 
 struct GssAcceptor::State {
-  const wire::GssapiLibrary* gss = nullptr;
+  const hadoop::GssapiLibrary* gss = nullptr;
   gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
   gss_ctx_id_t context = GSS_C_NO_CONTEXT;
   std::string principal;
@@ -22,7 +21,7 @@ struct GssAcceptor::State {
 
 namespace {
 
-std::string Take(const wire::GssapiLibrary& gss, gss_buffer_desc* buf) {
+std::string Take(const hadoop::GssapiLibrary& gss, gss_buffer_desc* buf) {
   std::string out(static_cast<const char*>(buf->value), buf->length);
   OM_uint32 minor = 0;
   gss.release_buffer(&minor, buf);
@@ -32,7 +31,7 @@ std::string Take(const wire::GssapiLibrary& gss, gss_buffer_desc* buf) {
 }  // namespace
 
 Result<std::unique_ptr<GssAcceptor>> GssAcceptor::Create(const std::string& keytab, const std::string& principal) {
-  LOOM_ASSIGN_OR_RETURN(const wire::GssapiLibrary* gss, wire::Gssapi());
+  LOOM_ASSIGN_OR_RETURN(const hadoop::GssapiLibrary* gss, hadoop::Gssapi());
   std::unique_ptr<GssAcceptor> acceptor(new GssAcceptor());
   acceptor->state_ = std::make_unique<State>();
   State& s = *acceptor->state_;
@@ -43,7 +42,7 @@ Result<std::unique_ptr<GssAcceptor>> GssAcceptor::Create(const std::string& keyt
   gss_name_t name = GSS_C_NO_NAME;
   OM_uint32 major = gss->import_name(&minor, &text, gss->krb5_principal_name, &name);
   if (GSS_ERROR(major)) {
-    return Status::InvalidArgument("bad service principal " + principal + ": " + wire::GssapiError(*gss, major, minor));
+    return Status::InvalidArgument("bad service principal " + principal + ": " + hadoop::GssapiError(*gss, major, minor));
   }
   // The keytab named here only (never the machine's /etc/krb5.keytab), bound to `principal`: a
   // ticket for any other service fails to decrypt, as it would at a real RM or NameNode. All
@@ -56,7 +55,7 @@ Result<std::unique_ptr<GssAcceptor>> GssAcceptor::Create(const std::string& keyt
   gss->release_name(&ignored, &name);
   if (GSS_ERROR(major)) {
     return Status::FailedPrecondition("no acceptor credentials for " + principal + " in keytab " + keytab + ": " +
-                                      wire::GssapiError(*gss, major, minor));
+                                      hadoop::GssapiError(*gss, major, minor));
   }
   return acceptor;
 }
@@ -66,7 +65,7 @@ GssAcceptor::~GssAcceptor() = default;
 Result<GssAcceptor::Step> GssAcceptor::Accept(std::string_view input) {
   State& s = *state_;
   if (s.complete) return Status::FailedPrecondition("GSSAPI context already established");
-  const wire::GssapiLibrary& gss = *s.gss;
+  const hadoop::GssapiLibrary& gss = *s.gss;
   OM_uint32 minor = 0;
   gss_buffer_desc in{input.size(), const_cast<char*>(input.data())};
   gss_buffer_desc out{0, nullptr};
@@ -81,7 +80,7 @@ Result<GssAcceptor::Step> GssAcceptor::Accept(std::string_view input) {
     if (src != GSS_C_NO_NAME) gss.release_name(&ignored, &src);
     if (s.context != GSS_C_NO_CONTEXT) gss.delete_sec_context(&ignored, &s.context, GSS_C_NO_BUFFER);
     return Status::Unauthenticated("GSSAPI accept for " + s.principal + " failed: " +
-                                   wire::GssapiError(gss, major, minor));
+                                   hadoop::GssapiError(gss, major, minor));
   }
   if (major == GSS_S_COMPLETE) {
     step.complete = true;
@@ -105,7 +104,7 @@ Result<std::string> GssAcceptor::Wrap(std::string_view plain, bool conf) {
   gss_buffer_desc out{0, nullptr};
   int conf_state = 0;
   OM_uint32 major = s.gss->wrap(&minor, s.context, conf ? 1 : 0, GSS_C_QOP_DEFAULT, &in, &conf_state, &out);
-  if (GSS_ERROR(major)) return Status::Internal("GSSAPI wrap: " + wire::GssapiError(*s.gss, major, minor));
+  if (GSS_ERROR(major)) return Status::Internal("GSSAPI wrap: " + hadoop::GssapiError(*s.gss, major, minor));
   if (conf && !conf_state) {
     OM_uint32 ignored = 0;
     s.gss->release_buffer(&ignored, &out);
@@ -123,7 +122,7 @@ Result<std::string> GssAcceptor::Unwrap(std::string_view token, bool* conf_used)
   int conf_state = 0;
   OM_uint32 major = s.gss->unwrap(&minor, s.context, &in, &out, &conf_state, nullptr);
   if (GSS_ERROR(major)) {
-    return Status::Unauthenticated("GSSAPI unwrap: " + wire::GssapiError(*s.gss, major, minor));
+    return Status::Unauthenticated("GSSAPI unwrap: " + hadoop::GssapiError(*s.gss, major, minor));
   }
   if (conf_used) *conf_used = conf_state != 0;
   return Take(*s.gss, &out);

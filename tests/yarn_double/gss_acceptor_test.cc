@@ -5,15 +5,14 @@
 
 #include "gss_acceptor.h"
 
-#include "cluster/yarn/wire/gssapi_library.h"
 #include "core/testing.h"
 #include "gss_test_initiator.h"
+#include "hadoop/wire/gssapi_library.h"
 #include "kerberos/kdc_harness.h"
 
 namespace loom::yarn_double {
 namespace {
 
-namespace wire = loom::cluster::yarn;
 using loom::testing::KdcHarness;
 using ::testing::HasSubstr;
 

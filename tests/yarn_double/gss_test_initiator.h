@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "cluster/yarn/wire/gssapi_library.h"
 #include "core/status.h"
+#include "hadoop/wire/gssapi_library.h"
 
 namespace loom::yarn_double {
 
@@ -16,7 +16,7 @@ class GssTestInitiator {
  public:
   // `mech`: null for raw Kerberos (SASL GSSAPI), or SpnegoOid().
   explicit GssTestInitiator(const std::string& service, gss_OID mech = nullptr) {
-    gss_ = *cluster::yarn::Gssapi();
+    gss_ = *hadoop::Gssapi();
     mech_ = mech ? mech : gss_->krb5_mech;
     OM_uint32 minor = 0;
     gss_buffer_desc text{service.size(), const_cast<char*>(service.data())};
@@ -44,7 +44,7 @@ class GssTestInitiator {
         &minor, GSS_C_NO_CREDENTIAL, &ctx_, target_, mech_,
         GSS_C_MUTUAL_FLAG | GSS_C_REPLAY_FLAG | GSS_C_SEQUENCE_FLAG | GSS_C_CONF_FLAG | GSS_C_INTEG_FLAG, 0,
         GSS_C_NO_CHANNEL_BINDINGS, input.empty() ? GSS_C_NO_BUFFER : &in, nullptr, &out, nullptr, nullptr);
-    if (GSS_ERROR(major)) return Status::Unauthenticated(cluster::yarn::GssapiError(*gss_, major, minor));
+    if (GSS_ERROR(major)) return Status::Unauthenticated(hadoop::GssapiError(*gss_, major, minor));
     *complete = major == GSS_S_COMPLETE;
     return Take(&out);
   }
@@ -53,7 +53,7 @@ class GssTestInitiator {
     gss_buffer_desc in{plain.size(), const_cast<char*>(plain.data())};
     gss_buffer_desc out{0, nullptr};
     OM_uint32 major = gss_->wrap(&minor, ctx_, conf, GSS_C_QOP_DEFAULT, &in, nullptr, &out);
-    if (GSS_ERROR(major)) return Status::Internal(cluster::yarn::GssapiError(*gss_, major, minor));
+    if (GSS_ERROR(major)) return Status::Internal(hadoop::GssapiError(*gss_, major, minor));
     return Take(&out);
   }
   // `conf`: set to whether the token was sealed.
@@ -62,7 +62,7 @@ class GssTestInitiator {
     gss_buffer_desc in{token.size(), const_cast<char*>(token.data())};
     gss_buffer_desc out{0, nullptr};
     OM_uint32 major = gss_->unwrap(&minor, ctx_, &in, &out, conf, nullptr);
-    if (GSS_ERROR(major)) return Status::Internal(cluster::yarn::GssapiError(*gss_, major, minor));
+    if (GSS_ERROR(major)) return Status::Internal(hadoop::GssapiError(*gss_, major, minor));
     return Take(&out);
   }
 
@@ -74,7 +74,7 @@ class GssTestInitiator {
     return bytes;
   }
 
-  const cluster::yarn::GssapiLibrary* gss_ = nullptr;
+  const hadoop::GssapiLibrary* gss_ = nullptr;
   gss_OID mech_ = nullptr;
   gss_name_t target_ = GSS_C_NO_NAME;
   gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;

@@ -17,9 +17,9 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
-#include "cluster/yarn/wire/ipc_frame.h"
-#include "cluster/yarn/wire/sasl_layer.h"
 #include "gss_acceptor.h"
+#include "hadoop/wire/ipc_frame.h"
+#include "hadoop/wire/sasl_layer.h"
 #include "ipc_server_internal.h"
 
 namespace loom::yarn_double {
@@ -93,11 +93,11 @@ std::optional<std::string> Session::ReadFrame() {
   if (!ReadExact(len_bytes, 4)) return std::nullopt;
   uint32_t len = 0;
   for (char c : len_bytes) len = (len << 8) | static_cast<uint8_t>(c);
-  if (len > wire::kMaxFrameBytes) {
-    SendError(wire::kAuthFailedCallId, "", -1,
+  if (len > hadoop::kMaxFrameBytes) {
+    SendError(hadoop::kAuthFailedCallId, "", -1,
               Fatal(kIpcException,
                     "Requested data length " + std::to_string(len) +
-                        " is longer than maximum configured RPC length " + std::to_string(wire::kMaxFrameBytes),
+                        " is longer than maximum configured RPC length " + std::to_string(hadoop::kMaxFrameBytes),
                     RpcResponseHeaderProto::FATAL_INVALID_RPC_HEADER));
     return std::nullopt;
   }
@@ -115,7 +115,7 @@ std::optional<std::string> Session::ReadPlainFrame() {
     if (plain_.size() >= 4) {
       uint32_t len = 0;
       for (int i = 0; i < 4; ++i) len = (len << 8) | static_cast<uint8_t>(plain_[static_cast<size_t>(i)]);
-      if (len > wire::kMaxFrameBytes) return std::nullopt;
+      if (len > hadoop::kMaxFrameBytes) return std::nullopt;
       if (plain_.size() >= 4 + static_cast<size_t>(len)) {
         std::string body = plain_.substr(4, len);
         plain_.erase(0, 4 + static_cast<size_t>(len));
@@ -126,10 +126,10 @@ std::optional<std::string> Session::ReadPlainFrame() {
     if (!frame) return std::nullopt;
     RpcRequestHeaderProto header;
     RpcSaslProto msg;
-    Result<std::vector<std::string_view>> parts = wire::SplitDelimited(*frame);
+    Result<std::vector<std::string_view>> parts = hadoop::SplitDelimited(*frame);
     bool wrapped = parts.ok() && parts->size() == 2 &&
                    header.ParseFromArray((*parts)[0].data(), static_cast<int>((*parts)[0].size())) &&
-                   header.callid() == wire::kSaslCallId &&
+                   header.callid() == hadoop::kSaslCallId &&
                    msg.ParseFromArray((*parts)[1].data(), static_cast<int>((*parts)[1].size())) &&
                    msg.state() == RpcSaslProto::WRAP;
     if (!wrapped) {
@@ -170,11 +170,11 @@ void Session::SendResponse(const RpcResponseHeaderProto& header, const std::stri
   // Wrapped as recorded (rpc/08): header {callId -33, status SUCCESS} only, then
   // RpcSaslProto{WRAP, token}; one token per response unless it is too large for one.
   std::string out;
-  for (size_t at = 0; at < frame.size(); at += wire::kSaslMaxWrapPlainBytes) {
-    Result<std::string> token = layer_->Wrap(std::string_view(frame).substr(at, wire::kSaslMaxWrapPlainBytes));
+  for (size_t at = 0; at < frame.size(); at += hadoop::kSaslMaxWrapPlainBytes) {
+    Result<std::string> token = layer_->Wrap(std::string_view(frame).substr(at, hadoop::kSaslMaxWrapPlainBytes));
     if (!token.ok()) return;
     RpcResponseHeaderProto h;
-    h.set_callid(static_cast<uint32_t>(wire::kSaslCallId));
+    h.set_callid(static_cast<uint32_t>(hadoop::kSaslCallId));
     h.set_status(RpcResponseHeaderProto::SUCCESS);
     RpcSaslProto wrap;
     wrap.set_state(RpcSaslProto::WRAP);
@@ -190,7 +190,7 @@ RpcResponseHeaderProto Session::Header(int32_t call_id, RpcResponseHeaderProto::
   RpcResponseHeaderProto h;
   h.set_callid(static_cast<uint32_t>(call_id));
   h.set_status(status);
-  h.set_serveripcversionnum(wire::kIpcVersion);
+  h.set_serveripcversionnum(hadoop::kIpcVersion);
   h.set_clientid(client_id);
   h.set_retrycount(retry);
   return h;
@@ -228,14 +228,14 @@ void Session::CloseGracefully() {
 // One frame after set-up; false: close the connection.
 bool Session::HandleFrame(const std::string& frame) {
   RpcRequestHeaderProto header;
-  Result<std::vector<std::string_view>> parts = wire::SplitDelimited(frame);
+  Result<std::vector<std::string_view>> parts = hadoop::SplitDelimited(frame);
   if (!parts.ok() || parts->empty() || !header.ParseFromArray((*parts)[0].data(), (*parts)[0].size())) {
-    SendError(wire::kAuthFailedCallId, "", -1,
+    SendError(hadoop::kAuthFailedCallId, "", -1,
               Fatal(kIpcException, "malformed RPC header", RpcResponseHeaderProto::FATAL_INVALID_RPC_HEADER));
     return false;
   }
   int32_t call_id = header.callid();
-  if (call_id == wire::kPingCallId) return true;
+  if (call_id == hadoop::kPingCallId) return true;
   if (header.rpcop() == RpcRequestHeaderProto::RPC_CLOSE_CONNECTION) return false;
   if (call_id < 0) {
     SendError(call_id, header.clientid(), header.retrycount(),
@@ -243,7 +243,7 @@ bool Session::HandleFrame(const std::string& frame) {
                     RpcResponseHeaderProto::FATAL_INVALID_RPC_HEADER));
     return false;
   }
-  if (header.rpckind() != hadoop::common::RPC_PROTOCOL_BUFFER) {
+  if (header.rpckind() != ::hadoop::common::RPC_PROTOCOL_BUFFER) {
     SendError(call_id, header.clientid(), header.retrycount(),
               Fatal(kIpcException, "Unknown rpc kind in rpc header" + std::to_string(header.rpckind()),
                     RpcResponseHeaderProto::FATAL_INVALID_RPC_HEADER));
@@ -277,14 +277,13 @@ bool Session::HandleFrame(const std::string& frame) {
 }  // namespace ipc_internal
 
 using ipc_internal::Session;
-namespace wire = loom::cluster::yarn;
 
 IpcServer::IpcServer(IpcServerOptions options) : options_(std::move(options)) {}
 
 IpcServer::~IpcServer() { Stop(); }
 
 Status IpcServer::Start() {
-  if (Result<std::vector<std::string>> q = wire::QopsFromRpcProtection(options_.rpc_protection); !q.ok()) {
+  if (Result<std::vector<std::string>> q = hadoop::QopsFromRpcProtection(options_.rpc_protection); !q.ok()) {
     return q.status().WithContext("IPC server " + options_.name);
   }
   if (!options_.kerberos_principal.empty()) {

@@ -18,19 +18,19 @@
 #include <thread>
 #include <variant>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
 #include "core/status.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
 
 namespace loom::yarn_double {
 
-using ErrorCode = hadoop::common::RpcResponseHeaderProto::RpcErrorCodeProto;
+using ErrorCode = ::hadoop::common::RpcResponseHeaderProto::RpcErrorCodeProto;
 
 // A Java exception as the IPC layer sends it: errorMsg is the message, and for application
 // errors the server's stack trace after it ("\n\tat ...").
 struct RpcError {
   std::string exception_class;
   std::string message;
-  ErrorCode detail = hadoop::common::RpcResponseHeaderProto::ERROR_APPLICATION;
+  ErrorCode detail = ::hadoop::common::RpcResponseHeaderProto::ERROR_APPLICATION;
   bool fatal = false;  // FATAL: the server closes the connection after the reply
 };
 

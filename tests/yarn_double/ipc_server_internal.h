@@ -10,20 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
-#include "cluster/yarn/wire/sasl_layer.h"
 #include "core/status.h"
 #include "gss_acceptor.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/wire/sasl_layer.h"
 #include "ipc_server.h"
 
 namespace loom::yarn_double::ipc_internal {
 
-using hadoop::common::IpcConnectionContextProto;
-using hadoop::common::RequestHeaderProto;
-using hadoop::common::RpcRequestHeaderProto;
-using hadoop::common::RpcResponseHeaderProto;
-using hadoop::common::RpcSaslProto;
-namespace wire = loom::cluster::yarn;
+using ::hadoop::common::IpcConnectionContextProto;
+using ::hadoop::common::RequestHeaderProto;
+using ::hadoop::common::RpcRequestHeaderProto;
+using ::hadoop::common::RpcResponseHeaderProto;
+using ::hadoop::common::RpcSaslProto;
 
 inline constexpr char kAccessControlException[] = "org.apache.hadoop.security.AccessControlException";
 inline constexpr char kSaslException[] = "javax.security.sasl.SaslException";
@@ -40,7 +39,7 @@ class Session {
  public:
   Session(int fd, const IpcServerOptions& options, std::atomic<bool>* stopping)
       : fd_(fd), options_(options), stopping_(stopping) {
-    Result<std::vector<std::string>> qops = wire::QopsFromRpcProtection(options.rpc_protection);
+    Result<std::vector<std::string>> qops = hadoop::QopsFromRpcProtection(options.rpc_protection);
     qops_ = qops.ok() ? *qops : std::vector<std::string>{"auth"};  // Start() has refused a bad value
   }
 
@@ -81,8 +80,8 @@ class Session {
   static RpcSaslProto::SaslAuth SimpleAuth();
   RpcSaslProto NegotiateReply(const std::string& nonce) const;
   // SASL replies: callId -33, empty clientId, retryCount -1.
-  void SendSaslReply(const RpcSaslProto& msg) { SendSuccess(wire::kSaslCallId, "", -1, msg.SerializeAsString()); }
-  void SendSaslFailure(const RpcError& e) { SendError(wire::kSaslCallId, "", -1, e); }
+  void SendSaslReply(const RpcSaslProto& msg) { SendSuccess(hadoop::kSaslCallId, "", -1, msg.SerializeAsString()); }
+  void SendSaslFailure(const RpcError& e) { SendError(hadoop::kSaslCallId, "", -1, e); }
   bool ReadContext();
 
   // ---- calls (ipc_server.cc) -----------------------------------------------------------------
@@ -95,7 +94,7 @@ class Session {
   ConnectionInfo info_;
   std::vector<std::string> qops_;                   // what the DIGEST challenge offers
   std::unique_ptr<GssAcceptor> acceptor_;           // KERBEROS: the GSSAPI context (before layer_)
-  std::unique_ptr<wire::SaslSecurityLayer> layer_;  // after SUCCESS with auth-int/auth-conf
+  std::unique_ptr<hadoop::SaslSecurityLayer> layer_;  // after SUCCESS with auth-int/auth-conf
   std::string plain_;                               // unwrapped bytes not yet a whole frame
 };
 

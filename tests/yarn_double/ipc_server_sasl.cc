@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/yarn/wire/ipc_frame.h"
-#include "cluster/yarn/wire/sasl_digest.h"
-#include "cluster/yarn/wire/sasl_gssapi.h"
-#include "cluster/yarn/wire/sasl_layer.h"
 #include "gss_acceptor.h"
+#include "hadoop/wire/ipc_frame.h"
+#include "hadoop/wire/sasl_digest.h"
+#include "hadoop/wire/sasl_gssapi.h"
+#include "hadoop/wire/sasl_layer.h"
 #include "ipc_server_internal.h"
 
 namespace loom::yarn_double::ipc_internal {
@@ -25,7 +25,7 @@ namespace {
 // The RFC 4752 security layer over the acceptor's context: gss_wrap with confidentiality for
 // privacy, integrity only otherwise. On a privacy connection a token that is not sealed is
 // refused (the double checks the QOP the client agreed to).
-class GssLayer : public wire::SaslSecurityLayer {
+class GssLayer : public hadoop::SaslSecurityLayer {
  public:
   GssLayer(GssAcceptor* acceptor, bool privacy) : acceptor_(acceptor), privacy_(privacy) {}
   Result<std::string> Wrap(std::string_view plain) override { return acceptor_->Wrap(plain, privacy_); }
@@ -52,25 +52,25 @@ bool Session::Handshake() {
   if (!ReadExact(pre, sizeof(pre))) return false;
   if (std::string_view(pre, 4) != "hrpc") return false;  // not IPC at all: just close, as Hadoop does
   uint8_t version = static_cast<uint8_t>(pre[4]);
-  if (version != wire::kIpcVersion) {
-    SendError(wire::kAuthFailedCallId, "", -1,
+  if (version != hadoop::kIpcVersion) {
+    SendError(hadoop::kAuthFailedCallId, "", -1,
               Fatal("org.apache.hadoop.ipc.RPC$VersionMismatch",
                     "Server IPC version 9 cannot communicate with client version " + std::to_string(version),
                     RpcResponseHeaderProto::FATAL_VERSION_MISMATCH));
     return false;
   }
   uint8_t auth = static_cast<uint8_t>(pre[6]);
-  if (auth == static_cast<uint8_t>(wire::AuthProtocol::kNone)) {
+  if (auth == static_cast<uint8_t>(hadoop::AuthProtocol::kNone)) {
     if (!simple_allowed()) {
       // negative/01: callId -1, FATAL_UNAUTHORIZED, empty clientId, retryCount -1, then FIN.
-      SendError(wire::kAuthFailedCallId, "", -1,
+      SendError(hadoop::kAuthFailedCallId, "", -1,
                 Fatal(kAccessControlException, "SIMPLE authentication is not enabled.  Available:" + AvailableMethods()));
       return false;
     }
     return ReadContext();
   }
-  if (auth != static_cast<uint8_t>(wire::AuthProtocol::kSasl)) {
-    SendError(wire::kAuthFailedCallId, "", -1,
+  if (auth != static_cast<uint8_t>(hadoop::AuthProtocol::kSasl)) {
+    SendError(hadoop::kAuthFailedCallId, "", -1,
               Fatal(kIpcException, "Unknown auth protocol:" + std::to_string(static_cast<int8_t>(auth))));
     return false;
   }
@@ -86,16 +86,16 @@ bool Session::Sasl() {
     if (!frame) return false;
     RpcRequestHeaderProto header;
     RpcSaslProto msg;
-    Result<std::vector<std::string_view>> parts = wire::SplitDelimited(*frame);
+    Result<std::vector<std::string_view>> parts = hadoop::SplitDelimited(*frame);
     if (!parts.ok() || parts->size() < 2 || !header.ParseFromArray((*parts)[0].data(), (*parts)[0].size())) {
-      SendError(wire::kAuthFailedCallId, "", -1,
+      SendError(hadoop::kAuthFailedCallId, "", -1,
                 Fatal(kIpcException, "malformed SASL frame", RpcResponseHeaderProto::FATAL_INVALID_RPC_HEADER));
       return false;
     }
-    if (header.callid() != wire::kSaslCallId) {
+    if (header.callid() != hadoop::kSaslCallId) {
       SendError(header.callid(), header.clientid(), header.retrycount(),
                 Fatal(kIpcException,
-                      header.callid() == wire::kConnectionContextCallId
+                      header.callid() == hadoop::kConnectionContextCallId
                           ? "Connection header sent during SASL negotiation"
                           : "Connection context not established",
                       RpcResponseHeaderProto::FATAL_INVALID_RPC_HEADER));
@@ -148,9 +148,9 @@ std::optional<RpcSaslProto> Session::ReadSaslResponse() {
   if (!frame) return std::nullopt;
   RpcRequestHeaderProto header;
   RpcSaslProto msg;
-  Result<std::vector<std::string_view>> parts = wire::SplitDelimited(*frame);
+  Result<std::vector<std::string_view>> parts = hadoop::SplitDelimited(*frame);
   if (!parts.ok() || parts->size() < 2 || !header.ParseFromArray((*parts)[0].data(), (*parts)[0].size()) ||
-      header.callid() != wire::kSaslCallId || !msg.ParseFromArray((*parts)[1].data(), (*parts)[1].size())) {
+      header.callid() != hadoop::kSaslCallId || !msg.ParseFromArray((*parts)[1].data(), (*parts)[1].size())) {
     SendSaslFailure(Fatal(kSaslException, "malformed SASL RESPONSE"));
     return std::nullopt;
   }
@@ -194,11 +194,11 @@ bool Session::AcceptGssapi(const std::string& first_token) {
   // K4.6: the layers hadoop.rpc.protection allows, max buffer 65536, signed not sealed.
   uint8_t offered = 0;
   for (const std::string& q : qops_) {
-    offered |= q == "auth-conf" ? wire::kGssapiLayerPrivacy
-               : q == "auth-int" ? wire::kGssapiLayerIntegrity
-                                 : wire::kGssapiLayerNone;
+    offered |= q == "auth-conf" ? hadoop::kGssapiLayerPrivacy
+               : q == "auth-int" ? hadoop::kGssapiLayerIntegrity
+                                 : hadoop::kGssapiLayerNone;
   }
-  Result<std::string> offer = acceptor_->Wrap(wire::BuildGssapiLayerMessage(offered, wire::kGssapiMaxBuffer), false);
+  Result<std::string> offer = acceptor_->Wrap(hadoop::BuildGssapiLayerMessage(offered, hadoop::kGssapiMaxBuffer), false);
   if (!offer.ok()) return gss_failure(offer.status().message());
   RpcSaslProto challenge;
   challenge.set_state(RpcSaslProto::CHALLENGE);
@@ -211,14 +211,14 @@ bool Session::AcceptGssapi(const std::string& first_token) {
     SendSaslFailure(Fatal(kSaslException, "Problem unwrapping handshake [Caused by " + plain.status().message() + "]"));
     return false;
   }
-  Result<wire::GssapiLayerMessage> choice = wire::ParseGssapiLayerMessage(*plain);
+  Result<hadoop::GssapiLayerMessage> choice = hadoop::ParseGssapiLayerMessage(*plain);
   if (!choice.ok()) {
     SendSaslFailure(Fatal(kSaslException, "Final handshake message is malformed: " + choice.status().message()));
     return false;
   }
   uint8_t chosen = choice->layers;
-  bool single = chosen == wire::kGssapiLayerNone || chosen == wire::kGssapiLayerIntegrity ||
-                chosen == wire::kGssapiLayerPrivacy;
+  bool single = chosen == hadoop::kGssapiLayerNone || chosen == hadoop::kGssapiLayerIntegrity ||
+                chosen == hadoop::kGssapiLayerPrivacy;
   if (!single || (chosen & offered) == 0) {
     // Java's GssKrb5Server words; Hadoop sends them FATAL and closes.
     SendSaslFailure(Fatal(kSaslException, "Client selected unsupported protection: " + std::to_string(chosen)));
@@ -229,14 +229,14 @@ bool Session::AcceptGssapi(const std::string& first_token) {
   SendSaslReply(success);
   info_.kerberos_principal = acceptor_->client_principal();
   info_.user = info_.kerberos_principal;
-  if (chosen != wire::kGssapiLayerNone) {
-    layer_ = std::make_unique<GssLayer>(acceptor_.get(), chosen == wire::kGssapiLayerPrivacy);
+  if (chosen != hadoop::kGssapiLayerNone) {
+    layer_ = std::make_unique<GssLayer>(acceptor_.get(), chosen == hadoop::kGssapiLayerPrivacy);
   }
   return true;
 }
 
 bool Session::VerifyDigest(const std::string& client_token, const std::string& nonce) {
-  Result<std::vector<std::pair<std::string, std::string>>> directives = wire::ParseDirectives(client_token);
+  Result<std::vector<std::pair<std::string, std::string>>> directives = hadoop::ParseDirectives(client_token);
   if (!directives.ok()) {
     SendSaslFailure(Fatal(kSaslException, "DIGEST-MD5: digest response format violation. " +
                                               directives.status().message()));
@@ -246,7 +246,7 @@ bool Session::VerifyDigest(const std::string& client_token, const std::string& n
   for (const auto& [k, v] : *directives) {
     if (k == "username") user = v;
   }
-  Result<std::string> identifier = wire::Base64Decode(user);
+  Result<std::string> identifier = hadoop::Base64Decode(user);
   if (!identifier.ok() || identifier->empty()) {
     SendSaslFailure(Fatal(kInvalidToken, "Can't de-serialize tokenIdentifier"));
     return false;
@@ -256,8 +256,8 @@ bool Session::VerifyDigest(const std::string& client_token, const std::string& n
     SendSaslFailure(Fatal(e->exception_class, e->message));
     return false;
   }
-  Result<wire::DigestVerified> verified =
-      wire::DigestVerifyWithPassword(client_token, nonce, *identifier, std::get<std::string>(password), qops_);
+  Result<hadoop::DigestVerified> verified =
+      hadoop::DigestVerifyWithPassword(client_token, nonce, *identifier, std::get<std::string>(password), qops_);
   if (!verified.ok()) {
     SendSaslFailure(Fatal(kSaslException, verified.status().message()));
     return false;
@@ -267,8 +267,8 @@ bool Session::VerifyDigest(const std::string& client_token, const std::string& n
   success.set_token(verified->success_token);
   SendSaslReply(success);
   // The layer starts after SUCCESS: that reply itself travels in clear.
-  Result<std::unique_ptr<wire::SaslSecurityLayer>> layer =
-      wire::NewDigestSecurityLayer(verified->qop, verified->cipher, verified->ha1, wire::DigestSide::kServer);
+  Result<std::unique_ptr<hadoop::SaslSecurityLayer>> layer =
+      hadoop::NewDigestSecurityLayer(verified->qop, verified->cipher, verified->ha1, hadoop::DigestSide::kServer);
   if (!layer.ok()) return false;
   layer_ = std::move(*layer);
   info_.token_auth = true;
@@ -311,7 +311,7 @@ RpcSaslProto Session::NegotiateReply(const std::string& nonce) const {
   reply.set_state(RpcSaslProto::NEGOTIATE);
   RpcSaslProto::SaslAuth* token = reply.add_auths();
   *token = TokenAuth();
-  token->set_challenge(wire::MakeDigestChallenge(nonce, qops_));
+  token->set_challenge(hadoop::MakeDigestChallenge(nonce, qops_));
   if (kerberos()) *reply.add_auths() = KerberosAuth();
   if (simple_allowed()) *reply.add_auths() = SimpleAuth();
   return reply;
@@ -322,13 +322,13 @@ bool Session::ReadContext() {
   if (!frame) return false;
   RpcRequestHeaderProto header;
   IpcConnectionContextProto context;
-  Result<std::vector<std::string_view>> parts = wire::SplitDelimited(*frame);
+  Result<std::vector<std::string_view>> parts = hadoop::SplitDelimited(*frame);
   if (!parts.ok() || parts->empty() || !header.ParseFromArray((*parts)[0].data(), (*parts)[0].size())) {
-    SendError(wire::kAuthFailedCallId, "", -1,
+    SendError(hadoop::kAuthFailedCallId, "", -1,
               Fatal(kIpcException, "malformed RPC header", RpcResponseHeaderProto::FATAL_INVALID_RPC_HEADER));
     return false;
   }
-  if (header.callid() != wire::kConnectionContextCallId || parts->size() < 2 ||
+  if (header.callid() != hadoop::kConnectionContextCallId || parts->size() < 2 ||
       !context.ParseFromArray((*parts)[1].data(), (*parts)[1].size())) {
     SendError(header.callid(), header.clientid(), header.retrycount(),
               Fatal(kIpcException, "Connection context not established",

@@ -10,17 +10,17 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/yarn/wire/ipc_frame.h"
-#include "cluster/yarn/wire/sasl_digest.h"
+#include "hadoop/wire/ipc_frame.h"
+#include "hadoop/wire/sasl_digest.h"
 
 namespace loom::yarn_double {
 
-using hadoop::common::RpcResponseHeaderProto;
-using hadoop::common::RpcSaslProto;
+using ::hadoop::common::RpcResponseHeaderProto;
+using ::hadoop::common::RpcSaslProto;
 
 Reply Decode(const std::string& frame) {
   Reply r;
-  Result<std::vector<std::string_view>> parts = wire::SplitDelimited(std::string_view(frame).substr(4));
+  Result<std::vector<std::string_view>> parts = hadoop::SplitDelimited(std::string_view(frame).substr(4));
   EXPECT_TRUE(parts.ok() && !parts->empty());
   if (!parts.ok() || parts->empty()) return r;
   r.header_bytes = std::string((*parts)[0]);
@@ -73,59 +73,59 @@ bool Socket::ReadN(size_t n, std::string* out) {
 }
 
 void TestIpc::Simple(const std::string& user, const std::string& protocol) {
-  socket_.Send(wire::Preamble(wire::AuthProtocol::kNone));
+  socket_.Send(hadoop::Preamble(hadoop::AuthProtocol::kNone));
   SendContext(user, protocol);
 }
 
-Status TestIpc::Token(const wire::Token& token, const std::string& protocol) {
+Status TestIpc::Token(const hadoop::Token& token, const std::string& protocol) {
   RpcSaslProto negotiate;
   negotiate.set_state(RpcSaslProto::NEGOTIATE);
-  auto sasl_header = wire::MakeRequestHeader(wire::kSaslCallId, "", -1);
-  socket_.Send(wire::Preamble(wire::AuthProtocol::kSasl) + wire::EncodeFrame({&sasl_header, &negotiate}));
+  auto sasl_header = hadoop::MakeRequestHeader(hadoop::kSaslCallId, "", -1);
+  socket_.Send(hadoop::Preamble(hadoop::AuthProtocol::kSasl) + hadoop::EncodeFrame({&sasl_header, &negotiate}));
   std::optional<std::string> f = socket_.ReadFrame();
   if (!f) return Status::Unavailable("no NEGOTIATE reply");
   RpcSaslProto offer;
   offer.ParseFromString(*Decode(*f).body);
   RpcSaslProto::SaslAuth auth = offer.auths(0);
-  LOOM_ASSIGN_OR_RETURN(wire::DigestChallenge ch, wire::ParseDigestChallenge(auth.challenge()));
-  LOOM_ASSIGN_OR_RETURN(wire::DigestResult dr, wire::DigestRespond(token, ch, wire::NewCnonce(),
+  LOOM_ASSIGN_OR_RETURN(hadoop::DigestChallenge ch, hadoop::ParseDigestChallenge(auth.challenge()));
+  LOOM_ASSIGN_OR_RETURN(hadoop::DigestResult dr, hadoop::DigestRespond(token, ch, hadoop::NewCnonce(),
                                                                    auth.protocol() + "/" + auth.serverid()));
   RpcSaslProto initiate;
   initiate.set_state(RpcSaslProto::INITIATE);
   initiate.set_token(dr.response_token);
   auth.clear_challenge();
   *initiate.add_auths() = auth;
-  socket_.Send(wire::EncodeFrame({&sasl_header, &initiate}));
+  socket_.Send(hadoop::EncodeFrame({&sasl_header, &initiate}));
   f = socket_.ReadFrame();
   if (!f) return Status::Unavailable("no SASL reply");
   Reply r = Decode(*f);
-  if (r.header.status() != RpcResponseHeaderProto::SUCCESS) return wire::RemoteErrorStatus(r.header);
+  if (r.header.status() != RpcResponseHeaderProto::SUCCESS) return hadoop::RemoteErrorStatus(r.header);
   RpcSaslProto success;
   success.ParseFromString(*r.body);
-  LOOM_RETURN_IF_ERROR(wire::VerifyRspAuth(dr, success.token()));
+  LOOM_RETURN_IF_ERROR(hadoop::VerifyRspAuth(dr, success.token()));
   SendContext("", protocol);
   return Status::Ok();
 }
 
 Reply TestIpc::Call(const std::string& method, const std::string& protocol, const google::protobuf::Message& request) {
-  auto header = wire::MakeRequestHeader(next_call_++, client_id_, 0);
-  hadoop::common::RequestHeaderProto rh;
+  auto header = hadoop::MakeRequestHeader(next_call_++, client_id_, 0);
+  ::hadoop::common::RequestHeaderProto rh;
   rh.set_methodname(method);
   rh.set_declaringclassprotocolname(protocol);
   rh.set_clientprotocolversion(1);
-  socket_.Send(wire::EncodeFrame({&header, &rh, &request}));
+  socket_.Send(hadoop::EncodeFrame({&header, &rh, &request}));
   std::optional<std::string> f = socket_.ReadFrame();
   EXPECT_TRUE(f.has_value()) << method;
   return f ? Decode(*f) : Reply{};
 }
 
 void TestIpc::SendContext(const std::string& user, const std::string& protocol) {
-  hadoop::common::IpcConnectionContextProto ctx;
+  ::hadoop::common::IpcConnectionContextProto ctx;
   auto* ui = ctx.mutable_userinfo();
   if (!user.empty()) ui->set_effectiveuser(user);
   ctx.set_protocol(protocol);
-  auto header = wire::MakeRequestHeader(wire::kConnectionContextCallId, client_id_, -1);
-  socket_.Send(wire::EncodeFrame({&header, &ctx}));
+  auto header = hadoop::MakeRequestHeader(hadoop::kConnectionContextCallId, client_id_, -1);
+  socket_.Send(hadoop::EncodeFrame({&header, &ctx}));
 }
 
 }  // namespace loom::yarn_double

@@ -9,18 +9,17 @@
 
 #include <google/protobuf/message.h>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "core/status.h"
 #include "core/testing.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/wire/credentials.h"
 
 namespace loom::yarn_double {
 
-namespace wire = loom::cluster::yarn;
 
 // A server frame: its header (parsed, and as sent) and the message after it, if any.
 struct Reply {
-  hadoop::common::RpcResponseHeaderProto header;
+  ::hadoop::common::RpcResponseHeaderProto header;
   std::string header_bytes;
   std::optional<std::string> body;
 };
@@ -52,7 +51,7 @@ class TestIpc {
   void Simple(const std::string& user, const std::string& protocol);
 
   // SASL DIGEST-MD5 with `token`; the FATAL reply as a Status if the server refuses.
-  Status Token(const wire::Token& token, const std::string& protocol);
+  Status Token(const hadoop::Token& token, const std::string& protocol);
 
   // One call; the reply's header and body.
   Reply Call(const std::string& method, const std::string& protocol, const google::protobuf::Message& request);
@@ -60,7 +59,7 @@ class TestIpc {
   template <typename T>
   T CallOk(const std::string& method, const std::string& protocol, const google::protobuf::Message& request) {
     Reply r = Call(method, protocol, request);
-    EXPECT_EQ(r.header.status(), hadoop::common::RpcResponseHeaderProto::SUCCESS)
+    EXPECT_EQ(r.header.status(), ::hadoop::common::RpcResponseHeaderProto::SUCCESS)
         << method << ": " << r.header.errormsg();
     T resp;
     if (r.body) resp.ParseFromString(*r.body);

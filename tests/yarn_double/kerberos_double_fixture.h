@@ -12,28 +12,27 @@
 #include <fstream>
 #include <thread>
 
-#include "cluster/yarn/rpc/ipc_client.h"
-#include "cluster/yarn/rpc/namenode_client.h"
-#include "cluster/yarn/rpc/yarn_clients.h"
-#include "cluster/yarn/wire/credentials.h"
-#include "cluster/yarn/wire/ipc_frame.h"
-#include "cluster/yarn/wire/sasl_gssapi.h"
-#include "cluster/yarn/wire/kerberos_login.h"
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
 #include "gss_test_initiator.h"
+#include "hadoop/ipc/ipc_client.h"
+#include "hadoop/ipc/namenode_client.h"
+#include "hadoop/ipc/yarn_clients.h"
+#include "hadoop/wire/credentials.h"
+#include "hadoop/wire/ipc_frame.h"
+#include "hadoop/wire/kerberos_login.h"
+#include "hadoop/wire/sasl_gssapi.h"
 #include "ipc_server.h"
 #include "kerberos/kdc_harness.h"
 #include "namenode_rpc.h"
 #include "yarn_test_double.h"
-#include "core/eventually.h"
 
 
 namespace loom::yarn_double {
 
-namespace yc = loom::cluster::yarn;
-namespace ypb = hadoop::yarn;
+namespace ypb = ::hadoop::yarn;
 using loom::testing::KdcHarness;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
@@ -48,19 +47,19 @@ class KerberosDoubleTest : public ::testing::Test {
     kdc_.ExportToThisProcess();
     ASSERT_OK(kdc_.Kinit("root"));
   }
-  void TearDown() override { yc::SetProcessKerberos(nullptr); }
+  void TearDown() override { hadoop::SetProcessKerberos(nullptr); }
 
   // The client's Kerberos: the ticket cache (root), or a keytab's principal.
-  std::shared_ptr<yc::KerberosClientConf> Client(const std::string& protection, const std::string& rm_principal = kRm,
+  std::shared_ptr<hadoop::KerberosClientConf> Client(const std::string& protection, const std::string& rm_principal = kRm,
                                                  const std::string& keytab_principal = "") {
-    yc::KerberosLoginOptions lo;
+    hadoop::KerberosLoginOptions lo;
     if (!keytab_principal.empty()) {
       lo.keytab = kdc_.Keytab(keytab_principal);
       lo.principal = KdcHarness::Principal(keytab_principal);
     }
-    auto login = yc::KerberosLogin::Acquire(lo);
+    auto login = hadoop::KerberosLogin::Acquire(lo);
     EXPECT_OK(login);
-    auto conf = std::make_shared<yc::KerberosClientConf>();
+    auto conf = std::make_shared<hadoop::KerberosClientConf>();
     if (login.ok()) conf->login = *login;
     conf->rpc_protection = protection;
     conf->rm_principal = rm_principal;

@@ -17,7 +17,7 @@ class GssapiServerTest : public KerberosDoubleTest {
   void StartServer(const std::string& protection) {
     IpcServerOptions o;
     o.name = "rm";
-    o.protocol = yc::kClientProtocol;
+    o.protocol = hadoop::kClientProtocol;
     o.allow_simple = true;  // ignored once Kerberos is on (K5.4)
     o.rpc_protection = protection;
     o.kerberos_principal = kRm;
@@ -37,15 +37,15 @@ class GssapiServerTest : public KerberosDoubleTest {
     ASSERT_OK(server_->Start());
   }
 
-  Status CallMetrics(std::shared_ptr<const yc::KerberosClientConf> kerberos, int* nodes = nullptr) {
-    yc::IpcOptions o;
+  Status CallMetrics(std::shared_ptr<const hadoop::KerberosClientConf> kerberos, int* nodes = nullptr) {
+    hadoop::IpcOptions o;
     o.host = "127.0.0.1";
     o.port = server_->port();
-    o.protocol = yc::kClientProtocol;
+    o.protocol = hadoop::kClientProtocol;
     o.user = "root";
     o.kerberos = std::move(kerberos);
     o.call_timeout = 10s;
-    yc::IpcClient client(o);
+    hadoop::IpcClient client(o);
     ypb::GetClusterMetricsRequestProto req;
     ypb::GetClusterMetricsResponseProto resp;
     Status s = client.Call("getClusterMetrics", req, &resp);
@@ -113,9 +113,9 @@ TEST_F(GssapiServerTest, SimpleIsNotOfferedWithKerberos) {
 
 // ---- the server's side of K4, byte by byte, with a hand-driven client ---------------------------
 
-using hadoop::common::IpcConnectionContextProto;
-using hadoop::common::RpcResponseHeaderProto;
-using hadoop::common::RpcSaslProto;
+using ::hadoop::common::IpcConnectionContextProto;
+using ::hadoop::common::RpcResponseHeaderProto;
+using ::hadoop::common::RpcSaslProto;
 
 // One raw IPC connection: what it sent and received, frame by frame.
 class RawIpc {
@@ -134,8 +134,8 @@ class RawIpc {
   bool connected() const { return connected_; }
   void Send(const std::string& bytes) { ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size())); }
   void SendSasl(const RpcSaslProto& msg) {
-    auto header = yc::MakeRequestHeader(yc::kSaslCallId, "", -1);
-    Send(yc::EncodeFrame({&header, &msg}));
+    auto header = hadoop::MakeRequestHeader(hadoop::kSaslCallId, "", -1);
+    Send(hadoop::EncodeFrame({&header, &msg}));
   }
   // The next reply: its header and, on SUCCESS, its body. False at EOF.
   bool Read(RpcResponseHeaderProto* header, std::string* body) {
@@ -143,7 +143,7 @@ class RawIpc {
       auto next = reader_.Next();
       if (!next.ok()) return false;
       if (next->has_value()) {
-        auto parts = yc::SplitDelimited(**next);
+        auto parts = hadoop::SplitDelimited(**next);
         if (!parts.ok() || parts->empty()) return false;
         header->ParseFromArray((*parts)[0].data(), static_cast<int>((*parts)[0].size()));
         body->assign(parts->size() > 1 ? std::string((*parts)[1]) : std::string());
@@ -167,7 +167,7 @@ class RawIpc {
  private:
   int fd_ = -1;
   bool connected_ = false;
-  yc::FrameReader reader_;
+  hadoop::FrameReader reader_;
   std::string received_;
 };
 
@@ -176,24 +176,24 @@ class RawGssapiTest : public GssapiServerTest {
   // Preamble, NEGOTIATE, INITIATE (AP-REQ), CHALLENGE (AP-REP), empty RESPONSE: returns the
   // server's unwrapped layer offer.
   std::string UpToLayerOffer(RawIpc& c, GssTestInitiator& gss) {
-    c.Send(yc::Preamble(yc::AuthProtocol::kSasl));
+    c.Send(hadoop::Preamble(hadoop::AuthProtocol::kSasl));
     RpcSaslProto negotiate;
     negotiate.set_state(RpcSaslProto::NEGOTIATE);
     c.SendSasl(negotiate);
     RpcResponseHeaderProto h;
     RpcSaslProto offer = c.ReadSasl(&h);
-    const RpcSaslProto::SaslAuth* krb = yc::FindKerberosOffer(offer);
+    const RpcSaslProto::SaslAuth* krb = hadoop::FindKerberosOffer(offer);
     EXPECT_NE(krb, nullptr);
     if (!krb) return "";
     bool done = false;
     auto ap_req = gss.Step("", &done);
     EXPECT_OK(ap_req);
-    c.SendSasl(yc::GssapiInitiate(*krb, ap_req.value_or("")));
+    c.SendSasl(hadoop::GssapiInitiate(*krb, ap_req.value_or("")));
     RpcSaslProto challenge = c.ReadSasl(&h);
     EXPECT_EQ(challenge.state(), RpcSaslProto::CHALLENGE);
     EXPECT_OK(gss.Step(challenge.token(), &done));
     EXPECT_TRUE(done);
-    c.SendSasl(yc::GssapiResponse(""));
+    c.SendSasl(hadoop::GssapiResponse(""));
     RpcSaslProto layers = c.ReadSasl(&h);
     EXPECT_EQ(layers.state(), RpcSaslProto::CHALLENGE);
     int sealed = -1;
@@ -203,9 +203,9 @@ class RawGssapiTest : public GssapiServerTest {
     return plain.value_or("");
   }
   void SendChoice(RawIpc& c, GssTestInitiator& gss, uint8_t layer) {
-    auto wrapped = gss.Wrap(yc::BuildGssapiLayerMessage(layer, yc::kGssapiMaxBuffer), false);
+    auto wrapped = gss.Wrap(hadoop::BuildGssapiLayerMessage(layer, hadoop::kGssapiMaxBuffer), false);
     ASSERT_OK(wrapped);
-    c.SendSasl(yc::GssapiResponse(*wrapped));
+    c.SendSasl(hadoop::GssapiResponse(*wrapped));
   }
 };
 
@@ -221,7 +221,7 @@ TEST_F(RawGssapiTest, NegotiateIsTheRecordedBytes) {
   // The recorded nonce, so that the whole NEGOTIATE reply (K4.2) compares byte for byte.
   IpcServerOptions o;
   o.name = "rm";
-  o.protocol = yc::kClientProtocol;
+  o.protocol = hadoop::kClientProtocol;
   o.rpc_protection = "privacy";
   o.kerberos_principal = kRm;
   o.kerberos_keytab = kdc_.Keytab("rm/localhost");
@@ -231,7 +231,7 @@ TEST_F(RawGssapiTest, NegotiateIsTheRecordedBytes) {
   ASSERT_OK(recorded_server.Start());
   RawIpc r(recorded_server.port());
   ASSERT_TRUE(r.connected());
-  r.Send(yc::Preamble(yc::AuthProtocol::kSasl));
+  r.Send(hadoop::Preamble(hadoop::AuthProtocol::kSasl));
   RpcSaslProto negotiate;
   negotiate.set_state(RpcSaslProto::NEGOTIATE);
   r.SendSasl(negotiate);
@@ -253,7 +253,7 @@ TEST_F(RawGssapiTest, OfferFollowsProtectionAndAnUnofferedChoiceIsFatal) {
   RawIpc c(server_->port());
   GssTestInitiator gss(kRm);
   EXPECT_EQ(UpToLayerOffer(c, gss), std::string("\x04\x01\x00\x00", 4));  // K4.6
-  SendChoice(c, gss, yc::kGssapiLayerNone);  // not offered
+  SendChoice(c, gss, hadoop::kGssapiLayerNone);  // not offered
   RpcResponseHeaderProto h;
   std::string body;
   ASSERT_TRUE(c.Read(&h, &body));
@@ -269,17 +269,17 @@ TEST_F(RawGssapiTest, ContextMustNameTheAuthenticatedPrincipal) {
   RawIpc c(server_->port());
   GssTestInitiator gss(kRm);
   EXPECT_EQ(UpToLayerOffer(c, gss), std::string("\x01\x01\x00\x00", 4));
-  SendChoice(c, gss, yc::kGssapiLayerNone);
+  SendChoice(c, gss, hadoop::kGssapiLayerNone);
   RpcResponseHeaderProto h;
   RpcSaslProto success = c.ReadSasl(&h);
   EXPECT_EQ(success.state(), RpcSaslProto::SUCCESS);
   EXPECT_FALSE(success.has_token());  // K4.8
   // The short name instead of the principal (K4.11 says the full one): impersonation, refused.
   IpcConnectionContextProto context;
-  context.set_protocol(yc::kClientProtocol);
+  context.set_protocol(hadoop::kClientProtocol);
   context.mutable_userinfo()->set_effectiveuser("root");
-  auto header = yc::MakeRequestHeader(yc::kConnectionContextCallId, "", -1);
-  c.Send(yc::EncodeFrame({&header, &context}));
+  auto header = hadoop::MakeRequestHeader(hadoop::kConnectionContextCallId, "", -1);
+  c.Send(hadoop::EncodeFrame({&header, &context}));
   std::string body;
   ASSERT_TRUE(c.Read(&h, &body));
   EXPECT_EQ(h.status(), RpcResponseHeaderProto::FATAL);
@@ -300,16 +300,16 @@ class NameNodeRpcTest : public KerberosDoubleTest {
     nn_ = std::make_unique<NameNodeRpc>(std::move(o));
     ASSERT_OK(nn_->Start());
   }
-  yc::NameNodeClient Client(std::shared_ptr<const yc::KerberosClientConf> kerberos) {
-    yc::HdfsFileSystem fs;
+  hadoop::NameNodeClient Client(std::shared_ptr<const hadoop::KerberosClientConf> kerberos) {
+    hadoop::HdfsFileSystem fs;
     fs.uri = "hdfs://127.0.0.1:" + std::to_string(nn_->port());
-    fs.namenodes = {yc::HostPort{"127.0.0.1", nn_->port()}};
+    fs.namenodes = {hadoop::HostPort{"127.0.0.1", nn_->port()}};
     fs.token_service = "127.0.0.1:" + std::to_string(nn_->port());
-    yc::IpcOptions base;
+    hadoop::IpcOptions base;
     base.user = "root";
     base.kerberos = std::move(kerberos);
     base.call_timeout = 10s;
-    return yc::NameNodeClient(fs, base);
+    return hadoop::NameNodeClient(fs, base);
   }
 
   DelegationTokenStore store_;
@@ -318,7 +318,7 @@ class NameNodeRpcTest : public KerberosDoubleTest {
 
 TEST_F(NameNodeRpcTest, GetRenewCancelAsARealNameNode) {
   StartNameNode("privacy");
-  yc::NameNodeClient root = Client(KerberosDoubleTest::Client("privacy"));
+  hadoop::NameNodeClient root = Client(KerberosDoubleTest::Client("privacy"));
   auto token = root.GetDelegationToken(kRm);
   ASSERT_OK(token);
   EXPECT_EQ(token->kind, "HDFS_DELEGATION_TOKEN");
@@ -331,7 +331,7 @@ TEST_F(NameNodeRpcTest, GetRenewCancelAsARealNameNode) {
   // Only the renewer may renew (webhdfs/07's words, over RPC).
   EXPECT_STATUS(root.RenewDelegationToken(*token), kAborted, HasSubstr("root tries to renew a token"));
   EXPECT_EQ(store_.RenewCount(*token), 0);
-  yc::NameNodeClient rm = Client(KerberosDoubleTest::Client("privacy", kRm, "rm/localhost"));
+  hadoop::NameNodeClient rm = Client(KerberosDoubleTest::Client("privacy", kRm, "rm/localhost"));
   auto expiry = rm.RenewDelegationToken(*token);
   ASSERT_OK(expiry);
   EXPECT_GT(*expiry, 0);
@@ -343,28 +343,28 @@ TEST_F(NameNodeRpcTest, GetRenewCancelAsARealNameNode) {
 
 TEST_F(NameNodeRpcTest, TokenAuthWorksButCannotIssueTokens) {
   StartNameNode("privacy");
-  yc::NameNodeClient root = Client(KerberosDoubleTest::Client("privacy"));
+  hadoop::NameNodeClient root = Client(KerberosDoubleTest::Client("privacy"));
   auto token = root.GetDelegationToken("rm");
   ASSERT_OK(token);
   // A container's view: the HDFS token over DIGEST-MD5 (auth-conf), no Kerberos.
-  yc::IpcOptions o;
+  hadoop::IpcOptions o;
   o.host = "127.0.0.1";
   o.port = nn_->port();
-  o.protocol = yc::kNameNodeProtocol;
+  o.protocol = hadoop::kNameNodeProtocol;
   o.token = *token;
   o.rpc_protection = "privacy";
   o.call_timeout = 10s;
-  yc::IpcClient with_token(o);
-  hadoop::common::GetDelegationTokenRequestProto req;
+  hadoop::IpcClient with_token(o);
+  ::hadoop::common::GetDelegationTokenRequestProto req;
   req.set_renewer("rm");
-  hadoop::common::GetDelegationTokenResponseProto resp;
+  ::hadoop::common::GetDelegationTokenResponseProto resp;
   EXPECT_STATUS(with_token.Call("getDelegationToken", req, &resp), kAborted,
                 HasSubstr("Delegation Token can be issued only with kerberos or web authentication"));
   // A forged password fails SASL.
-  yc::Token forged = *token;
+  hadoop::Token forged = *token;
   forged.password[0] ^= 1;
   o.token = forged;
-  yc::IpcClient with_forged(o);
+  hadoop::IpcClient with_forged(o);
   EXPECT_FALSE(with_forged.Call("getDelegationToken", req, &resp).ok());
   EXPECT_EQ(store_.Minted().size(), 1u);
 }

@@ -5,7 +5,7 @@
 // (log-aggregation/tfile-localhost_45454.bin, ifile-localhost_45454.bin), and the double's
 // upload step, which writes one file per NodeManager into the FakeHdfs at
 // <remote-app-log-dir>/<user>/bucket-logs-<tfile|ifile>/<seq % 10000>/<appId>/<host>_<port>.
-// Test code: written independently of Loom's readers in src/cluster/yarn/logs/.
+// Test code: written independently of Loom's readers in src/hadoop/logs/.
 
 #include <cstdint>
 #include <string>

@@ -1,20 +1,19 @@
 #include "namenode_rpc.h"
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
-#include "cluster/yarn/wire/sasl_digest.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/wire/sasl_digest.h"
 
 namespace loom::yarn_double {
 
 namespace {
 
-namespace hc = hadoop::common;
-namespace wire = loom::cluster::yarn;
+namespace hc = ::hadoop::common;
 
 constexpr char kInvalidToken[] = "org.apache.hadoop.security.token.SecretManager$InvalidToken";
 constexpr char kAccessControl[] = "org.apache.hadoop.security.AccessControlException";
 
-wire::Token FromProto(const hc::TokenProto& p) {
-  return wire::Token{p.identifier(), p.password(), p.kind(), p.service()};
+hadoop::Token FromProto(const hc::TokenProto& p) {
+  return hadoop::Token{p.identifier(), p.password(), p.kind(), p.service()};
 }
 
 // The store's refusal as the NameNode throws it: AccessControlException when the caller may not
@@ -54,7 +53,7 @@ Status NameNodeRpc::Start() {
   o.rpc_protection = options_.rpc_protection;
   o.kerberos_principal = options_.kerberos_principal;
   o.kerberos_keytab = options_.kerberos_keytab;
-  o.next_nonce = [] { return wire::NewCnonce(); };
+  o.next_nonce = [] { return hadoop::NewCnonce(); };
   DelegationTokenStore* store = options_.tokens;
   o.password_for = [store](const std::string& identifier) -> PasswordLookup {
     Result<std::string> password = store->RetrievePassword(identifier);
@@ -63,7 +62,7 @@ Status NameNodeRpc::Start() {
   };
   // A TOKEN connection acts as the token's owner.
   o.token_user = [](const std::string& identifier) {
-    Result<wire::DelegationTokenIdentifier> id = wire::ParseDelegationTokenIdentifier(identifier);
+    Result<hadoop::DelegationTokenIdentifier> id = hadoop::ParseDelegationTokenIdentifier(identifier);
     return id.ok() ? id->owner : std::string();
   };
   o.handle = [this](const std::string& method, std::string_view request, const ConnectionInfo& conn) {
@@ -83,7 +82,7 @@ CallResult NameNodeRpc::Handle(const std::string& method, std::string_view reque
     if (!kerberos) {
       return RpcError{"java.io.IOException", "Delegation Token can be issued only with kerberos or web authentication"};
     }
-    wire::Token token = store.Mint(conn.kerberos_principal, req.renewer());
+    hadoop::Token token = store.Mint(conn.kerberos_principal, req.renewer());
     hc::GetDelegationTokenResponseProto resp;
     hc::TokenProto* t = resp.mutable_token();
     t->set_identifier(token.identifier);

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/yarn/gpu_pinning.h"
-#include "cluster/yarn/hdfs/curl_library.h"
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/hdfs/curl_library.h"
 #include "yarn_test_double.h"
 
 namespace loom::yarn_double {
@@ -54,13 +54,13 @@ class NmGpusTest : public ::testing::Test {
     if (double_) double_->Stop();
     std::filesystem::remove_all(work_);
   }
-  cluster::yarn::HttpResponse Get(const std::string& path, const std::string& accept = "application/json") {
-    cluster::yarn::HttpRequest r;
+  hadoop::HttpResponse Get(const std::string& path, const std::string& accept = "application/json") {
+    hadoop::HttpRequest r;
     r.url = "http://127.0.0.1:" + std::to_string(double_->nm_http_port()) + path;
     r.headers = {"Accept: " + accept};
-    auto a = cluster::yarn::HttpExchange(r);
+    auto a = hadoop::HttpExchange(r);
     EXPECT_OK(a);
-    return a.ok() ? *a : cluster::yarn::HttpResponse{};
+    return a.ok() ? *a : hadoop::HttpResponse{};
   }
   json Recorded(const std::string& file) { return json::parse(ReadFile(kGpu + file).value_or("null")); }
 
@@ -70,7 +70,7 @@ class NmGpusTest : public ::testing::Test {
 
 TEST_F(NmGpusTest, UnderTheDefaultContainerExecutorTheListsStayEmptyAsRecorded) {
   Start(/*lce=*/false, /*held_elsewhere=*/1);
-  cluster::yarn::HttpResponse a = Get("/ws/v1/node/resources/yarn.io%2Fgpu");
+  hadoop::HttpResponse a = Get("/ws/v1/node/resources/yarn.io%2Fgpu");
   ASSERT_EQ(a.code, 200);
   EXPECT_EQ(Shape(json::parse(a.body)), Shape(Recorded("01-nm-8042-resources-gpu-idle.json")));
   auto r = cluster::yarn::FetchNmGpuResources("127.0.0.1:" + std::to_string(double_->nm_http_port()));
@@ -82,7 +82,7 @@ TEST_F(NmGpusTest, UnderTheDefaultContainerExecutorTheListsStayEmptyAsRecorded) 
 
 TEST_F(NmGpusTest, UnderTheLinuxContainerExecutorItListsEveryDeviceAndWhoHoldsIt) {
   Start(/*lce=*/true, /*held_elsewhere=*/1);
-  cluster::yarn::HttpResponse a = Get("/ws/v1/node/resources/yarn.io%2Fgpu");
+  hadoop::HttpResponse a = Get("/ws/v1/node/resources/yarn.io%2Fgpu");
   ASSERT_EQ(a.code, 200);
   // One assigned device: still a list (gpu/46).
   EXPECT_EQ(Shape(json::parse(a.body)), Shape(Recorded("46-lce-nm-8042-resources-gpu-third-container-running.json")));
@@ -96,10 +96,10 @@ TEST_F(NmGpusTest, UnderTheLinuxContainerExecutorItListsEveryDeviceAndWhoHoldsIt
 TEST_F(NmGpusTest, AnUnencodedSlashXmlAndAnUnknownPluginAnswerAsRecorded) {
   Start(/*lce=*/true, /*held_elsewhere=*/0);
   EXPECT_EQ(Get("/ws/v1/node/resources/yarn.io/gpu").code, 404);  // gpu/03
-  cluster::yarn::HttpResponse xml = Get("/ws/v1/node/resources/yarn.io%2Fgpu", "application/xml");
+  hadoop::HttpResponse xml = Get("/ws/v1/node/resources/yarn.io%2Fgpu", "application/xml");
   EXPECT_EQ(xml.code, 500);  // gpu/02
   EXPECT_THAT(xml.body, HasSubstr("A message body writer for Java class"));
-  cluster::yarn::HttpResponse fpga = Get("/ws/v1/node/resources/yarn.io%2Ffpga");
+  hadoop::HttpResponse fpga = Get("/ws/v1/node/resources/yarn.io%2Ffpga");
   EXPECT_EQ(fpga.code, 200);  // gpu/04
   EXPECT_EQ(json::parse(fpga.body), Recorded("04-nm-8042-resources-unknown-plugin.json"));
 }

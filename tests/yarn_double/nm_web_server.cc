@@ -12,9 +12,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "cluster/yarn/wire/credentials.h"
 #include "core/strings.h"
 #include "gss_acceptor.h"
+#include "hadoop/wire/credentials.h"
 #include "nm_gpus.h"
 #include "yarn_double_impl.h"
 
@@ -188,7 +188,7 @@ Status NmWebServer::Start(const std::string& bind_ip, int port) {
         res.set_content("Authentication required", "text/html;charset=iso-8859-1");
         return httplib::Server::HandlerResponse::Handled;
       }
-      Result<std::string> token = cluster::yarn::Base64Decode(Trim(authorization.substr(10)));
+      Result<std::string> token = hadoop::Base64Decode(Trim(authorization.substr(10)));
       Result<std::unique_ptr<GssAcceptor>> acceptor = GssAcceptor::Create(k.http_keytab, k.http_principal);
       Result<GssAcceptor::Step> step = !token.ok()      ? Result<GssAcceptor::Step>(token.status())
                                        : !acceptor.ok() ? Result<GssAcceptor::Step>(acceptor.status())
@@ -200,7 +200,7 @@ Status NmWebServer::Start(const std::string& bind_ip, int port) {
         return httplib::Server::HandlerResponse::Handled;
       }
       if (!step->output.empty()) {
-        res.set_header("WWW-Authenticate", "Negotiate " + cluster::yarn::Base64Encode(step->output));
+        res.set_header("WWW-Authenticate", "Negotiate " + hadoop::Base64Encode(step->output));
       }
       return httplib::Server::HandlerResponse::Unhandled;
     });

@@ -1,20 +1,19 @@
-// `loom logs` on a Kerberized cluster: the NodeManager web reader (src/cluster/yarn/logs/
+// `loom logs` on a Kerberized cluster: the NodeManager web reader (src/hadoop/logs/
 // nm_web_logs) negotiates SPNEGO with the double's NodeManager web server (Options::kerberos)
 // and a real MIT KDC (tests/kerberos/kdc_harness.h).
 
-#include "cluster/yarn/hdfs/spnego.h"
-#include "cluster/yarn/logs/nm_web_logs.h"
-#include "cluster/yarn/wire/kerberos_login.h"
 #include "core/files.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
+#include "hadoop/hdfs/spnego.h"
+#include "hadoop/logs/nm_web_logs.h"
+#include "hadoop/wire/kerberos_login.h"
 #include "kerberos/kdc_harness.h"
 #include "yarn_test_double.h"
 
 namespace loom::yarn_double {
 namespace {
 
-namespace yarn = loom::cluster::yarn;
 using loom::testing::KdcHarness;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -41,21 +40,21 @@ class NmWebSpnegoTest : public ::testing::Test {
     o.kerberos.http_keytab = kdc_.Keytab("HTTP/localhost");
     double_ = std::make_unique<YarnTestDouble>(o);
     ASSERT_OK(double_->Start());
-    yarn::SetProcessKerberos(nullptr);
-    yarn::ClearSpnegoCookies();
+    hadoop::SetProcessKerberos(nullptr);
+    hadoop::ClearSpnegoCookies();
   }
   void TearDown() override {
-    yarn::SetProcessKerberos(nullptr);
+    hadoop::SetProcessKerberos(nullptr);
     double_.reset();
     hdfs_.reset();
     (void)RemoveTree(dir_);
   }
   void Login() {
-    auto login = yarn::KerberosLogin::Acquire({});
+    auto login = hadoop::KerberosLogin::Acquire({});
     ASSERT_OK(login);
-    auto conf = std::make_shared<yarn::KerberosClientConf>();
+    auto conf = std::make_shared<hadoop::KerberosClientConf>();
     conf->login = *login;
-    yarn::SetProcessKerberos(conf);
+    hadoop::SetProcessKerberos(conf);
   }
 
   KdcHarness kdc_;
@@ -65,20 +64,20 @@ class NmWebSpnegoTest : public ::testing::Test {
 };
 
 TEST_F(NmWebSpnegoTest, WithoutKerberosTheNodeManagerAsksForIt) {
-  yarn::NmWebLogs nm(double_->nm_http_address(), "root");
+  hadoop::NmWebLogs nm(double_->nm_http_address(), "root");
   EXPECT_STATUS(nm.ListLogs(kContainer), kUnauthenticated,
                 AllOf(HasSubstr("requires Kerberos (SPNEGO"), HasSubstr("run kinit")));
 }
 
 TEST_F(NmWebSpnegoTest, LoginReachesTheNodeManager) {
   Login();
-  yarn::NmWebLogs nm(double_->nm_http_address(), "root");
+  hadoop::NmWebLogs nm(double_->nm_http_address(), "root");
   auto listing = nm.ListLogs(kContainer);
   ASSERT_OK(listing);  // authenticated: the NM's own answer about a container it never ran
-  EXPECT_EQ(listing->answer, yarn::NmLogAnswer::kUnknownContainer);
+  EXPECT_EQ(listing->answer, hadoop::NmLogAnswer::kUnknownContainer);
   auto log = nm.ReadLog(kContainer, "stdout");
   ASSERT_OK(log);
-  EXPECT_EQ(log->answer, yarn::NmLogAnswer::kUnknownContainer);
+  EXPECT_EQ(log->answer, hadoop::NmLogAnswer::kUnknownContainer);
 }
 
 }  // namespace

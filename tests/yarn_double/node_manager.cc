@@ -20,7 +20,7 @@ namespace loom::yarn_double {
 
 namespace {
 
-using hadoop::common::RpcResponseHeaderProto;
+using ::hadoop::common::RpcResponseHeaderProto;
 
 constexpr char kYarnException[] = "org.apache.hadoop.yarn.exceptions.YarnException";
 constexpr char kInvalidToken[] = "org.apache.hadoop.security.token.SecretManager$InvalidToken";
@@ -206,13 +206,13 @@ bool PubliclyReadable(const FakeHdfs& hdfs, const std::string& path) {
 }  // namespace
 
 std::string YarnDoubleImpl::LocalizerTokenRefusal(const std::string& tokens) const {
-  Result<wire::Credentials> creds =
-      tokens.empty() ? Result<wire::Credentials>(wire::Credentials{}) : wire::ParseCredentials(tokens);
+  Result<hadoop::Credentials> creds =
+      tokens.empty() ? Result<hadoop::Credentials>(hadoop::Credentials{}) : hadoop::ParseCredentials(tokens);
   if (!creds.ok()) return "java.io.IOException: Exception reading tokens: " + creds.status().message();
   for (const auto& [alias, token] : creds->tokens) {
     // The client's token selector: the first HDFS token for this NameNode; the NameNode judges it.
-    if (token.kind != wire::kHdfsDelegationKind || !HdfsTokenServiceRefusal(token.service).empty()) continue;
-    Result<wire::DelegationTokenIdentifier> known = options_.hdfs->tokens().Verify(token);
+    if (token.kind != hadoop::kHdfsDelegationKind || !HdfsTokenServiceRefusal(token.service).empty()) continue;
+    Result<hadoop::DelegationTokenIdentifier> known = options_.hdfs->tokens().Verify(token);
     if (known.ok()) return "";
     return "org.apache.hadoop.ipc.RemoteException(org.apache.hadoop.security.token.SecretManager$InvalidToken): " +
            known.status().message();
@@ -398,7 +398,7 @@ void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::
                          std::to_string(missed) + "," + std::to_string(cached) + "," +
                          std::to_string(NowMs() - started);
   // container_tokens: the CLC's credentials, or an empty HDTS file when it has none.
-  std::string creds = tokens.empty() ? wire::SerializeCredentials(wire::Credentials{}) : tokens;
+  std::string creds = tokens.empty() ? hadoop::SerializeCredentials(hadoop::Credentials{}) : tokens;
   Status written = WriteFileAtomic(p.work_dir + "/container_tokens", creds, 0644);
   if (written.ok()) written = WriteFileAtomic(p.work_dir + "/launch_container.sh", LaunchScript(p, clc, links, counters), 0700);
   if (!written.ok()) return fail(-1000, "java.io.IOException: " + written.message());
@@ -450,7 +450,7 @@ struct NmCalls {
   std::string StartRefusal(const yp::StartContainerRequestProto& r, const yp::ContainerTokenIdentifierProto& id,
                            const std::string& cid) {
     auto it = d.containers_.find(cid);
-    const hadoop::common::TokenProto& t = r.container_token();
+    const ::hadoop::common::TokenProto& t = r.container_token();
     if (it == d.containers_.end() || it->second->node != node || it->second->token.identifier != t.identifier() ||
         it->second->token.password != t.password()) {
       return "Unauthorized request to start container.\n" + cid +
@@ -472,7 +472,7 @@ struct NmCalls {
     if (c.start_requested) return "Container " + cid + " already is running on this node!!";
     if (c.complete || c.rm_done) return "Container " + cid + " was released or killed before it was started";
     if (r.container_launch_context().has_tokens()) {
-      Result<wire::Credentials> creds = wire::ParseCredentials(r.container_launch_context().tokens());
+      Result<hadoop::Credentials> creds = hadoop::ParseCredentials(r.container_launch_context().tokens());
       if (!creds.ok()) return "java.io.IOException: Exception reading tokens: " + creds.status().message();
     }
     return "";

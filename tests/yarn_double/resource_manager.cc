@@ -92,7 +92,7 @@ Container* YarnDoubleImpl::AllocateLocked(App& app, const Res& r, int32_t priori
   t.set_executiontype(yp::GUARANTEED);
   t.set_version(0);
   t.set_allocation_request_id(allocation_request_id);
-  c->token = wire::Token{t.SerializeAsString(), RandomPassword(), "ContainerToken",
+  c->token = hadoop::Token{t.SerializeAsString(), RandomPassword(), "ContainerToken",
                          n.bind_ip + ":" + std::to_string(n.port())};
   Container* raw = c.get();
   containers_[c->id] = std::move(c);
@@ -111,15 +111,15 @@ void YarnDoubleImpl::LaunchAm(const std::string& container_id) {
     App* app = FindAppLocked(it->second->app);
     if (!app || app->Final()) return;
     clc = app->asc.am_container_spec();
-    wire::Credentials creds;
+    hadoop::Credentials creds;
     if (clc.has_tokens()) {
-      Result<wire::Credentials> parsed = wire::ParseCredentials(clc.tokens());
+      Result<hadoop::Credentials> parsed = hadoop::ParseCredentials(clc.tokens());
       if (parsed.ok()) creds = *parsed;  // validated at submission
     }
     // Credentials.addToken(service, token): the AMRMToken's service, and so its alias, is "".
     std::erase_if(creds.tokens, [&](const auto& t) { return t.first == app->amrm_token.service; });
     creds.tokens.emplace_back(app->amrm_token.service, app->amrm_token);
-    tokens = wire::SerializeCredentials(creds);
+    tokens = hadoop::SerializeCredentials(creds);
     clc.set_tokens(tokens);
     auto set_env = [&](const std::string& k, const std::string& v) {
       for (auto& e : *clc.mutable_environment()) {
@@ -180,7 +180,7 @@ void YarnDoubleImpl::EndAppLocked(App& app, yp::YarnApplicationStateProto state,
   // DelegationTokenRenewer.applicationFinished: the tokens renewed for it are cancelled, as the
   // RM, unless the client asked to keep them (rpc/05's cancelDelegationToken).
   if (options_.kerberos.enabled && options_.hdfs != nullptr && app.asc.cancel_tokens_when_complete()) {
-    for (const wire::Token& token : app.renewed_tokens) {
+    for (const hadoop::Token& token : app.renewed_tokens) {
       Status cancelled = options_.hdfs->tokens().Cancel(token, options_.kerberos.rm_principal);
       if (!cancelled.ok()) {
         std::fprintf(stderr, "yarn double rm: cancelling a token of %s: %s\n", app.id_str.c_str(),

@@ -14,7 +14,7 @@
 
 #include <google/protobuf/message.h>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
 #include "ipc_server.h"
 #include "yarn_records.h"
 
@@ -31,13 +31,13 @@ std::optional<T> Parse(std::string_view bytes) {
 
 inline RpcError BadRequest(const std::string& method) {
   return RpcError{"org.apache.hadoop.ipc.RpcServerException", "Error decoding the request parameter of " + method,
-                  hadoop::common::RpcResponseHeaderProto::FATAL_DESERIALIZING_REQUEST, true};
+                  ::hadoop::common::RpcResponseHeaderProto::FATAL_DESERIALIZING_REQUEST, true};
 }
 
 inline RpcError NoSuchMethod(const std::string& method, const char* protocol) {
   return RpcError{"org.apache.hadoop.ipc.RpcNoSuchMethodException",
                   "Unknown method " + method + " called on " + protocol + " protocol.",
-                  hadoop::common::RpcResponseHeaderProto::ERROR_NO_SUCH_METHOD, false};
+                  ::hadoop::common::RpcResponseHeaderProto::ERROR_NO_SUCH_METHOD, false};
 }
 
 inline std::string Serialize(const google::protobuf::Message& m) { return m.SerializeAsString(); }

@@ -292,9 +292,9 @@ struct ClientCalls {
       return ClientError(kYarnException, "submitApplication",
                          "Application " + app_id + " has no am_container_spec (ContainerLaunchContext)");
     }
-    wire::Credentials creds;
+    hadoop::Credentials creds;
     if (asc.am_container_spec().has_tokens()) {
-      Result<wire::Credentials> parsed = wire::ParseCredentials(asc.am_container_spec().tokens());
+      Result<hadoop::Credentials> parsed = hadoop::ParseCredentials(asc.am_container_spec().tokens());
       if (!parsed.ok()) {
         return ClientError(kYarnException, "submitApplication", "java.io.IOException: " + parsed.status().message());
       }
@@ -326,7 +326,7 @@ struct ClientCalls {
     yp::AMRMTokenIdentifierProto id;
     *id.mutable_appattemptid() = AttemptIdProto(d.cluster_ts_, app->id, app->attempt);
     id.set_keyid(d.amrm_key_id_);
-    app->amrm_token = wire::Token{id.SerializeAsString(), RandomPassword(), "YARN_AM_RM_TOKEN", ""};
+    app->amrm_token = hadoop::Token{id.SerializeAsString(), RandomPassword(), "YARN_AM_RM_TOKEN", ""};
     d.next_app_ = std::max(d.next_app_, app->id + 1);
     App& submitted = *app;
     d.apps_[app->id] = std::move(app);
@@ -339,16 +339,16 @@ struct ClientCalls {
   // CLC is renewed as the RM's principal, which only works when its renewer is the RM. As in
   // Hadoop the submission itself succeeds and a failed renewal rejects the application (FAILED,
   // its diagnostics Hadoop's "Failed to renew token: <token>", with the NameNode's reason added).
-  void RenewTokensLocked(App& app, const wire::Credentials& creds) {
+  void RenewTokensLocked(App& app, const hadoop::Credentials& creds) {
     DelegationTokenStore& store = d.options_.hdfs->tokens();
     for (const auto& [alias, token] : creds.tokens) {
-      if (token.kind != wire::kHdfsDelegationKind) continue;
+      if (token.kind != hadoop::kHdfsDelegationKind) continue;
       // The renewer connects to the NameNode the token's service names, then renews there.
       std::string unreachable = d.HdfsTokenServiceRefusal(token.service);
       Result<int64_t> renewed = unreachable.empty() ? store.Renew(token, d.options_.kerberos.rm_principal)
                                                     : Result<int64_t>(Status::Unavailable(unreachable));
       if (!renewed.ok()) {
-        Result<wire::DelegationTokenIdentifier> id = wire::ParseDelegationTokenIdentifier(token.identifier);
+        Result<hadoop::DelegationTokenIdentifier> id = hadoop::ParseDelegationTokenIdentifier(token.identifier);
         std::string ident = id.ok() ? "(" + FormatTokenId(*id) + ")" : "(unparseable identifier)";
         d.EndAppLocked(app, yp::FAILED, yp::APP_FAILED,
                        "Failed to renew token: Kind: " + token.kind + ", Service: " + token.service + ", Ident: " +

@@ -13,18 +13,17 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/yarn/rpc/yarn_clients.h"
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/ipc/yarn_clients.h"
 #include "yarn_test_double.h"
-#include "core/eventually.h"
 
 using ::loom::testing::Eventually;
 
 namespace loom::yarn_double {
 namespace {
 
-namespace yc = loom::cluster::yarn;
 namespace ypb = ::hadoop::yarn;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
@@ -88,7 +87,7 @@ class SchedulerTest : public ::testing::Test {
   void Start(YarnTestDouble::Options o) {
     double_ = std::make_unique<YarnTestDouble>(std::move(o));
     ASSERT_OK(double_->Start());
-    rm_ = std::make_unique<yc::ApplicationClient>("127.0.0.1", double_->rm_port(), "root");
+    rm_ = std::make_unique<hadoop::ApplicationClient>("127.0.0.1", double_->rm_port(), "root");
   }
 
   // Submits an application whose AM runs `command`.
@@ -115,16 +114,16 @@ class SchedulerTest : public ::testing::Test {
 
   // Acts as the AM of `app` (whose AM container runs something else): registers with the
   // scheduler port using the attempt's AMRMToken.
-  std::unique_ptr<yc::AmRmClient> Am(const ypb::ApplicationIdProto& app) {
-    auto token = double_->AmRmToken(yc::ApplicationIdString(app));
+  std::unique_ptr<hadoop::AmRmClient> Am(const ypb::ApplicationIdProto& app) {
+    auto token = double_->AmRmToken(hadoop::ApplicationIdString(app));
     EXPECT_OK(token);
-    auto am = std::make_unique<yc::AmRmClient>("127.0.0.1", double_->scheduler_port(), token.value_or(yc::Token{}));
+    auto am = std::make_unique<hadoop::AmRmClient>("127.0.0.1", double_->scheduler_port(), token.value_or(hadoop::Token{}));
     EXPECT_OK(am->Register("am-host", -1, ""));
     return am;
   }
 
   // allocate until `n` containers came back in all (or the time is up).
-  std::vector<ypb::ContainerProto> AllocateUntil(yc::AmRmClient& am, size_t n,
+  std::vector<ypb::ContainerProto> AllocateUntil(hadoop::AmRmClient& am, size_t n,
                                                  std::chrono::milliseconds timeout = 10s) {
     std::vector<ypb::ContainerProto> got;
     Eventually(
@@ -140,7 +139,7 @@ class SchedulerTest : public ::testing::Test {
 
   std::filesystem::path work_;
   std::unique_ptr<YarnTestDouble> double_;
-  std::unique_ptr<yc::ApplicationClient> rm_;
+  std::unique_ptr<hadoop::ApplicationClient> rm_;
 };
 
 // ---- queues ------------------------------------------------------------------------------------
@@ -258,7 +257,7 @@ TEST_F(SchedulerTest, OffSwitchAsksGetOneContainerPerNodeHeartbeat) {
     auto r = am->Allocate({}, {}, 0);
     ASSERT_OK(r);
     ASSERT_EQ(r->allocated_containers_size(), 1) << "heartbeat " << beat;
-    nodes.insert(yc::NodeIdString(r->allocated_containers(0).nodeid()));
+    nodes.insert(hadoop::NodeIdString(r->allocated_containers(0).nodeid()));
     // One NMToken per node, with the first container there.
     EXPECT_EQ(r->nm_tokens_size(), beat < 2 ? 1 : 0);
   }
@@ -294,7 +293,7 @@ TEST_F(SchedulerTest, NodeLocalAsksAreAllPlacedInOneHeartbeat) {
   ASSERT_EQ(r->allocated_containers_size(), 4);
   std::set<int64_t> ids;
   for (const auto& c : r->allocated_containers()) {
-    EXPECT_EQ(yc::NodeIdString(c.nodeid()), host1 + ":" + std::to_string(double_->nm_port(1)));
+    EXPECT_EQ(hadoop::NodeIdString(c.nodeid()), host1 + ":" + std::to_string(double_->nm_port(1)));
     ids.insert(c.allocation_request_id());
   }
   EXPECT_EQ(ids, (std::set<int64_t>{1, 2, 3, 4}));
@@ -420,13 +419,13 @@ TEST_F(SchedulerTest, EachNodeManagerRunsItsOwnContainers) {
   auto got = AllocateUntil(*am, 1);
   ASSERT_EQ(got.size(), 1u);
   const ypb::ContainerProto& c = got[0];
-  std::string node = yc::NodeIdString(c.nodeid());
+  std::string node = hadoop::NodeIdString(c.nodeid());
   auto token = am->NmToken(node);
   ASSERT_TRUE(token.has_value());
   std::string out = work_.string() + "/env.txt";
   ypb::ContainerLaunchContextProto clc;
   clc.add_command("env > " + out + "; exec sleep 300");
-  ASSERT_OK(yc::NmClient::StartContainer(c, *token, clc));
+  ASSERT_OK(hadoop::NmClient::StartContainer(c, *token, clc));
   ASSERT_TRUE(
       Eventually([&] { return PathExists(out) && ReadFile(out).value_or("").find("PWD=") != std::string::npos; }));
   std::string env = ReadFile(out).value_or("");
@@ -438,10 +437,10 @@ TEST_F(SchedulerTest, EachNodeManagerRunsItsOwnContainers) {
   ypb::ContainerProto elsewhere = c;
   elsewhere.mutable_nodeid()->set_host("localhost");
   elsewhere.mutable_nodeid()->set_port(double_->nm_port(0));
-  EXPECT_STATUS(yc::NmClient::GetContainerStatus(elsewhere, *token), kAborted,
+  EXPECT_STATUS(hadoop::NmClient::GetContainerStatus(elsewhere, *token), kAborted,
                 HasSubstr("is not handled by this NodeManager"));
   for (const auto& info : double_->Containers()) {
-    if (info.id == yc::ContainerIdString(c.id())) EXPECT_EQ(info.node, 1);
+    if (info.id == hadoop::ContainerIdString(c.id())) EXPECT_EQ(info.node, 1);
   }
 }
 
@@ -459,12 +458,12 @@ TEST_F(SchedulerTest, LostNodeIsReportedAndItsContainersEndAborted) {
   ASSERT_EQ(*double_->NodeHeartbeatForTest(1), 1);
   auto got = AllocateUntil(*am, 1);
   ASSERT_EQ(got.size(), 1u);
-  ASSERT_OK(yc::NmClient::StartContainer(got[0], *am->NmToken(yc::NodeIdString(got[0].nodeid())), [] {
+  ASSERT_OK(hadoop::NmClient::StartContainer(got[0], *am->NmToken(hadoop::NodeIdString(got[0].nodeid())), [] {
     ypb::ContainerLaunchContextProto clc;
     clc.add_command("exec sleep 300");
     return clc;
   }()));
-  std::string id = yc::ContainerIdString(got[0].id());
+  std::string id = hadoop::ContainerIdString(got[0].id());
   pid_t pid = -1;
   ASSERT_TRUE(Eventually([&] {
     for (const auto& c : double_->Containers()) {
@@ -489,7 +488,7 @@ TEST_F(SchedulerTest, LostNodeIsReportedAndItsContainersEndAborted) {
     return ended.has_container_id();
   }));
   EXPECT_GE(std::chrono::steady_clock::now() - lost_at, 300ms);
-  EXPECT_EQ(yc::ContainerIdString(ended.container_id()), id);
+  EXPECT_EQ(hadoop::ContainerIdString(ended.container_id()), id);
   EXPECT_EQ(ended.state(), ypb::C_COMPLETE);
   EXPECT_EQ(ended.exit_status(), -100);  // ContainerExitStatus.ABORTED
   EXPECT_EQ(ended.diagnostics(), "Container released on a *lost* node");
@@ -521,7 +520,7 @@ TEST_F(SchedulerTest, AmOnALostNodeFailsItsApplication) {
   ASSERT_EQ(*double_->NodeHeartbeatForTest(0), 1);
   ASSERT_TRUE(Eventually([&] { return !double_->LiveContainerProcesses().empty(); }));
   ASSERT_OK(double_->LoseNodeForTest(0));
-  ASSERT_OK(double_->WaitForAppEnd(yc::ApplicationIdString(app), 10s));
+  ASSERT_OK(double_->WaitForAppEnd(hadoop::ApplicationIdString(app), 10s));
   ypb::ApplicationReportProto r = Report(app);
   EXPECT_EQ(r.yarn_application_state(), ypb::FAILED);
   EXPECT_THAT(r.diagnostics(), HasSubstr("exited with  exitCode: -100\nFailing this attempt.Diagnostics: Container "
@@ -538,12 +537,12 @@ TEST_F(SchedulerTest, ApplicationsByStateAndTag) {
   auto by_tag = rm_->GetApplications({}, {"loom-job:job_1"});
   ASSERT_OK(by_tag);
   ASSERT_EQ(by_tag->size(), 1u);
-  EXPECT_EQ(yc::ApplicationIdString((*by_tag)[0].applicationid()), yc::ApplicationIdString(tagged));
+  EXPECT_EQ(hadoop::ApplicationIdString((*by_tag)[0].applicationid()), hadoop::ApplicationIdString(tagged));
   // Not yet ended: an application just submitted may still be SUBMITTED for a moment, as on YARN.
   auto live = rm_->GetApplications({ypb::NEW, ypb::NEW_SAVING, ypb::SUBMITTED, ypb::ACCEPTED, ypb::RUNNING});
   ASSERT_OK(live);
   ASSERT_EQ(live->size(), 1u);
-  EXPECT_EQ(yc::ApplicationIdString((*live)[0].applicationid()), yc::ApplicationIdString(tagged));
+  EXPECT_EQ(hadoop::ApplicationIdString((*live)[0].applicationid()), hadoop::ApplicationIdString(tagged));
   auto all = rm_->GetApplications();
   ASSERT_OK(all);
   EXPECT_EQ(all->size(), 2u);

@@ -31,8 +31,8 @@ class SecureRmTest : public KerberosDoubleTest {
     o.kerberos.http_keytab = kdc_.Keytab("HTTP/localhost");
     double_ = std::make_unique<YarnTestDouble>(std::move(o));
     ASSERT_OK(double_->Start());
-    yc::SetProcessKerberos(Client("privacy"));
-    rm_ = std::make_unique<yc::ApplicationClient>("127.0.0.1", double_->rm_port(), "root");
+    hadoop::SetProcessKerberos(Client("privacy"));
+    rm_ = std::make_unique<hadoop::ApplicationClient>("127.0.0.1", double_->rm_port(), "root");
   }
   void TearDown() override {
     rm_.reset();
@@ -46,7 +46,7 @@ class SecureRmTest : public KerberosDoubleTest {
 
   // Submits an AM running `command` whose CLC carries `token` (HDTS, alias = its service; none
   // when its kind is empty) and the HDFS file `resource` ("": none) as a LocalResource.
-  ypb::ApplicationIdProto Submit(const yc::Token& token, const std::string& command, bool cancel = true,
+  ypb::ApplicationIdProto Submit(const hadoop::Token& token, const std::string& command, bool cancel = true,
                                  const std::string& resource = "") {
     auto fresh = rm_->GetNewApplication();
     EXPECT_OK(fresh);
@@ -72,16 +72,16 @@ class SecureRmTest : public KerberosDoubleTest {
       v.set_type(ypb::FILE);
       v.set_visibility(ypb::APPLICATION);
     }
-    yc::Credentials creds;
+    hadoop::Credentials creds;
     if (!token.kind.empty()) creds.tokens.emplace_back(token.service, token);
-    asc.mutable_am_container_spec()->set_tokens(yc::SerializeCredentials(creds));
+    asc.mutable_am_container_spec()->set_tokens(hadoop::SerializeCredentials(creds));
     if (!cancel) asc.set_cancel_tokens_when_complete(false);
     EXPECT_OK(rm_->SubmitApplication(asc));
     return fresh->application_id();
   }
 
-  yc::Token HdfsToken(const std::string& renewer) {
-    yc::Token t = hdfs_->tokens().Mint("root@LOOM.TEST", renewer);
+  hadoop::Token HdfsToken(const std::string& renewer) {
+    hadoop::Token t = hdfs_->tokens().Mint("root@LOOM.TEST", renewer);
     t.service = "127.0.0.1:" + std::to_string(double_->namenode_rpc_port());
     return t;
   }
@@ -89,25 +89,25 @@ class SecureRmTest : public KerberosDoubleTest {
   std::filesystem::path work_;
   std::unique_ptr<FakeHdfs> hdfs_;
   std::unique_ptr<YarnTestDouble> double_;
-  std::unique_ptr<yc::ApplicationClient> rm_;
+  std::unique_ptr<hadoop::ApplicationClient> rm_;
 };
 
 TEST_F(SecureRmTest, RenewsAtSubmitPassesTokensAndCancelsAtTheEnd) {
   ASSERT_GT(double_->namenode_rpc_port(), 0);
   EXPECT_THAT(hdfs_->default_fs(), HasSubstr(":" + std::to_string(double_->namenode_rpc_port())));
-  yc::Token token = HdfsToken(kRm);
+  hadoop::Token token = HdfsToken(kRm);
   std::string copy = work_.string() + "/am-tokens.bin";
   ypb::ApplicationIdProto app = Submit(token, "cp \"$HADOOP_TOKEN_FILE_LOCATION\" " + copy + "; exit 0");
   EXPECT_EQ(hdfs_->tokens().RenewCount(token), 1);
-  ASSERT_OK(double_->WaitForAppEnd(yc::ApplicationIdString(app), 20s));
-  auto report = double_->ApplicationReport(yc::ApplicationIdString(app));
+  ASSERT_OK(double_->WaitForAppEnd(hadoop::ApplicationIdString(app), 20s));
+  auto report = double_->ApplicationReport(hadoop::ApplicationIdString(app));
   ASSERT_OK(report);
   EXPECT_EQ(report->user(), "root");  // the principal's short name
   EXPECT_TRUE(hdfs_->tokens().Cancelled(token));
   // K5.6: the AM's container_tokens = the CLC's tokens + the AMRMToken.
   auto bytes = ReadFile(copy);
   ASSERT_OK(bytes);
-  auto creds = yc::ParseCredentials(*bytes);
+  auto creds = hadoop::ParseCredentials(*bytes);
   ASSERT_OK(creds);
   ASSERT_EQ(creds->tokens.size(), 2u);
   EXPECT_EQ(creds->tokens[0].second, token);
@@ -116,17 +116,17 @@ TEST_F(SecureRmTest, RenewsAtSubmitPassesTokensAndCancelsAtTheEnd) {
 }
 
 TEST_F(SecureRmTest, KeepsTokensWhenAsked) {
-  yc::Token token = HdfsToken("rm");
+  hadoop::Token token = HdfsToken("rm");
   ypb::ApplicationIdProto app = Submit(token, "exit 0", /*cancel=*/false);
-  ASSERT_OK(double_->WaitForAppEnd(yc::ApplicationIdString(app), 20s));
+  ASSERT_OK(double_->WaitForAppEnd(hadoop::ApplicationIdString(app), 20s));
   EXPECT_EQ(hdfs_->tokens().RenewCount(token), 1);
   EXPECT_FALSE(hdfs_->tokens().Cancelled(token));
 }
 
 TEST_F(SecureRmTest, TokenWithAnotherRenewerFailsTheApplication) {
-  yc::Token token = HdfsToken("root");  // what a client gets with the wrong renewer
+  hadoop::Token token = HdfsToken("root");  // what a client gets with the wrong renewer
   ypb::ApplicationIdProto app = Submit(token, "exec sleep 300");
-  auto report = double_->ApplicationReport(yc::ApplicationIdString(app));
+  auto report = double_->ApplicationReport(hadoop::ApplicationIdString(app));
   ASSERT_OK(report);
   EXPECT_EQ(report->yarn_application_state(), ypb::FAILED);
   EXPECT_THAT(report->diagnostics(), HasSubstr("Failed to renew token: Kind: HDFS_DELEGATION_TOKEN, Service: " +
@@ -149,10 +149,10 @@ TEST_F(SecureRmTest, TokenForAnotherNameNodeFailsTheApplication) {
                         Case{"ha-hdfs:otherns", "Unable to map logical nameservice URI 'hdfs://otherns'"},
                         Case{"ha-hdfs:loomns", "Unable to map logical nameservice URI"},  // no HA configured
                         Case{"", "Does not contain a valid host:port authority"}}) {
-    yc::Token token = HdfsToken(kRm);  // the right renewer: only the service is wrong
+    hadoop::Token token = HdfsToken(kRm);  // the right renewer: only the service is wrong
     token.service = c.service;
     ypb::ApplicationIdProto app = Submit(token, "exec sleep 300");
-    auto report = double_->ApplicationReport(yc::ApplicationIdString(app));
+    auto report = double_->ApplicationReport(hadoop::ApplicationIdString(app));
     ASSERT_OK(report);
     EXPECT_EQ(report->yarn_application_state(), ypb::FAILED) << c.service;
     EXPECT_THAT(report->diagnostics(), HasSubstr("Failed to renew token: Kind: HDFS_DELEGATION_TOKEN, Service: " +
@@ -171,22 +171,22 @@ TEST_F(SecureRmTest, LocalizationNeedsTheContainersHdfsToken) {
   // With the token: localized, and the AM reads it.
   ypb::ApplicationIdProto good = Submit(HdfsToken(kRm), "cp hello.txt " + out + "; exit 0", true,
                                         "/user/root/app/hello.txt");
-  ASSERT_OK(double_->WaitForAppEnd(yc::ApplicationIdString(good), 20s));
+  ASSERT_OK(double_->WaitForAppEnd(hadoop::ApplicationIdString(good), 20s));
   auto read = ReadFile(out);
   ASSERT_OK(read);
   EXPECT_EQ(*read, "hello");
 
   // Without an HDFS token, or with one for another service the localizer cannot select.
-  yc::Token none;
+  hadoop::Token none;
   ypb::ApplicationIdProto bad = Submit(none, "exit 0", true, "/user/root/app/hello.txt");
   ASSERT_TRUE(Eventually([&] {
     for (const auto& c : double_->Containers()) {
-      if (c.app_id == yc::ApplicationIdString(bad) && c.state == ypb::C_COMPLETE) return true;
+      if (c.app_id == hadoop::ApplicationIdString(bad) && c.state == ypb::C_COMPLETE) return true;
     }
     return false;
   }, 20s));
   for (const auto& c : double_->Containers()) {
-    if (c.app_id != yc::ApplicationIdString(bad)) continue;
+    if (c.app_id != hadoop::ApplicationIdString(bad)) continue;
     EXPECT_EQ(c.exit_status, -1000);
     EXPECT_THAT(c.diagnostics, HasSubstr("Client cannot authenticate via:[TOKEN, KERBEROS]"));
     EXPECT_EQ(c.pid, -1);  // never started
@@ -194,8 +194,8 @@ TEST_F(SecureRmTest, LocalizationNeedsTheContainersHdfsToken) {
 }
 
 TEST_F(SecureRmTest, ClientPortOffersKerberosNotSimple) {
-  yc::SetProcessKerberos(nullptr);
-  yc::ApplicationClient simple("127.0.0.1", double_->rm_port(), "root");
+  hadoop::SetProcessKerberos(nullptr);
+  hadoop::ApplicationClient simple("127.0.0.1", double_->rm_port(), "root");
   EXPECT_STATUS(simple.GetNewApplication(), kUnauthenticated,
                 HasSubstr("SIMPLE authentication is not enabled.  Available:[TOKEN, KERBEROS]"));
   // The conf dir a client reads (cluster-conf/ of the recording).

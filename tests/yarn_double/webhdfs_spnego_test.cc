@@ -1,4 +1,4 @@
-// Kerberized WebHDFS end to end: Loom's WebHDFS client (src/cluster/yarn/hdfs/webhdfs, spnego)
+// Kerberized WebHDFS end to end: Loom's WebHDFS client (src/hadoop/hdfs/webhdfs, spnego)
 // against the double's SPNEGO NameNode (FakeHdfs::RequireSpnego) with a real MIT KDC
 // (tests/kerberos/kdc_harness.h), and the double's answers against the recorded Kerberized
 // NameNode (tests/data/yarn-captures/kerberos/webhdfs/).
@@ -12,19 +12,18 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/yarn/hdfs/spnego.h"
-#include "cluster/yarn/hdfs/webhdfs.h"
-#include "cluster/yarn/wire/kerberos_login.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
+#include "hadoop/hdfs/spnego.h"
+#include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/wire/kerberos_login.h"
 #include "kerberos/kdc_harness.h"
 
 namespace loom::yarn_double {
 namespace {
 
-namespace yarn = loom::cluster::yarn;
 using loom::testing::KdcHarness;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -95,28 +94,28 @@ class WebHdfsSpnegoTest : public ::testing::Test {
     hdfs_ = std::make_unique<FakeHdfs>(dir_ + "/hdfs");
     ASSERT_OK(hdfs_->Start());
     ASSERT_OK(hdfs_->RequireSpnego(kdc_.Keytab("HTTP/localhost"), "HTTP/localhost@LOOM.TEST"));
-    yarn::SetProcessKerberos(nullptr);
-    yarn::ClearSpnegoCookies();
+    hadoop::SetProcessKerberos(nullptr);
+    hadoop::ClearSpnegoCookies();
   }
   void TearDown() override {
-    yarn::SetProcessKerberos(nullptr);
-    yarn::ClearSpnegoCookies();
+    hadoop::SetProcessKerberos(nullptr);
+    hadoop::ClearSpnegoCookies();
     hdfs_.reset();
     (void)RemoveTree(dir_);
   }
 
   // What `loom` does once kinit's ticket is found.
   void Login() {
-    auto login = yarn::KerberosLogin::Acquire({});
+    auto login = hadoop::KerberosLogin::Acquire({});
     ASSERT_OK(login);
-    auto conf = std::make_shared<yarn::KerberosClientConf>();
+    auto conf = std::make_shared<hadoop::KerberosClientConf>();
     conf->login = *login;
-    yarn::SetProcessKerberos(conf);
+    hadoop::SetProcessKerberos(conf);
   }
 
   // 127.0.0.1, as Loom's conf-derived URLs often are: the principal must still be HTTP/localhost.
-  yarn::WebHdfs Client(const std::string& user = "root") {
-    return yarn::WebHdfs("http://127.0.0.1:" + std::to_string(hdfs_->namenode_http_port()), user);
+  hadoop::WebHdfs Client(const std::string& user = "root") {
+    return hadoop::WebHdfs("http://127.0.0.1:" + std::to_string(hdfs_->namenode_http_port()), user);
   }
 
   KdcHarness kdc_;
@@ -127,9 +126,9 @@ class WebHdfsSpnegoTest : public ::testing::Test {
 TEST(SpnegoServiceHostTest, LowerCasesAndNamesAnAddressByItsHost) {
   // Java builds WebHDFS URLs from InetSocketAddress.getHostName() (a reverse lookup for an
   // address) and KerberosUtil lower-cases it (K5.7).
-  EXPECT_EQ(*yarn::SpnegoServiceHost("http://127.0.0.1:9870/webhdfs/v1/?op=X"), "localhost");
-  EXPECT_EQ(*yarn::SpnegoServiceHost("https://NN1.Example.COM:9871"), "nn1.example.com");
-  EXPECT_STATUS(yarn::SpnegoServiceHost("nn:9870"), kInvalidArgument, HasSubstr("not an http(s) URL"));
+  EXPECT_EQ(*hadoop::SpnegoServiceHost("http://127.0.0.1:9870/webhdfs/v1/?op=X"), "localhost");
+  EXPECT_EQ(*hadoop::SpnegoServiceHost("https://NN1.Example.COM:9871"), "nn1.example.com");
+  EXPECT_STATUS(hadoop::SpnegoServiceHost("nn:9870"), kInvalidArgument, HasSubstr("not an http(s) URL"));
 }
 
 TEST_F(WebHdfsSpnegoTest, NoKerberosLoginIsAClearError) {
@@ -141,7 +140,7 @@ TEST_F(WebHdfsSpnegoTest, NoKerberosLoginIsAClearError) {
 
 TEST_F(WebHdfsSpnegoTest, LoginListsCreatesAndOpens) {
   Login();
-  yarn::WebHdfs client = Client();
+  hadoop::WebHdfs client = Client();
   ASSERT_OK(client.Mkdirs("/user/root"));
   auto created = client.Create("/user/root/hello.txt", "hello kerberos\n");
   ASSERT_OK(created);
@@ -155,7 +154,7 @@ TEST_F(WebHdfsSpnegoTest, LoginListsCreatesAndOpens) {
   ASSERT_OK(bytes);
   EXPECT_EQ(*bytes, "hello kerberos\n");
   // The DataNode steps went with the NameNode's fresh token (owner and renewer root, K5.8).
-  std::vector<yarn::DelegationTokenIdentifier> minted = hdfs_->tokens().Minted();
+  std::vector<hadoop::DelegationTokenIdentifier> minted = hdfs_->tokens().Minted();
   ASSERT_GE(minted.size(), 2u);
   EXPECT_EQ(minted.back().owner, "root");
   EXPECT_EQ(minted.back().renewer, "root");
@@ -164,14 +163,14 @@ TEST_F(WebHdfsSpnegoTest, LoginListsCreatesAndOpens) {
 // loom.kerberos.keytab: the login lives in a private memory cache, and KRB5CCNAME names none.
 TEST_F(WebHdfsSpnegoTest, KeytabLoginWorksWithoutATicketCache) {
   ::setenv("KRB5CCNAME", ("FILE:" + dir_ + "/no-such-cache").c_str(), 1);
-  yarn::KerberosLoginOptions options;
+  hadoop::KerberosLoginOptions options;
   options.keytab = kdc_.Keytab("root");
   options.principal = "root@LOOM.TEST";
-  auto login = yarn::KerberosLogin::Acquire(options);
+  auto login = hadoop::KerberosLogin::Acquire(options);
   ASSERT_OK(login);
-  auto conf = std::make_shared<yarn::KerberosClientConf>();
+  auto conf = std::make_shared<hadoop::KerberosClientConf>();
   conf->login = *login;
-  yarn::SetProcessKerberos(conf);
+  hadoop::SetProcessKerberos(conf);
   EXPECT_OK(Client().Mkdirs("/user/root"));
   EXPECT_EQ(hdfs_->Stat("/user/root")->owner, "root");
   EXPECT_EQ(hdfs_->spnego_accepts(), 1);
@@ -186,7 +185,7 @@ TEST_F(WebHdfsSpnegoTest, UserNameIsNotTrustedOnceAuthenticated) {
 
 TEST_F(WebHdfsSpnegoTest, CookieIsReplayedInsteadOfANewTicket) {
   Login();
-  yarn::WebHdfs client = Client();
+  hadoop::WebHdfs client = Client();
   ASSERT_OK(client.Mkdirs("/a"));
   for (int i = 0; i < 4; ++i) ASSERT_OK(client.ListStatus("/"));
   ASSERT_OK(Client().GetFileStatus("/a"));  // another WebHdfs object, same process: same cookie
@@ -212,13 +211,13 @@ TEST_F(WebHdfsSpnegoTest, TicketForAnotherHttpPrincipalIsRefused) {
 
 TEST_F(WebHdfsSpnegoTest, DelegationTokenWorksWithoutKerberosUntilCancelled) {
   Login();
-  yarn::WebHdfs user = Client();
+  hadoop::WebHdfs user = Client();
   ASSERT_OK(user.Mkdirs("/user/root"));
   ASSERT_OK(user.Create("/user/root/in.txt", "data"));
   auto token = user.GetDelegationToken("rm");
   ASSERT_OK(token);
   EXPECT_EQ(token->kind, "WEBHDFS delegation");
-  auto id = yarn::ParseDelegationTokenIdentifier(token->identifier);
+  auto id = hadoop::ParseDelegationTokenIdentifier(token->identifier);
   ASSERT_OK(id);
   EXPECT_EQ(id->owner, "root");  // WebHDFS stores the short name (K5.5)
   EXPECT_EQ(id->renewer, "rm");
@@ -227,10 +226,10 @@ TEST_F(WebHdfsSpnegoTest, DelegationTokenWorksWithoutKerberosUntilCancelled) {
                 HasSubstr("root tries to renew a token"));
 
   // The AM: no Kerberos at all, only the token.
-  yarn::SetProcessKerberos(nullptr);
-  yarn::ClearSpnegoCookies();
+  hadoop::SetProcessKerberos(nullptr);
+  hadoop::ClearSpnegoCookies();
   int64_t accepts = hdfs_->spnego_accepts();
-  yarn::WebHdfs am = Client("yarn");
+  hadoop::WebHdfs am = Client("yarn");
   am.UseDelegationToken(*token);
   auto listing = am.ListStatus("/user/root");
   ASSERT_OK(listing);
@@ -272,10 +271,10 @@ TEST_F(WebHdfsSpnegoTest, UnauthenticatedAnswerIsShapedLikeTheRecording) {
 
 TEST_F(WebHdfsSpnegoTest, NegotiatedAnswerCarriesMutualTokenAndSignedCookie) {
   Login();
-  yarn::HttpRequest request;
+  hadoop::HttpRequest request;
   request.url = "http://127.0.0.1:" + std::to_string(hdfs_->namenode_http_port()) +
                 "/webhdfs/v1/?op=LISTSTATUS&user.name=root";
-  auto response = yarn::AuthenticatedExchange(request);
+  auto response = hadoop::AuthenticatedExchange(request);
   ASSERT_OK(response);
   EXPECT_EQ(response->code, 200);
   EXPECT_EQ(hdfs_->spnego_accepts(), 1);
@@ -326,9 +325,9 @@ TEST_F(WebHdfsSpnegoTest, BadMutualAuthTokenIsRefused) {
     ::close(fd);
   });
   Login();
-  yarn::HttpRequest request;
+  hadoop::HttpRequest request;
   request.url = "http://127.0.0.1:" + std::to_string(port) + "/webhdfs/v1/?op=LISTSTATUS";
-  EXPECT_STATUS(yarn::AuthenticatedExchange(request), kUnauthenticated,
+  EXPECT_STATUS(hadoop::AuthenticatedExchange(request), kUnauthenticated,
                 AllOf(HasSubstr("mutual-authentication token for HTTP/localhost is not valid")));
   server.join();
   ::close(listen_fd);

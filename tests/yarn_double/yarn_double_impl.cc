@@ -14,9 +14,9 @@
 #include <cerrno>
 #include <chrono>
 
-#include "cluster/yarn/wire/sasl_digest.h"
 #include "core/files.h"
 #include "fake_hdfs.h"
+#include "hadoop/wire/sasl_digest.h"
 #include "log_aggregation.h"
 #include "nm_web_server.h"
 
@@ -256,7 +256,7 @@ std::string YarnDoubleImpl::NextNonce() {
     return n;
   }
   if (options_.fixed_nonce_for_test) return options_.nonce_for_test;
-  return wire::NewCnonce();  // 40 characters of the Base64 alphabet, like Hadoop's nonces
+  return hadoop::NewCnonce();  // 40 characters of the Base64 alphabet, like Hadoop's nonces
 }
 
 Res YarnDoubleImpl::NodeCapacity() const {

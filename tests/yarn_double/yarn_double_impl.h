@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/yarn/proto/yarn.pb.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "core/subprocess.h"
+#include "hadoop/proto/yarn.pb.h"
+#include "hadoop/wire/credentials.h"
 #include "ipc_server.h"
 #include "namenode_rpc.h"
 #include "yarn_records.h"
@@ -28,7 +28,6 @@ namespace loom::yarn_double {
 
 class NmWebServer;
 
-namespace wire = loom::cluster::yarn;
 
 inline constexpr char kClientProtocol[] = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB";
 inline constexpr char kSchedulerProtocol[] = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB";
@@ -45,7 +44,7 @@ struct Container {
   int32_t priority = 0;
   int64_t allocation_request_id = -1;
   int node = 0;       // index into YarnDoubleImpl::nodes_
-  wire::Token token;  // the container token the RM issued
+  hadoop::Token token;  // the container token the RM issued
   std::string user;
 
   // NM side.
@@ -95,10 +94,10 @@ struct App {
   std::string diagnostics;
   int64_t start_ms = 0, launch_ms = 0, finish_ms = 0, lifetime_s = 0;
   Res am_resource;
-  wire::Token amrm_token;
+  hadoop::Token amrm_token;
   // Options::kerberos: the CLC's HDFS delegation tokens the RM renewed at submission, to cancel
   // when the application ends (cancel_tokens_when_complete).
-  std::vector<wire::Token> renewed_tokens;
+  std::vector<hadoop::Token> renewed_tokens;
   bool am_pending = true;  // the AM container is still to be allocated
   std::string am_container;
   bool test_app = false;   // InstallAppForTest: no AM container

@@ -3,18 +3,18 @@
 
 #include <string>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
-#include "cluster/yarn/proto/yarn.pb.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/proto/yarn.pb.h"
 #include "ipc_test_client.h"
 #include "yarn_double_test_fixture.h"
 
 namespace loom::yarn_double {
 namespace {
 
-using hadoop::common::RpcResponseHeaderProto;
+using ::hadoop::common::RpcResponseHeaderProto;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -54,12 +54,12 @@ TEST_F(YarnDoubleTest, MalformedInputGetsAnErrorAndTheDoubleKeepsServing) {
     TestIpc rm(double_->rm_port());  // a call whose body does not parse
     rm.Simple("root", kClientProtocol);
     yp::GetClusterMetricsRequestProto empty;
-    auto header = wire::MakeRequestHeader(0, "0123456789abcdef", 0);
-    hadoop::common::RequestHeaderProto rh;
+    auto header = hadoop::MakeRequestHeader(0, "0123456789abcdef", 0);
+    ::hadoop::common::RequestHeaderProto rh;
     rh.set_methodname("getApplicationReport");
     rh.set_declaringclassprotocolname(kClientProtocol);
     rh.set_clientprotocolversion(1);
-    std::string frame = wire::EncodeFrame({&header, &rh, &empty});
+    std::string frame = hadoop::EncodeFrame({&header, &rh, &empty});
     frame += std::string("\x05\xff\xff", 3);  // a truncated trailing message
     frame[3] = static_cast<char>(frame[3] + 3);
     rm.socket().Send(frame);

@@ -21,19 +21,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/yarn/hdfs/hadoop_conf.h"
-#include "cluster/yarn/logs/aggregated_log_file.h"
-#include "cluster/yarn/logs/nm_web_logs.h"
-#include "cluster/yarn/logs/yarn_log_reader.h"
-#include "cluster/yarn/rpc/yarn_clients.h"
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
+#include "hadoop/conf/hadoop_conf.h"
+#include "hadoop/ipc/yarn_clients.h"
+#include "hadoop/logs/aggregated_log_file.h"
+#include "hadoop/logs/nm_web_logs.h"
+#include "hadoop/logs/yarn_log_reader.h"
 #include "log_aggregation.h"
 #include "nm_web_server.h"
 #include "yarn_test_double.h"
-#include "core/eventually.h"
 
 using ::loom::testing::Eventually;
 // Containers that write logs are real processes, started on NodeManager heartbeats.
@@ -42,7 +42,6 @@ constexpr std::chrono::seconds kLogWait{20};
 namespace loom::yarn_double {
 namespace {
 
-namespace cy = loom::cluster::yarn;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -57,7 +56,7 @@ std::string Capture(const std::string& name) {
 // ---- the writers against the recorded files -----------------------------------------------------
 
 // The decoded contents of a recorded file, as the double's writer takes them.
-NodeLogsToAggregate FromRecorded(const cy::AggregatedLogFile& file, const std::string& app_id) {
+NodeLogsToAggregate FromRecorded(const hadoop::AggregatedLogFile& file, const std::string& app_id) {
   NodeLogsToAggregate logs;
   logs.app_id = app_id;
   logs.owner = file.owner;
@@ -65,18 +64,18 @@ NodeLogsToAggregate FromRecorded(const cy::AggregatedLogFile& file, const std::s
   for (const std::string& cid : file.ContainerIds()) {
     ContainerLogsToAggregate c;
     c.container_id = cid;
-    for (const cy::AggregatedLogEntry& e : file.entries) {
+    for (const hadoop::AggregatedLogEntry& e : file.entries) {
       if (e.container_id == cid) c.files.push_back({e.file_name, e.bytes, e.mtime_ms});
     }
     logs.containers.push_back(std::move(c));
   }
-  if (file.format == cy::AggregatedLogFormat::kIFile) {
+  if (file.format == hadoop::AggregatedLogFormat::kIFile) {
     // The NM wrote the bytes container by container (_01, _02, _03); the index lists them
     // in HashMap order (_02, _03, _01), which the writer must find by itself.
     std::vector<std::pair<int64_t, ContainerLogsToAggregate>> by_offset;
     for (auto& c : logs.containers) {
       int64_t first = INT64_MAX;
-      for (const cy::AggregatedLogEntry& e : file.entries) {
+      for (const hadoop::AggregatedLogEntry& e : file.entries) {
         if (e.container_id == c.container_id) first = std::min(first, e.offset);
       }
       by_offset.emplace_back(first, std::move(c));
@@ -90,7 +89,7 @@ NodeLogsToAggregate FromRecorded(const cy::AggregatedLogFile& file, const std::s
 
 TEST(LogAggregationWriters, TFileIsTheRecordedFile) {
   std::string recorded = Capture("log-aggregation/tfile-localhost_45454.bin");
-  Result<cy::AggregatedLogFile> file = cy::ParseTFileLogs(recorded);
+  Result<hadoop::AggregatedLogFile> file = hadoop::ParseTFileLogs(recorded);
   ASSERT_OK(file);
   std::string written = WriteTFileLogs(FromRecorded(*file, "application_1795374029814_0002"));
   ASSERT_EQ(written.size(), recorded.size());
@@ -100,7 +99,7 @@ TEST(LogAggregationWriters, TFileIsTheRecordedFile) {
 
 TEST(LogAggregationWriters, IFileIsTheRecordedFile) {
   std::string recorded = Capture("log-aggregation/ifile-localhost_45454.bin");
-  Result<cy::AggregatedLogFile> file = cy::ParseIFileLogs(recorded);
+  Result<hadoop::AggregatedLogFile> file = hadoop::ParseIFileLogs(recorded);
   ASSERT_OK(file);
   NodeLogsToAggregate logs = FromRecorded(*file, "application_1795374306301_0001");
   logs.upload_time_ms = 1795374328992;  // uploadTimeStamp, ifile-localhost_45454.layout.txt
@@ -134,9 +133,9 @@ TEST(LogAggregationWriters, RoundTripThroughTheReaders) {
   for (const bool ifile : {false, true}) {
     SCOPED_TRACE(ifile ? "IFile" : "TFile");
     std::string bytes = ifile ? WriteIFileLogs(logs) : WriteTFileLogs(logs);
-    Result<cy::AggregatedLogFile> parsed = cy::ParseAggregatedLogFile(bytes);
+    Result<hadoop::AggregatedLogFile> parsed = hadoop::ParseAggregatedLogFile(bytes);
     ASSERT_OK(parsed);
-    EXPECT_EQ(parsed->format, ifile ? cy::AggregatedLogFormat::kIFile : cy::AggregatedLogFormat::kTFile);
+    EXPECT_EQ(parsed->format, ifile ? hadoop::AggregatedLogFormat::kIFile : hadoop::AggregatedLogFormat::kTFile);
     EXPECT_EQ(parsed->owner, logs.owner);
     ASSERT_EQ(parsed->ContainerIds().size(), 20u);
     for (const ContainerLogsToAggregate& c : logs.containers) {
@@ -148,7 +147,7 @@ TEST(LogAggregationWriters, RoundTripThroughTheReaders) {
     }
     if (ifile) {
       EXPECT_EQ(parsed->node_id, logs.node_id);
-      for (const cy::AggregatedLogEntry& e : parsed->entries) {
+      for (const hadoop::AggregatedLogEntry& e : parsed->entries) {
         if (e.container_id == "container_e17_1795374306301_0042_01_000003" && e.file_name == "stdout") {
           EXPECT_EQ(e.mtime_ms, 1795374300003);
         }
@@ -234,7 +233,7 @@ class DoubleLogsTest : public ::testing::TestWithParam<std::string> {
     double_ = std::make_unique<YarnTestDouble>(o);
     ASSERT_OK(double_->Start());
     ASSERT_OK(double_->WriteHadoopConfDir(work_.string() + "/conf"));
-    Result<cy::HadoopConf> conf = cy::HadoopConf::Load(work_.string() + "/conf", "root");
+    Result<hadoop::HadoopConf> conf = hadoop::HadoopConf::Load(work_.string() + "/conf");
     ASSERT_OK(conf);
     conf_ = *conf;
   }
@@ -248,10 +247,10 @@ class DoubleLogsTest : public ::testing::TestWithParam<std::string> {
   // An application whose AM writes "out-line\n" / "err-line\n" and exits once `go` exists
   // (without unregistering: the application FAILS, which ends it all the same).
   std::string Submit(const std::string& go) {
-    cy::ApplicationClient rm("127.0.0.1", double_->rm_port(), "root");
-    Result<hadoop::yarn::GetNewApplicationResponseProto> na = rm.GetNewApplication();
+    hadoop::ApplicationClient rm("127.0.0.1", double_->rm_port(), "root");
+    Result<::hadoop::yarn::GetNewApplicationResponseProto> na = rm.GetNewApplication();
     EXPECT_OK(na);
-    hadoop::yarn::ApplicationSubmissionContextProto asc;
+    ::hadoop::yarn::ApplicationSubmissionContextProto asc;
     *asc.mutable_application_id() = na->application_id();
     asc.set_application_name("logs");
     asc.set_queue("default");
@@ -260,14 +259,14 @@ class DoubleLogsTest : public ::testing::TestWithParam<std::string> {
     asc.mutable_am_container_spec()->add_command("{ echo out-line; echo err-line >&2; while [ ! -e " + go +
                                                  " ]; do sleep 0.05; done; } 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr");
     EXPECT_OK(rm.SubmitApplication(asc));
-    return cy::ApplicationIdString(na->application_id());
+    return hadoop::ApplicationIdString(na->application_id());
   }
 
   static inline int counter_ = 0;
   std::filesystem::path work_;
   std::unique_ptr<FakeHdfs> hdfs_;
   std::unique_ptr<YarnTestDouble> double_;
-  cy::HadoopConf conf_;
+  hadoop::HadoopConf conf_;
 };
 
 TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
@@ -343,12 +342,12 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   EXPECT_EQ(a.body, RecordedBody("nm-web/27-nm-8042-malformed-container-id.s2c.bin", ours));
 
   // Loom's reader while it runs: from the NodeManager, not complete; following costs one request.
-  cy::YarnLogReader reader(conf_, "root");
-  cy::ContainerLogLocation where{cid, node, double_->nm_http_address()};
-  Result<cy::LogChunk> chunk = reader.ReadFrom(app, where, "stdout", 0);
+  hadoop::YarnLogReader reader(conf_, "root");
+  hadoop::ContainerLogLocation where{cid, node, double_->nm_http_address()};
+  Result<hadoop::LogChunk> chunk = reader.ReadFrom(app, where, "stdout", 0);
   ASSERT_OK(chunk);
   EXPECT_EQ(chunk->bytes, "out-line\n");
-  EXPECT_EQ(chunk->source, cy::LogSource::kNodeManager);
+  EXPECT_EQ(chunk->source, hadoop::LogSource::kNodeManager);
   EXPECT_FALSE(chunk->complete);
   chunk = reader.ReadFrom(app, where, "stdout", 4);
   ASSERT_OK(chunk);
@@ -369,7 +368,7 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
     ASSERT_OK(chunk);
     EXPECT_EQ(chunk->bytes, "err-line\n");
     EXPECT_TRUE(chunk->complete);
-    EXPECT_EQ(chunk->source, cy::LogSource::kNodeManager);
+    EXPECT_EQ(chunk->source, hadoop::LogSource::kNodeManager);
     EXPECT_STATUS(double_->WaitForLogAggregation(app, std::chrono::milliseconds(1)), kFailedPrecondition, HasSubstr("off"));
     EXPECT_TRUE(hdfs_->ListRecursive("/tmp/logs").empty());
     return;
@@ -402,7 +401,7 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   chunk = reader.ReadFrom(app, where, "stdout", 0);
   ASSERT_OK(chunk);
   EXPECT_EQ(chunk->bytes, "out-line\n");
-  EXPECT_EQ(chunk->source, cy::LogSource::kAggregated);
+  EXPECT_EQ(chunk->source, hadoop::LogSource::kAggregated);
   EXPECT_TRUE(chunk->complete);
   chunk = reader.ReadFrom(app, where, "stdout", 4);
   ASSERT_OK(chunk);
@@ -416,11 +415,11 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   // Without any NodeManager address (the node is gone): straight to HDFS.
   EXPECT_EQ(*reader.Read(app, {cid, "", ""}, "stdout"), "out-line\n");
   // `yarn logs`' text layout over the uploaded file.
-  Result<cy::AggregatedLogFile> uploaded = cy::ParseAggregatedLogFile(*ReadFile(hdfs_->LocalPath(file)));
+  Result<hadoop::AggregatedLogFile> uploaded = hadoop::ParseAggregatedLogFile(*ReadFile(hdfs_->LocalPath(file)));
   ASSERT_OK(uploaded);
-  EXPECT_EQ(uploaded->format, format == "ifile" ? cy::AggregatedLogFormat::kIFile : cy::AggregatedLogFormat::kTFile);
-  std::string text = cy::RenderYarnLogs(*uploaded, cy::NodeFileName(node), hdfs_->Stat(file)->mtime_ms);
-  std::string header = "Container: " + cid + " on " + cy::NodeFileName(node);
+  EXPECT_EQ(uploaded->format, format == "ifile" ? hadoop::AggregatedLogFormat::kIFile : hadoop::AggregatedLogFormat::kTFile);
+  std::string text = hadoop::RenderYarnLogs(*uploaded, hadoop::NodeFileName(node), hdfs_->Stat(file)->mtime_ms);
+  std::string header = "Container: " + cid + " on " + hadoop::NodeFileName(node);
   EXPECT_THAT(text, HasSubstr(header + "\nLogAggregationType: AGGREGATED\n" + std::string(header.size(), '=') +
                               "\nLogType:stdout\n"));
   EXPECT_THAT(text, HasSubstr("\nLogLength:9\nLogContents:\nout-line\n\nEnd of LogType:stdout\n" + std::string(71, '*')));
@@ -444,8 +443,8 @@ TEST_F(MultiNodeLogsTest, EachNodeManagerServesItsOwnContainers) {
     return am.has_value() && ReadFile(am->log_dir + "/stdout").value_or("") == "out-line\n";
   }, kLogWait));
   // Every node's web address, from the RM's node reports (NodeReportProto.httpaddress).
-  cy::ApplicationClient rm("127.0.0.1", double_->rm_port(), "root");
-  Result<std::vector<hadoop::yarn::NodeReportProto>> nodes = rm.GetClusterNodes();
+  hadoop::ApplicationClient rm("127.0.0.1", double_->rm_port(), "root");
+  Result<std::vector<::hadoop::yarn::NodeReportProto>> nodes = rm.GetClusterNodes();
   ASSERT_OK(nodes);
   ASSERT_EQ(nodes->size(), 2u);
   std::string am_http;
@@ -454,7 +453,7 @@ TEST_F(MultiNodeLogsTest, EachNodeManagerServesItsOwnContainers) {
     std::string ip = n.nodeid().host() == "localhost" ? "127.0.0.1" : n.nodeid().host();
     int port = std::stoi(http.substr(http.rfind(':') + 1));
     HttpAnswer a = Get(port, "/ws/v1/node/containerlogs/" + cid + "/stdout", ip);
-    if (cy::NodeIdString(n.nodeid()) == am->node_id) {
+    if (hadoop::NodeIdString(n.nodeid()) == am->node_id) {
       am_http = http;
       EXPECT_EQ(a.status, 200);
       EXPECT_THAT(a.body, HasSubstr("Container: " + cid + " on " + am->node_id + "\n"));
@@ -464,17 +463,17 @@ TEST_F(MultiNodeLogsTest, EachNodeManagerServesItsOwnContainers) {
     }
   }
   ASSERT_FALSE(am_http.empty());
-  cy::YarnLogReader reader(conf_, "root");
+  hadoop::YarnLogReader reader(conf_, "root");
   EXPECT_EQ(*reader.Read(app, {cid, am->node_id, am_http}, "stdout"), "out-line\n");
   ASSERT_OK(WriteFileAtomic(work_.string() + "/go", ""));
   ASSERT_OK(double_->WaitForAppEnd(app, std::chrono::seconds(20)));
   ASSERT_OK(double_->WaitForLogAggregation(app, std::chrono::seconds(20)));
   EXPECT_THAT(hdfs_->ListRecursive("/tmp/logs"),
-              ElementsAre("/tmp/logs/root/bucket-logs-tfile/0001/" + app + "/" + cy::NodeFileName(am->node_id)));
-  Result<cy::LogChunk> c = reader.ReadFrom(app, {cid, am->node_id, am_http}, "stderr", 0);
+              ElementsAre("/tmp/logs/root/bucket-logs-tfile/0001/" + app + "/" + hadoop::NodeFileName(am->node_id)));
+  Result<hadoop::LogChunk> c = reader.ReadFrom(app, {cid, am->node_id, am_http}, "stderr", 0);
   ASSERT_OK(c);
   EXPECT_EQ(c->bytes, "err-line\n");
-  EXPECT_EQ(c->source, cy::LogSource::kAggregated);
+  EXPECT_EQ(c->source, hadoop::LogSource::kAggregated);
 }
 
 INSTANTIATE_TEST_SUITE_P(Aggregation, DoubleLogsTest, ::testing::Values("", "TFile", "IFile"),

@@ -55,9 +55,9 @@ std::string HexDiff(const std::string& got, const std::string& want) {
   return "\n got: " + hex(got) + "\nwant: " + hex(want);
 }
 
-wire::Token NmTokenOf(const yp::AllocateResponseProto& r) {
+hadoop::Token NmTokenOf(const yp::AllocateResponseProto& r) {
   const auto& t = r.nm_tokens(0).token();
-  return wire::Token{t.identifier(), t.password(), t.kind(), t.service()};
+  return hadoop::Token{t.identifier(), t.password(), t.kind(), t.service()};
 }
 
 }  // namespace loom::yarn_double

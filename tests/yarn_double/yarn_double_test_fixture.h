@@ -16,18 +16,18 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
-#include "cluster/yarn/proto/yarn.pb.h"
-#include "cluster/yarn/wire/credentials.h"
-#include "cluster/yarn/wire/ipc_frame.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/proto/yarn.pb.h"
+#include "hadoop/wire/credentials.h"
+#include "hadoop/wire/ipc_frame.h"
 #include "ipc_test_client.h"
 #include "yarn_test_double.h"
 
 namespace loom::yarn_double {
 
-namespace yp = hadoop::yarn;
+namespace yp = ::hadoop::yarn;
 
 constexpr int64_t kTs = 1795263045862;
 constexpr char kAmProtocol[] = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB";
@@ -99,11 +99,11 @@ class YarnDoubleTest : public ::testing::Test {
     size_t next_reply = 0;
     for (size_t i = 0; i < cap.c2s.size(); ++i) {
       s.Send((i == 0 ? cap.preamble : "") + cap.c2s[i]);
-      hadoop::common::RpcRequestHeaderProto sent;
-      auto parts = wire::SplitDelimited(std::string_view(cap.c2s[i]).substr(4));
+      ::hadoop::common::RpcRequestHeaderProto sent;
+      auto parts = hadoop::SplitDelimited(std::string_view(cap.c2s[i]).substr(4));
       ASSERT_TRUE(parts.ok());
       sent.ParseFromArray((*parts)[0].data(), static_cast<int>((*parts)[0].size()));
-      if (sent.callid() == wire::kConnectionContextCallId) continue;  // no reply
+      if (sent.callid() == hadoop::kConnectionContextCallId) continue;  // no reply
       if (next_reply >= cap.s2c.size()) break;
       std::optional<std::string> got = s.ReadFrame();
       ASSERT_TRUE(got.has_value()) << stem << " frame " << next_reply;
@@ -130,7 +130,7 @@ class YarnDoubleTest : public ::testing::Test {
   }
 
   // startContainers through the NM with `nm_token`, running `command`.
-  yp::StartContainersResponseProto StartOnNm(const wire::Token& nm_token, const yp::ContainerProto& c,
+  yp::StartContainersResponseProto StartOnNm(const hadoop::Token& nm_token, const yp::ContainerProto& c,
                                              const std::string& command,
                                              const yp::ContainerLaunchContextProto* base = nullptr) {
     TestIpc nm(double_->nm_port());
@@ -144,12 +144,12 @@ class YarnDoubleTest : public ::testing::Test {
   }
 
   std::filesystem::path work_;
-  wire::Token nm_token_;
+  hadoop::Token nm_token_;
   std::unique_ptr<FakeHdfs> hdfs_;
   std::unique_ptr<YarnTestDouble> double_;
 };
 
 // The NMToken of an allocate response that carries one.
-wire::Token NmTokenOf(const yp::AllocateResponseProto& r);
+hadoop::Token NmTokenOf(const yp::AllocateResponseProto& r);
 
 }  // namespace loom::yarn_double

@@ -144,7 +144,7 @@ RpcError AppError(const std::string& exception_class, const std::string& message
   for (const std::string& f : top_frames) text += "\n\tat " + f;
   for (const char* f : kIpcFrames) text += std::string("\n\tat ") + f;
   text += "\n";
-  return RpcError{exception_class, text, hadoop::common::RpcResponseHeaderProto::ERROR_APPLICATION, false};
+  return RpcError{exception_class, text, ::hadoop::common::RpcResponseHeaderProto::ERROR_APPLICATION, false};
 }
 
 std::vector<std::string> ServiceFrames(const std::string& impl_frame, const std::string& protocol_short,

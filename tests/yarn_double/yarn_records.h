@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "cluster/yarn/proto/yarn.pb.h"
+#include "hadoop/proto/yarn.pb.h"
 #include "ipc_server.h"
 
 namespace loom::yarn_double {
 
-namespace yp = hadoop::yarn;
+namespace yp = ::hadoop::yarn;
 
 // ---- ids ----------------------------------------------------------------------------------------
 

@@ -141,7 +141,7 @@ Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
   return WriteFileAtomic(dir + "/yarn-site.xml", Configuration(yarn));
 }
 
-Result<hadoop::yarn::ApplicationReportProto> YarnTestDouble::ApplicationReport(const std::string& app_id) const {
+Result<::hadoop::yarn::ApplicationReportProto> YarnTestDouble::ApplicationReport(const std::string& app_id) const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   for (const auto& [id, app] : impl_->apps_) {
     if (app->id_str == app_id) return impl_->ReportLocked(*app);
@@ -164,7 +164,7 @@ std::vector<YarnTestDouble::ContainerInfo> YarnTestDouble::Containers() const {
     i.id = c->id;
     i.app_id = AppIdString(impl_->cluster_ts_, c->app);
     i.is_am = c->is_am;
-    i.state = c->complete ? hadoop::yarn::C_COMPLETE : c->start_requested ? hadoop::yarn::C_RUNNING : hadoop::yarn::C_NEW;
+    i.state = c->complete ? ::hadoop::yarn::C_COMPLETE : c->start_requested ? ::hadoop::yarn::C_RUNNING : ::hadoop::yarn::C_NEW;
     i.pid = c->pid;
     i.exit_status = c->exit_status;
     i.diagnostics = c->diagnostics;
@@ -192,7 +192,7 @@ std::vector<std::string> YarnTestDouble::ServedMethods() const {
   return names;
 }
 
-Result<cluster::yarn::Token> YarnTestDouble::AmRmToken(const std::string& app_id) const {
+Result<hadoop::Token> YarnTestDouble::AmRmToken(const std::string& app_id) const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   for (const auto& [id, app] : impl_->apps_) {
     if (app->id_str == app_id) return app->amrm_token;
@@ -200,7 +200,7 @@ Result<cluster::yarn::Token> YarnTestDouble::AmRmToken(const std::string& app_id
   return Status::NotFound("no application " + app_id);
 }
 
-Status YarnTestDouble::WaitForAppState(const std::string& app_id, hadoop::yarn::YarnApplicationStateProto state,
+Status YarnTestDouble::WaitForAppState(const std::string& app_id, ::hadoop::yarn::YarnApplicationStateProto state,
                                        std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(impl_->mu_);
   auto reached = [&] {
@@ -211,11 +211,11 @@ Status YarnTestDouble::WaitForAppState(const std::string& app_id, hadoop::yarn::
   };
   if (impl_->cv_.wait_for(lock, timeout, reached)) return Status::Ok();
   return Status::DeadlineExceeded("application " + app_id + " did not reach " +
-                                  hadoop::yarn::YarnApplicationStateProto_Name(state));
+                                  ::hadoop::yarn::YarnApplicationStateProto_Name(state));
 }
 
 Status YarnTestDouble::WaitForAppEnd(const std::string& app_id, std::chrono::milliseconds timeout) const {
-  return WaitForAppState(app_id, hadoop::yarn::FINISHED, timeout);
+  return WaitForAppState(app_id, ::hadoop::yarn::FINISHED, timeout);
 }
 
 std::vector<pid_t> YarnTestDouble::LiveContainerProcesses() const {
@@ -246,9 +246,9 @@ std::vector<pid_t> YarnTestDouble::StrayProcesses() const {
   return pids;
 }
 
-Status YarnTestDouble::InstallAppForTest(const cluster::yarn::Token& amrm_token, bool am_registered,
+Status YarnTestDouble::InstallAppForTest(const hadoop::Token& amrm_token, bool am_registered,
                                          int64_t am_memory_mb, int am_vcores) {
-  hadoop::yarn::AMRMTokenIdentifierProto id;
+  ::hadoop::yarn::AMRMTokenIdentifierProto id;
   if (!id.ParseFromString(amrm_token.identifier)) return Status::InvalidArgument("not an AMRMTokenIdentifier");
   std::lock_guard<std::mutex> lock(impl_->mu_);
   const auto& attempt = id.appattemptid();
@@ -270,7 +270,7 @@ Status YarnTestDouble::InstallAppForTest(const cluster::yarn::Token& amrm_token,
   app->registered = am_registered;
   app->state = am_registered ? yp::RUNNING : yp::ACCEPTED;
   if (am_registered) {
-    hadoop::yarn::AllocateResponseProto initial;
+    ::hadoop::yarn::AllocateResponseProto initial;
     initial.set_response_id(0);
     app->last_response = initial.SerializeAsString();
   }
@@ -347,7 +347,7 @@ Status YarnTestDouble::LoseNodeForTest(int node) {
   return Status::Ok();
 }
 
-Status YarnTestDouble::InstallNmTokenForTest(const cluster::yarn::Token& nm_token) {
+Status YarnTestDouble::InstallNmTokenForTest(const hadoop::Token& nm_token) {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   impl_->nm_tokens_[nm_token.identifier] = nm_token.password;
   return Status::Ok();

@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "cluster/yarn/proto/yarn.pb.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "core/status.h"
+#include "hadoop/proto/yarn.pb.h"
+#include "hadoop/wire/credentials.h"
 
 namespace loom::yarn_double {
 
@@ -185,7 +185,7 @@ class YarnTestDouble {
     std::string id;      // container_<ts>_0001_01_000002
     std::string app_id;  // application_<ts>_0001
     bool is_am = false;
-    hadoop::yarn::ContainerStateProto state = hadoop::yarn::C_NEW;  // C_NEW: allocated, not started
+    ::hadoop::yarn::ContainerStateProto state = ::hadoop::yarn::C_NEW;  // C_NEW: allocated, not started
     pid_t pid = -1;                 // the launch script's bash (its process group), -1 if never started
     int exit_status = -1000;        // YARN's exit status once C_COMPLETE
     std::string diagnostics;
@@ -251,18 +251,18 @@ class YarnTestDouble {
 
   // ---- what a test can look at ----
   // The report getApplicationReport would return; NotFound for an unknown id.
-  Result<hadoop::yarn::ApplicationReportProto> ApplicationReport(const std::string& app_id) const;
+  Result<::hadoop::yarn::ApplicationReportProto> ApplicationReport(const std::string& app_id) const;
   // Every application id, in submission order.
   std::vector<std::string> ApplicationIds() const;
   std::vector<ContainerInfo> Containers() const;
   std::vector<ServedCall> ServedCalls() const;
   std::vector<std::string> ServedMethods() const;  // the method names of ServedCalls()
   // The AMRMToken issued to an application's attempt (what its container_tokens holds).
-  Result<cluster::yarn::Token> AmRmToken(const std::string& app_id) const;
+  Result<hadoop::Token> AmRmToken(const std::string& app_id) const;
   // Waits until the application is FINISHED, FAILED or KILLED; DeadlineExceeded otherwise.
   Status WaitForAppEnd(const std::string& app_id, std::chrono::milliseconds timeout) const;
   // Waits until the application has reached `state` or a later one.
-  Status WaitForAppState(const std::string& app_id, hadoop::yarn::YarnApplicationStateProto state,
+  Status WaitForAppState(const std::string& app_id, ::hadoop::yarn::YarnApplicationStateProto state,
                          std::chrono::milliseconds timeout) const;
   // Live processes started by this double's containers (found by their environment marker,
   // LOOM_YARN_DOUBLE_CONTAINER=<instance>:<container id>, so also ones that left the group).
@@ -276,7 +276,7 @@ class YarnTestDouble {
   // am_registered, registerApplicationMaster was already called (negative/04). With
   // am_memory_mb > 0 an AM container _000001 of that size is accounted for (no process), so
   // headroom ("limit") values match a recording.
-  Status InstallAppForTest(const cluster::yarn::Token& amrm_token, bool am_registered, int64_t am_memory_mb = 0,
+  Status InstallAppForTest(const hadoop::Token& amrm_token, bool am_registered, int64_t am_memory_mb = 0,
                            int am_vcores = 1);
   // One NodeManager heartbeat now (with nm_heartbeat_ms -1, the only ones): the scheduler
   // places what it can on that node. Returns how many containers it placed (AMs included).
@@ -296,7 +296,7 @@ class YarnTestDouble {
   // records and aggregated logs. FailedPrecondition while one still runs.
   Status ForgetEndedApplicationsForTest();
   // An NMToken the NM accepts (e.g. the one recorded in dshell/05's allocate response).
-  Status InstallNmTokenForTest(const cluster::yarn::Token& nm_token);
+  Status InstallNmTokenForTest(const hadoop::Token& nm_token);
   // The nonces of the next SASL connections, in order (then fixed_nonce_for_test / random).
   void SetNoncesForTest(std::vector<std::string> nonces);
 

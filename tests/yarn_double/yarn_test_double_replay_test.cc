@@ -20,19 +20,19 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
-#include "cluster/yarn/proto/yarn.pb.h"
-#include "cluster/yarn/wire/credentials.h"
-#include "cluster/yarn/wire/ipc_frame.h"
-#include "cluster/yarn/wire/sasl_digest.h"
 #include "core/testing.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/proto/yarn.pb.h"
+#include "hadoop/wire/credentials.h"
+#include "hadoop/wire/ipc_frame.h"
+#include "hadoop/wire/sasl_digest.h"
 #include "ipc_test_client.h"
 #include "yarn_double_test_fixture.h"
 
 namespace loom::yarn_double {
 namespace {
 
-using hadoop::common::RpcSaslProto;
+using ::hadoop::common::RpcSaslProto;
 using ::testing::HasSubstr;
 
 bool ProtoEquals(const google::protobuf::Message& a, const google::protobuf::Message& b, std::string* diff) {
@@ -45,7 +45,7 @@ bool ProtoEquals(const google::protobuf::Message& a, const google::protobuf::Mes
 
 std::string HostOf(const std::string& host_port) { return host_port.substr(0, host_port.find(':')); }
 
-void NormalizeToken(hadoop::common::TokenProto* t, bool container_token) {
+void NormalizeToken(::hadoop::common::TokenProto* t, bool container_token) {
   t->set_password("");
   t->set_service(HostOf(t->service()));
   if (container_token) {
@@ -98,12 +98,12 @@ std::set<int> TopLevelFields(const google::protobuf::Message& m) {
   return out;
 }
 
-wire::Token TokenFromFile(const std::string& path, const std::string& kind) {
-  Result<wire::Credentials> c = wire::ReadCredentialsFile(path);
+hadoop::Token TokenFromFile(const std::string& path, const std::string& kind) {
+  Result<hadoop::Credentials> c = hadoop::ReadCredentialsFile(path);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
-  std::optional<wire::Token> t = c.ok() ? c->FindKind(kind) : std::nullopt;
+  std::optional<hadoop::Token> t = c.ok() ? c->FindKind(kind) : std::nullopt;
   EXPECT_TRUE(t.has_value());
-  return t.value_or(wire::Token{});
+  return t.value_or(hadoop::Token{});
 }
 
 // ---- the recorded exchanges -----------------------------------------------------------------
@@ -114,7 +114,7 @@ TEST_F(YarnDoubleTest, FollowsTheRecordedAmRmExchange) {
   o.fixed_nonce_for_test = true;
   o.nonce_for_test = "TEAHnyUm+eJaGNs5Ub7AQLaEyYNOngOaCkrFhuP6";
   StartDouble(o);
-  wire::Token amrm = TokenFromFile(CaptureDir() + "container/am-container_tokens.bin", "YARN_AM_RM_TOKEN");
+  hadoop::Token amrm = TokenFromFile(CaptureDir() + "container/am-container_tokens.bin", "YARN_AM_RM_TOKEN");
   ASSERT_OK(double_->InstallAppForTest(amrm, false, 512, 1));  // the recorded AM container: 512 MB, 1 vcore
   double_->SetNoncesForTest({o.nonce_for_test});
 
@@ -188,7 +188,7 @@ TEST_F(YarnDoubleTest, FollowsTheRecordedAmRmExchange) {
 std::string RecordedNonce(const Capture& cap) {
   RpcSaslProto offer;
   offer.ParseFromString(Decode(cap.s2c[0]).body.value_or(""));
-  Result<wire::DigestChallenge> ch = wire::ParseDigestChallenge(offer.auths(0).challenge());
+  Result<hadoop::DigestChallenge> ch = hadoop::ParseDigestChallenge(offer.auths(0).challenge());
   EXPECT_TRUE(ch.ok());
   return ch.ok() ? ch->nonce : "";
 }
@@ -197,7 +197,7 @@ std::string RecordedNonce(const Capture& cap) {
 // the recorded NMToken. Container _000002 is allocated and started through the double first.
 TEST_F(YarnDoubleTest, FollowsTheRecordedNmExchanges) {
   StartDouble(RecordedOptions());
-  wire::Token amrm = TokenFromFile(CaptureDir() + "container/am-container_tokens.bin", "YARN_AM_RM_TOKEN");
+  hadoop::Token amrm = TokenFromFile(CaptureDir() + "container/am-container_tokens.bin", "YARN_AM_RM_TOKEN");
   ASSERT_OK(double_->InstallAppForTest(amrm, true, 512, 1));
   TestIpc am(double_->scheduler_port());
   ASSERT_OK(am.Token(amrm, kAmProtocol));
@@ -295,8 +295,8 @@ TEST_F(YarnDoubleTest, FollowsTheRecordedClientRmExchange) {
     ASSERT_TRUE(f.has_value()) << "reply " << reply;
     const std::string& want = cap.s2c[reply];
     Reply g = Decode(*f), w = Decode(want);
-    hadoop::common::RequestHeaderProto rh;
-    auto parts = wire::SplitDelimited(std::string_view(cap.c2s[i]).substr(4));
+    ::hadoop::common::RequestHeaderProto rh;
+    auto parts = hadoop::SplitDelimited(std::string_view(cap.c2s[i]).substr(4));
     ASSERT_TRUE(parts.ok() && parts->size() == 3);
     rh.ParseFromArray((*parts)[1].data(), static_cast<int>((*parts)[1].size()));
     const std::string& method = rh.methodname();

@@ -19,21 +19,21 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/yarn/proto/hadoop_rpc.pb.h"
-#include "cluster/yarn/proto/yarn.pb.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
+#include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/proto/yarn.pb.h"
+#include "hadoop/wire/credentials.h"
 #include "ipc_test_client.h"
 #include "yarn_double_test_fixture.h"
 
 namespace loom::yarn_double {
 namespace {
 
-using hadoop::common::RpcResponseHeaderProto;
+using ::hadoop::common::RpcResponseHeaderProto;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -234,9 +234,9 @@ TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
   EXPECT_TRUE(PathExists(log_dir + "/directory.info"));
 
   // container_tokens: HDTS with the AMRMToken, which the scheduler port accepts.
-  Result<wire::Credentials> creds = wire::ParseCredentials(MustRead(out + "/tokens.bin"));
+  Result<hadoop::Credentials> creds = hadoop::ParseCredentials(MustRead(out + "/tokens.bin"));
   ASSERT_OK(creds);
-  std::optional<wire::Token> amrm = creds->FindKind("YARN_AM_RM_TOKEN");
+  std::optional<hadoop::Token> amrm = creds->FindKind("YARN_AM_RM_TOKEN");
   ASSERT_TRUE(amrm.has_value());
   EXPECT_EQ(amrm->service, "");
   EXPECT_EQ(*amrm, *double_->AmRmToken(app));
@@ -255,7 +255,7 @@ TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
   EXPECT_EQ(r.trackingurl(), "http://e2e-host:4243/");
 
   // A forged password is refused at SASL time.
-  wire::Token forged = *amrm;
+  hadoop::Token forged = *amrm;
   forged.password[0] ^= 1;
   TestIpc bad(double_->scheduler_port());
   EXPECT_STATUS(bad.Token(forged, kAmProtocol), kUnauthenticated, HasSubstr("Mismatched response"));
@@ -372,7 +372,7 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   EXPECT_EQ(got.allocated_containers(0).resource().memory(), 1024);  // rounded up to the 128 MB minimum
   EXPECT_EQ(got.allocated_containers(0).allocation_request_id(), 10);
   EXPECT_EQ(ResourceGpus(got.allocated_containers(0).resource()), 1);
-  wire::Token nm_token = NmTokenOf(got);
+  hadoop::Token nm_token = NmTokenOf(got);
   // The request before the last one is a retry and gets the cached reply; anything else fails.
   {
     yp::AllocateRequestProto retry;

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <thread>
 
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/testing.h"
 
@@ -136,15 +136,12 @@ TEST_F(ResourceLedgerTest, StaleRecordOfADeadHolderIsReclaimed) {
   ASSERT_TRUE(Readable(b->change_fd(), 2000ms));  // its descriptor closed: the waiter looks
   // The close is reported a moment before the lock is gone: look until it is (the AM's
   // fallback timeout does the same).
-  bool admitted = false;
-  for (int i = 0; i < 100 && !admitted; ++i) {
+  EXPECT_TRUE(loom::testing::Eventually([&] {
     b->DrainChanges();
     rb = b->Retry();
-    ASSERT_OK(rb);
-    admitted = rb->admitted;
-    if (!admitted) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(admitted);
+    return rb.ok() && rb->admitted;
+  }));
+  ASSERT_OK(rb);
   EXPECT_EQ(rb->gpus, std::vector<int>{0});
   EXPECT_FALSE(PathExists(record));  // removed by the one who found it stale
 }

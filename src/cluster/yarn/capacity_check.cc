@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/staging.h"
+#include "hadoop/ipc/yarn_clients.h"
 
 namespace loom::cluster::yarn {
 
@@ -64,7 +64,7 @@ std::string DescribeNodes(const std::vector<ypb::NodeReportProto>& nodes) {
   std::string out;
   for (const auto& n : nodes) {
     if (!Running(n)) continue;
-    out += (out.empty() ? "" : ", ") + NodeIdString(n.nodeid()) + " " + Mib(n.capability().memory()) + "/" +
+    out += (out.empty() ? "" : ", ") + hadoop::NodeIdString(n.nodeid()) + " " + Mib(n.capability().memory()) + "/" +
            std::to_string(n.capability().virtual_cores()) + " vcores/" + std::to_string(GpusOf(n.capability())) +
            " GPUs";
   }

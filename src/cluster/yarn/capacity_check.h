@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "cluster/yarn/proto/yarn.pb.h"
 #include "core/job_spec.h"
 #include "core/status.h"
+#include "hadoop/proto/yarn.pb.h"
 
 namespace loom::cluster::yarn {
 
@@ -35,19 +35,19 @@ struct CapacityRules {
 //     than the cluster or than the queue may ever use;
 //   FailedPrecondition when no node is running or the queue is not RUNNING.
 // The totals apply to gang jobs (`spec.gang`): FCFS tasks need not run at the same time.
-Status CheckJobFits(const JobSpec& spec, const std::vector<hadoop::yarn::NodeReportProto>& nodes,
-                    const hadoop::yarn::QueueInfoProto& queue, const CapacityRules& rules = {});
+Status CheckJobFits(const JobSpec& spec, const std::vector<::hadoop::yarn::NodeReportProto>& nodes,
+                    const ::hadoop::yarn::QueueInfoProto& queue, const CapacityRules& rules = {});
 
 // Whether any of getClusterNodes' reports is a RUNNING NodeManager (CheckJobFits refuses a
 // cluster without one).
-bool HasRunningNode(const std::vector<hadoop::yarn::NodeReportProto>& nodes);
+bool HasRunningNode(const std::vector<::hadoop::yarn::NodeReportProto>& nodes);
 
 // The most the queue may ever use of `cluster` (its running nodes' total), in MiB: the queue's
 // effective maximum capacity for the default partition when the RM reports it, else its
 // absolute maximum capacity (a fraction) times the cluster's memory.
-int64_t QueueMaxMemoryMb(const hadoop::yarn::QueueInfoProto& queue, int64_t cluster_memory_mb);
+int64_t QueueMaxMemoryMb(const ::hadoop::yarn::QueueInfoProto& queue, int64_t cluster_memory_mb);
 
 // "localhost:45454 8192 MiB/4 vcores/0 GPUs, ..." for messages.
-std::string DescribeNodes(const std::vector<hadoop::yarn::NodeReportProto>& nodes);
+std::string DescribeNodes(const std::vector<::hadoop::yarn::NodeReportProto>& nodes);
 
 }  // namespace loom::cluster::yarn

@@ -3,9 +3,9 @@
 
 #include "cluster/yarn/capacity_check.h"
 
-#include "cluster/yarn/wire/ipc_frame.h"
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/wire/ipc_frame.h"
 
 namespace loom::cluster::yarn {
 namespace {
@@ -35,12 +35,12 @@ ypb::NodeReportProto Node(const std::string& host, int64_t mb, int vcores, int64
 ypb::QueueInfoProto RecordedDefaultQueue() {
   Result<std::string> bytes = ReadFile(kCaptures + "ipc-queue/06-cli-rm-8032-queue-status-default-idle.s2c.bin");
   EXPECT_OK(bytes);
-  FrameReader reader;
+  hadoop::FrameReader reader;
   reader.Feed(bytes.value_or(""));
   Result<std::optional<std::string>> frame = reader.Next();
   EXPECT_TRUE(frame.ok() && frame->has_value());
   if (!frame.ok() || !frame->has_value()) return {};
-  Result<std::vector<std::string_view>> parts = SplitDelimited(**frame);
+  Result<std::vector<std::string_view>> parts = hadoop::SplitDelimited(**frame);
   EXPECT_TRUE(parts.ok() && parts->size() == 2);
   ypb::GetQueueInfoResponseProto resp;
   EXPECT_TRUE(parts.ok() && resp.ParseFromString(std::string((*parts)[1])));

@@ -4,9 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cluster/yarn/wire/kerberos_login.h"
 #include "core/config/key_registry.h"
 #include "core/strings.h"
+#include "hadoop/wire/kerberos_login.h"
 
 namespace loom::cluster::yarn {
 namespace {
@@ -31,8 +31,8 @@ std::string KerberosKey(const config::Config& conf, const std::string& key, cons
 // ("alice@REALM"), or "" on a cluster without Kerberos.
 }  // namespace
 
-Result<std::string> LoginForCluster(const HadoopConf& conf, const config::Config& job_conf) {
-  KerberosLoginOptions o;
+Result<std::string> LoginForCluster(const hadoop::HadoopConf& conf, const config::Config& job_conf) {
+  hadoop::KerberosLoginOptions o;
   o.keytab = KerberosKey(job_conf, "loom.kerberos.keytab", config::GetString(job_conf, "loom.kerberos.keytab"),
                          "loom.keytab.location", config::GetString(job_conf, "loom.keytab.location"),
                          "/location/to/tony.keytab", &o.keytab_key);
@@ -40,7 +40,7 @@ Result<std::string> LoginForCluster(const HadoopConf& conf, const config::Config
                             "loom.keytab.user", config::GetString(job_conf, "loom.keytab.user"), "user1",
                             &o.principal_key);
   if (conf.security != "kerberos") {
-    SetProcessKerberos(nullptr);
+    hadoop::SetProcessKerberos(nullptr);
     if (o.keytab.empty() && o.principal.empty()) return std::string();
     return Status::InvalidArgument((o.keytab.empty() ? o.principal_key + "=" + o.principal : o.keytab_key + "=" + o.keytab) +
                                    ": the cluster does not use Kerberos (hadoop.security.authentication=" + conf.security +
@@ -52,14 +52,14 @@ Result<std::string> LoginForCluster(const HadoopConf& conf, const config::Config
                                    conf.conf_dir + "): its ResourceManager and NameNodes accept no other login; "
                                    "remove the key");
   }
-  LOOM_ASSIGN_OR_RETURN(std::shared_ptr<KerberosLogin> login, KerberosLogin::Acquire(o));
+  LOOM_ASSIGN_OR_RETURN(std::shared_ptr<hadoop::KerberosLogin> login, hadoop::KerberosLogin::Acquire(o));
   std::string principal = login->principal();
-  auto kerberos = std::make_shared<KerberosClientConf>();
+  auto kerberos = std::make_shared<hadoop::KerberosClientConf>();
   kerberos->login = std::move(login);
   kerberos->rpc_protection = conf.rpc_protection;
   kerberos->rm_principal = conf.rm_principal;
   kerberos->nn_principal = conf.nn_principal;
-  SetProcessKerberos(std::move(kerberos));
+  hadoop::SetProcessKerberos(std::move(kerberos));
   return principal;
 }
 
@@ -68,7 +68,7 @@ std::string KerberosShortName(const std::string& principal) {
   return principal.substr(0, principal.find_first_of("/@"));
 }
 
-Result<std::vector<TokenFileSystem>> TokenFileSystems(const HadoopConf& conf, const config::Config& job_conf) {
+Result<std::vector<TokenFileSystem>> TokenFileSystems(const hadoop::HadoopConf& conf, const config::Config& job_conf) {
   std::vector<TokenFileSystem> listed;
   auto add = [&](const std::vector<std::string>& uris, const std::string& key) {
     for (const std::string& uri : uris) {
@@ -101,7 +101,7 @@ Result<std::vector<TokenFileSystem>> TokenFileSystems(const HadoopConf& conf, co
 }
 
 Result<std::vector<FetchedToken>> FetchHdfsDelegationTokens(const std::vector<TokenFileSystem>& systems,
-                                                            const SiteProperties& site, const IpcOptions& base,
+                                                            const hadoop::SiteProperties& site, const hadoop::IpcOptions& base,
                                                             const std::string& renewer) {
   std::vector<FetchedToken> fetched;
   auto fail = [&](Status s) {
@@ -110,10 +110,10 @@ Result<std::vector<FetchedToken>> FetchHdfsDelegationTokens(const std::vector<To
   };
   std::vector<std::string> services;
   for (const TokenFileSystem& fs : systems) {
-    auto resolved = ResolveHdfsFileSystem(fs.uri, site);
+    auto resolved = hadoop::ResolveHdfsFileSystem(fs.uri, site);
     if (!resolved.ok()) return fail(Status::InvalidArgument(fs.key + "=" + fs.uri + ": " + resolved.status().message()));
     if (std::find(services.begin(), services.end(), resolved->token_service) != services.end()) continue;
-    NameNodeClient nn(*resolved, base);
+    hadoop::NameNodeClient nn(*resolved, base);
     auto token = nn.GetDelegationToken(renewer);
     if (!token.ok()) {
       std::string what = "getting an HDFS delegation token for " + fs.uri + " (" + fs.key + ", renewer " + renewer +
@@ -130,10 +130,10 @@ Result<std::vector<FetchedToken>> FetchHdfsDelegationTokens(const std::vector<To
   return fetched;
 }
 
-int CancelDelegationTokens(const std::vector<FetchedToken>& tokens, const IpcOptions& base) {
+int CancelDelegationTokens(const std::vector<FetchedToken>& tokens, const hadoop::IpcOptions& base) {
   int cancelled = 0;
   for (const FetchedToken& t : tokens) {
-    Status s = NameNodeClient(t.fs, base).CancelDelegationToken(t.token);
+    Status s = hadoop::NameNodeClient(t.fs, base).CancelDelegationToken(t.token);
     if (s.ok()) {
       ++cancelled;
     } else {

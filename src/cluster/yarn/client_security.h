@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "cluster/yarn/hdfs/hadoop_conf.h"
-#include "cluster/yarn/rpc/ipc_client.h"
-#include "cluster/yarn/rpc/namenode_client.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "core/config/config.h"
 #include "core/status.h"
+#include "hadoop/conf/hadoop_conf.h"
+#include "hadoop/ipc/ipc_client.h"
+#include "hadoop/ipc/namenode_client.h"
+#include "hadoop/wire/credentials.h"
 
 namespace loom::cluster::yarn {
 
@@ -21,7 +21,7 @@ namespace loom::cluster::yarn {
 // with SASL GSSAPI. InvalidArgument (exit 2): no or expired ticket, a keytab that does not
 // exist, keytab keys on a cluster without Kerberos, security.enabled=false on a Kerberized one.
 // Returns the logged-in principal ("alice@REALM"), or "" on a cluster without Kerberos.
-Result<std::string> LoginForCluster(const HadoopConf& conf, const config::Config& job_conf);
+Result<std::string> LoginForCluster(const hadoop::HadoopConf& conf, const config::Config& job_conf);
 
 // Hadoop's DEFAULT auth_to_local rule for the realm's principals: the principal's first
 // component ("alice/host@R" -> "alice", "root@LOOM.TEST" -> "root"), the name the NameNode and
@@ -39,13 +39,13 @@ struct TokenFileSystem {
 // loom.application.file-systems and of loom.other.namenodes (TonY's tony.other.namenodes), each
 // once. Without Kerberos: none. InvalidArgument naming the key as written: a URI that is not
 // hdfs://, or either key set on a cluster without Kerberos (no token would be fetched or used).
-Result<std::vector<TokenFileSystem>> TokenFileSystems(const HadoopConf& conf, const config::Config& job_conf);
+Result<std::vector<TokenFileSystem>> TokenFileSystems(const hadoop::HadoopConf& conf, const config::Config& job_conf);
 
 // An HDFS delegation token `loom submit` fetched, and the file system whose NameNode issued it
 // (to cancel it there).
 struct FetchedToken {
-  Token token;
-  HdfsFileSystem fs;
+  hadoop::Token token;
+  hadoop::HdfsFileSystem fs;
 };
 
 // One HDFS delegation token for each of `systems` (DFSClient's NameNodes and token service from
@@ -55,10 +55,10 @@ struct FetchedToken {
 // answered (the cluster's state: try again), InvalidArgument for anything else (a refusal, an
 // unresolvable URI: the user's to fix, exit 2).
 Result<std::vector<FetchedToken>> FetchHdfsDelegationTokens(const std::vector<TokenFileSystem>& systems,
-                                                            const SiteProperties& site, const IpcOptions& base,
+                                                            const hadoop::SiteProperties& site, const hadoop::IpcOptions& base,
                                                             const std::string& renewer);
 // Best effort: cancels each token at its NameNode (its owner may), logging a warning for any
 // that fails (it then expires by itself); returns how many were cancelled.
-int CancelDelegationTokens(const std::vector<FetchedToken>& tokens, const IpcOptions& base);
+int CancelDelegationTokens(const std::vector<FetchedToken>& tokens, const hadoop::IpcOptions& base);
 
 }  // namespace loom::cluster::yarn

@@ -4,18 +4,18 @@
 
 #include <string>
 
-#include "cluster/yarn/hdfs/hadoop_conf.h"
-#include "cluster/yarn/rpc/rm_failover.h"
-#include "cluster/yarn/rpc/yarn_clients.h"
 #include "core/status.h"
+#include "hadoop/conf/hadoop_conf.h"
+#include "hadoop/ipc/rm_failover.h"
+#include "hadoop/ipc/yarn_clients.h"
 
 namespace loom::cluster::yarn {
 
-RmAddresses RmsOf(const HadoopConf& conf);
-RmAddresses RmsOf(const std::vector<HostPort>& rms);
+hadoop::RmAddresses RmsOf(const hadoop::HadoopConf& conf);
+hadoop::RmAddresses RmsOf(const std::vector<hadoop::HostPort>& rms);
 // "h1:8032,h2:8032", rm-ids order: what a job's record keeps.
-std::string RmListOf(const HadoopConf& conf);
-FailoverSettings FailoverOf(const HadoopConf& conf);
+std::string RmListOf(const hadoop::HadoopConf& conf);
+hadoop::FailoverSettings FailoverOf(const hadoop::HadoopConf& conf);
 // The RM does not know the application (ApplicationNotFoundException): never submitted there,
 // or forgotten (yarn.resourcemanager.max-completed-applications, a restart without a state store).
 bool IsApplicationNotFound(const Status& s);

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "cluster/yarn/hdfs/spnego.h"
 #include "core/strings.h"
+#include "hadoop/hdfs/spnego.h"
 
 namespace loom::cluster::yarn {
 
@@ -81,12 +81,12 @@ Result<NmGpuResources> ParseNmGpuResources(const std::string& body) {
 }
 
 Result<NmGpuResources> FetchNmGpuResources(const std::string& nm_http_address, const std::string& scheme) {
-  HttpRequest request;
+  hadoop::HttpRequest request;
   request.url = scheme + "://" + nm_http_address + "/ws/v1/node/resources/yarn.io%2Fgpu";
   request.headers = {"Accept: application/json"};
   request.connect_timeout_s = 5;
   request.stall_timeout_s = 15;  // the NodeManager runs nvidia-smi for each call (10 s limit)
-  LOOM_ASSIGN_OR_RETURN(HttpResponse r, AuthenticatedExchange(request));
+  LOOM_ASSIGN_OR_RETURN(hadoop::HttpResponse r, hadoop::AuthenticatedExchange(request));
   if (r.code != 200) {
     return Status::Unavailable("GET " + request.url + ": HTTP " + std::to_string(r.code) + ": " + r.body.substr(0, 200));
   }

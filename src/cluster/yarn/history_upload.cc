@@ -6,23 +6,23 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "core/files.h"
+#include "hadoop/hdfs/webhdfs.h"
 
 namespace loom::cluster::yarn {
 
 namespace {
-WebHdfs Connect(const std::string& webhdfs, const std::string& user, const std::optional<Token>& delegation) {
-  WebHdfs fs(webhdfs, user);
+hadoop::WebHdfs Connect(const std::string& webhdfs, const std::string& user, const std::optional<hadoop::Token>& delegation) {
+  hadoop::WebHdfs fs(webhdfs, user);
   if (delegation) fs.UseDelegationToken(*delegation);  // the AM has no Kerberos ticket
   return fs;
 }
 }  // namespace
 
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                     const history::JobDir& dir, bool replace_status, const std::optional<Token>& delegation,
+                     const history::JobDir& dir, bool replace_status, const std::optional<hadoop::Token>& delegation,
                      bool with_events) {
-  WebHdfs fs = Connect(webhdfs, user, delegation);
+  hadoop::WebHdfs fs = Connect(webhdfs, user, delegation);
   LOOM_RETURN_IF_ERROR(fs.Mkdirs(staging_dir + "/history", "700"));
   for (const std::string& f : {dir.job_json(), dir.events(), dir.status()}) {
     if (!PathExists(f) || (f == dir.events() && !with_events)) continue;
@@ -36,7 +36,7 @@ Status UploadHistory(const std::string& webhdfs, const std::string& user, const 
 Result<int64_t> CatchUpFromHdfs(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
                                 int64_t am_events_offset, const history::JobDir& dir) {
   constexpr int64_t kMaxChunk = 64 << 20;
-  auto bytes = WebHdfs(webhdfs, user).OpenRange(staging_dir + "/history/events.jsonl", am_events_offset, kMaxChunk);
+  auto bytes = hadoop::WebHdfs(webhdfs, user).OpenRange(staging_dir + "/history/events.jsonl", am_events_offset, kMaxChunk);
   if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) return am_events_offset;  // not uploaded yet
   if (!bytes.ok()) return bytes.status();
   size_t complete = bytes->rfind('\n');
@@ -57,7 +57,7 @@ Status AppendEventLines(const std::string& events_path, const std::string& lines
 }
 
 HistoryUploader::HistoryUploader(std::string webhdfs, std::string user, std::string staging_dir, history::JobDir dir,
-                                 std::chrono::milliseconds interval, std::optional<Token> delegation)
+                                 std::chrono::milliseconds interval, std::optional<hadoop::Token> delegation)
     : webhdfs_(std::move(webhdfs)),
       user_(std::move(user)),
       staging_dir_(std::move(staging_dir)),
@@ -76,7 +76,7 @@ HistoryUploader::~HistoryUploader() {
 }
 
 void HistoryUploader::Loop() {
-  WebHdfs fs = Connect(webhdfs_, user_, delegation_);
+  hadoop::WebHdfs fs = Connect(webhdfs_, user_, delegation_);
   std::string history = staging_dir_ + "/history";
   if (Status s = fs.Mkdirs(history, "700"); !s.ok()) {
     spdlog::warn("history in HDFS: {}", s.ToString());

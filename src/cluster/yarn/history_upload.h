@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "cluster/yarn/wire/credentials.h"
 #include "core/status.h"
+#include "hadoop/wire/credentials.h"
 #include "history/job_dir.h"
 
 namespace loom::cluster::yarn {
@@ -24,7 +24,7 @@ namespace loom::cluster::yarn {
 // events.jsonl in HDFS as it is.
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
                      const history::JobDir& dir, bool replace_status = true,
-                     const std::optional<Token>& delegation = std::nullopt, bool with_events = true);
+                     const std::optional<hadoop::Token>& delegation = std::nullopt, bool with_events = true);
 
 // Appends to `dir`'s events what the AM's events.jsonl in HDFS holds past `am_events_offset`
 // (whole lines only: the AM may be rewriting it) and returns the new offset. The AM's events
@@ -42,7 +42,7 @@ class HistoryUploader {
   // Uploads `dir`'s job.json once, then events.jsonl whenever it grew, every `interval`.
   // With `delegation` (a Kerberized cluster) every WebHDFS call authenticates with that token.
   HistoryUploader(std::string webhdfs, std::string user, std::string staging_dir, history::JobDir dir,
-                  std::chrono::milliseconds interval, std::optional<Token> delegation = std::nullopt);
+                  std::chrono::milliseconds interval, std::optional<hadoop::Token> delegation = std::nullopt);
   // Stops the thread; the job's final record is its owner's to upload (UploadHistory).
   ~HistoryUploader();
 
@@ -53,7 +53,7 @@ class HistoryUploader {
   const std::string webhdfs_, user_, staging_dir_;
   const history::JobDir dir_;
   const std::chrono::milliseconds interval_;
-  const std::optional<Token> delegation_;
+  const std::optional<hadoop::Token> delegation_;
   int64_t uploaded_size_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
+#include "hadoop/hdfs/webhdfs.h"
 
 namespace loom::cluster::yarn {
 
@@ -84,10 +84,10 @@ std::vector<Upload> JobUploads(const history::JobDir& dir, const JobSpec& spec, 
   return uploads;
 }
 
-Result<HdfsFileStatus> RunUpload(const std::string& webhdfs, const std::string& user, const Upload& u,
+Result<hadoop::HdfsFileStatus> RunUpload(const std::string& webhdfs, const std::string& user, const Upload& u,
                                  const std::string& hdfs_path) {
   try {
-    WebHdfs fs(webhdfs, user);  // a client per upload: each keeps its own connection
+    hadoop::WebHdfs fs(webhdfs, user);  // a client per upload: each keeps its own connection
     return u.local.empty() ? fs.Create(hdfs_path, u.bytes, "600") : fs.Upload(u.local, hdfs_path, "600");
   } catch (const std::exception& e) {
     return Status::Internal("uploading " + hdfs_path + ": " + e.what());
@@ -114,7 +114,7 @@ Status StageJob(const history::JobDir& dir, const JobSpec& spec, const std::stri
   if (built.ok() && spec.python_venv_format == VenvFormat::kZip) {
     built = RepackZipVenv(spec.python_venv, dir.root(), dir.root() + "/venv.tar.gz");
   }
-  WebHdfs fs(m->webhdfs, m->user);
+  hadoop::WebHdfs fs(m->webhdfs, m->user);
   Result<StagedFile> binary = built.ok() ? StageCachedBinary(fs, loom_binary, cache_dir, m->application_id)
                                          : Result<StagedFile>(built);
   Status dir_made = binary.ok() ? fs.Mkdirs(m->dir, "700").WithContext("creating the staging dir " + m->dir)
@@ -124,12 +124,12 @@ Status StageJob(const history::JobDir& dir, const JobSpec& spec, const std::stri
     return dir_made;
   }
 
-  std::vector<std::optional<Result<HdfsFileStatus>>> results(uploads.size());
+  std::vector<std::optional<Result<hadoop::HdfsFileStatus>>> results(uploads.size());
   {
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < uploads.size(); ++i) {
       auto run = [&, i] {
-        results[i] = RunUpload(m->webhdfs, m->user, uploads[i], JoinHdfsPath(m->dir, uploads[i].hdfs_name));
+        results[i] = RunUpload(m->webhdfs, m->user, uploads[i], hadoop::JoinHdfsPath(m->dir, uploads[i].hdfs_name));
       };
       try {
         threads.emplace_back(run);
@@ -142,9 +142,9 @@ Status StageJob(const history::JobDir& dir, const JobSpec& spec, const std::stri
   m->files[kLoomBinaryResource] = *binary;
   for (size_t i = 0; i < uploads.size(); ++i) {
     if (!results[i]->ok()) return results[i]->status();
-    const HdfsFileStatus& st = **results[i];
+    const hadoop::HdfsFileStatus& st = **results[i];
     m->files[uploads[i].resource] =
-        StagedFile{JoinHdfsPath(m->dir, uploads[i].hdfs_name), st.length, st.modification_time, uploads[i].archive};
+        StagedFile{hadoop::JoinHdfsPath(m->dir, uploads[i].hdfs_name), st.length, st.modification_time, uploads[i].archive};
   }
   return Status::Ok();
 }

@@ -5,11 +5,13 @@
 #include <openssl/sha.h>
 
 #include "cluster/yarn/docker_runtime.h"
-#include "cluster/yarn/wire/credentials.h"
-#include "cluster/yarn/wire/crypto_library.h"
 #include "core/files.h"
+#include "hadoop/wire/credentials.h"
+#include "hadoop/wire/crypto_library.h"
 
 namespace loom::cluster::yarn {
+
+std::string StagingRoot(const std::string& user) { return "/user/" + user + "/.loom"; }
 
 using nlohmann::json;
 
@@ -20,7 +22,7 @@ json StagedFilesToJson(const std::map<std::string, StagedFile>& files) {
   for (const auto& [name, f] : files) {
     out[name] = {{"path", f.path},   {"size", f.size},
                  {"mtime", f.mtime}, {"archive", f.archive},
-                 {"visibility", hadoop::yarn::LocalResourceVisibilityProto_Name(f.visibility)}};
+                 {"visibility", ::hadoop::yarn::LocalResourceVisibilityProto_Name(f.visibility)}};
   }
   return out;
 }
@@ -33,7 +35,7 @@ Result<std::map<std::string, StagedFile>> StagedFilesFromJson(const json& j) {
       StagedFile& staged = files[name];
       staged = {f.at("path").get<std::string>(), f.at("size").get<int64_t>(), f.at("mtime").get<int64_t>(),
                 f.at("archive").get<bool>()};
-      if (!hadoop::yarn::LocalResourceVisibilityProto_Parse(f.value("visibility", "APPLICATION"), &staged.visibility)) {
+      if (!::hadoop::yarn::LocalResourceVisibilityProto_Parse(f.value("visibility", "APPLICATION"), &staged.visibility)) {
         return Status::InvalidArgument("staged file " + name + " has visibility " + f.value("visibility", ""));
       }
     }
@@ -46,11 +48,11 @@ Result<std::map<std::string, StagedFile>> StagedFilesFromJson(const json& j) {
 }  // namespace
 
 std::string EncodeStagedFiles(const std::map<std::string, StagedFile>& files) {
-  return Base64Encode(StagedFilesToJson(files).dump());
+  return hadoop::Base64Encode(StagedFilesToJson(files).dump());
 }
 
 Result<std::map<std::string, StagedFile>> DecodeStagedFiles(std::string_view value) {
-  LOOM_ASSIGN_OR_RETURN(std::string text, Base64Decode(value));
+  LOOM_ASSIGN_OR_RETURN(std::string text, hadoop::Base64Decode(value));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status::InvalidArgument("staged files: not JSON");
   return StagedFilesFromJson(j);
@@ -123,8 +125,8 @@ std::map<std::string, std::string> StagingManifest::DockerEnvFor(const std::stri
   return DockerLaunchEnv(it->second, docker_mounts);
 }
 
-hadoop::yarn::LocalResourceProto StagingManifest::ToLocalResource(const StagedFile& f) const {
-  hadoop::yarn::LocalResourceProto r;
+::hadoop::yarn::LocalResourceProto StagingManifest::ToLocalResource(const StagedFile& f) const {
+  ::hadoop::yarn::LocalResourceProto r;
   auto* url = r.mutable_resource();
   url->set_scheme(fs_scheme);
   url->set_host(fs_host);
@@ -132,7 +134,7 @@ hadoop::yarn::LocalResourceProto StagingManifest::ToLocalResource(const StagedFi
   url->set_file(f.path);
   r.set_size(f.size);
   r.set_timestamp(f.mtime);
-  r.set_type(f.archive ? hadoop::yarn::ARCHIVE : hadoop::yarn::FILE);
+  r.set_type(f.archive ? ::hadoop::yarn::ARCHIVE : ::hadoop::yarn::FILE);
   r.set_visibility(f.visibility);
   return r;
 }
@@ -144,16 +146,16 @@ bool AmOnly(const std::string& name) {
 }
 }  // namespace
 
-std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::AmResources() const {
-  std::map<std::string, hadoop::yarn::LocalResourceProto> out;
+std::map<std::string, ::hadoop::yarn::LocalResourceProto> StagingManifest::AmResources() const {
+  std::map<std::string, ::hadoop::yarn::LocalResourceProto> out;
   for (const auto& [name, f] : files) {
     if (AmOnly(name) || name == kLoomBinaryResource) out[name] = ToLocalResource(f);
   }
   return out;
 }
 
-std::map<std::string, hadoop::yarn::LocalResourceProto> StagingManifest::ExecutorResources() const {
-  std::map<std::string, hadoop::yarn::LocalResourceProto> out;
+std::map<std::string, ::hadoop::yarn::LocalResourceProto> StagingManifest::ExecutorResources() const {
+  std::map<std::string, ::hadoop::yarn::LocalResourceProto> out;
   for (const auto& [name, f] : files) {
     if (!AmOnly(name)) out[name] = ToLocalResource(f);
   }
@@ -166,7 +168,7 @@ Result<std::string> Sha256Hex(const std::string& path) {
   LOOM_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   unsigned char md[SHA256_DIGEST_LENGTH];
   unsigned int n = 0;
-  if (Crypto().digest(bytes.data(), bytes.size(), md, &n, Crypto().sha256(), nullptr) != 1) {
+  if (hadoop::Crypto().digest(bytes.data(), bytes.size(), md, &n, hadoop::Crypto().sha256(), nullptr) != 1) {
     return Status::Internal("SHA-256 of " + path + " failed");
   }
   static constexpr char kHex[] = "0123456789abcdef";
@@ -183,10 +185,10 @@ int OtherBits(const std::string& permission) { return permission.empty() ? 0 : (
 
 // The NodeManager's test for its public cache (FSDownload.isPublic): the file readable by
 // everyone and every directory above it searchable by everyone.
-Result<bool> ReadableByEveryone(WebHdfs& fs, const std::string& path, const HdfsFileStatus& file) {
+Result<bool> ReadableByEveryone(hadoop::WebHdfs& fs, const std::string& path, const hadoop::HdfsFileStatus& file) {
   if (!(OtherBits(file.permission) & 4)) return false;
   for (std::string dir = path.substr(0, path.rfind('/')); ; dir = dir.substr(0, dir.rfind('/'))) {
-    LOOM_ASSIGN_OR_RETURN(HdfsFileStatus st, fs.GetFileStatus(dir.empty() ? "/" : dir));
+    LOOM_ASSIGN_OR_RETURN(hadoop::HdfsFileStatus st, fs.GetFileStatus(dir.empty() ? "/" : dir));
     if (!(OtherBits(st.permission) & 1)) return false;
     if (dir.empty()) return true;
   }
@@ -194,14 +196,14 @@ Result<bool> ReadableByEveryone(WebHdfs& fs, const std::string& path, const Hdfs
 
 }  // namespace
 
-Result<StagedFile> StageCachedBinary(WebHdfs& fs, const std::string& local_binary, const std::string& cache_dir,
+Result<StagedFile> StageCachedBinary(hadoop::WebHdfs& fs, const std::string& local_binary, const std::string& cache_dir,
                                      const std::string& unique) {
   LOOM_ASSIGN_OR_RETURN(std::string hash, Sha256Hex(local_binary));
   struct stat local;
   if (::stat(local_binary.c_str(), &local) != 0) return Status::FromErrno("stat " + local_binary, errno);
   std::string name = "loom-" + hash.substr(0, 16);
   std::string path = cache_dir + "/" + name;
-  Result<HdfsFileStatus> cached = fs.GetFileStatus(path);
+  Result<hadoop::HdfsFileStatus> cached = fs.GetFileStatus(path);
   if (!cached.ok() && cached.status().code() != StatusCode::kNotFound) return cached.status();
   if (!cached.ok() || cached->type != "FILE" || cached->length != local.st_size) {
     // 755: the binary is no secret, and world-readable it can go to the public cache.
@@ -223,12 +225,12 @@ Result<StagedFile> StageCachedBinary(WebHdfs& fs, const std::string& local_binar
   }
   LOOM_ASSIGN_OR_RETURN(bool pub, ReadableByEveryone(fs, path, *cached));
   StagedFile f{path, cached->length, cached->modification_time, false};
-  f.visibility = pub ? hadoop::yarn::PUBLIC : hadoop::yarn::PRIVATE;
+  f.visibility = pub ? ::hadoop::yarn::PUBLIC : ::hadoop::yarn::PRIVATE;
   return f;
 }
 
-hadoop::yarn::ResourceProto ToYarnResource(const Resources& r) {
-  hadoop::yarn::ResourceProto p;
+::hadoop::yarn::ResourceProto ToYarnResource(const Resources& r) {
+  ::hadoop::yarn::ResourceProto p;
   p.set_memory(r.memory_mib);
   p.set_virtual_cores(r.vcores);
   if (r.gpus > 0) {
@@ -236,15 +238,15 @@ hadoop::yarn::ResourceProto ToYarnResource(const Resources& r) {
     gpu->set_key("yarn.io/gpu");
     gpu->set_value(r.gpus);
     gpu->set_units("");
-    gpu->set_type(hadoop::yarn::COUNTABLE);
+    gpu->set_type(::hadoop::yarn::COUNTABLE);
   }
   return p;
 }
 
-std::vector<ManifestNode> ManifestNodes(const std::vector<hadoop::yarn::NodeReportProto>& reports) {
+std::vector<ManifestNode> ManifestNodes(const std::vector<::hadoop::yarn::NodeReportProto>& reports) {
   std::vector<ManifestNode> out;
   for (const auto& r : reports) {
-    if (r.node_state() != hadoop::yarn::NS_RUNNING) continue;
+    if (r.node_state() != ::hadoop::yarn::NS_RUNNING) continue;
     out.push_back({r.nodeid().host(), r.nodeid().port(), r.rackname().empty() ? "/default-rack" : r.rackname(),
                    r.capability().memory(), r.used().memory(), r.capability().virtual_cores(), r.used().virtual_cores(),
                    GpusOf(r.capability()), GpusOf(r.used())});
@@ -252,18 +254,18 @@ std::vector<ManifestNode> ManifestNodes(const std::vector<hadoop::yarn::NodeRepo
   return out;
 }
 
-int64_t GpusOf(const hadoop::yarn::ResourceProto& r) {
+int64_t GpusOf(const ::hadoop::yarn::ResourceProto& r) {
   for (const auto& info : r.resource_value_map()) {
     if (info.key() == "yarn.io/gpu") return info.value();
   }
   return 0;
 }
 
-Status HandTokensToUserCode(const Credentials& container, const std::string& path,
+Status HandTokensToUserCode(const hadoop::Credentials& container, const std::string& path,
                             std::map<std::string, std::string>* env) {
-  Credentials tokens_only;
+  hadoop::Credentials tokens_only;
   tokens_only.tokens = container.tokens;
-  LOOM_RETURN_IF_ERROR(WriteFileAtomic(path, SerializeCredentials(tokens_only), 0600)
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(path, hadoop::SerializeCredentials(tokens_only), 0600)
                            .WithContext("writing the tokens file for user code"));
   (*env)["HADOOP_TOKEN_FILE_LOCATION"] = path;
   return Status::Ok();

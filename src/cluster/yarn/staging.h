@@ -19,12 +19,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/yarn/hdfs/hadoop_conf.h"
-#include "cluster/yarn/hdfs/webhdfs.h"
-#include "cluster/yarn/proto/yarn.pb.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "core/job_spec.h"
 #include "core/status.h"
+#include "hadoop/conf/hadoop_conf.h"
+#include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/proto/yarn.pb.h"
+#include "hadoop/wire/credentials.h"
 
 namespace loom::cluster::yarn {
 
@@ -54,7 +54,7 @@ inline constexpr char kUserTokenFile[] = ".loom.hdfs-tokens";
 // file (which the caller then removes); then points (*env)["HADOOP_TOKEN_FILE_LOCATION"] at
 // it for the user's processes (Hadoop clients such as `hdfs dfs` or pyarrow read it; K3:
 // containers have tokens only).
-Status HandTokensToUserCode(const Credentials& container, const std::string& path,
+Status HandTokensToUserCode(const hadoop::Credentials& container, const std::string& path,
                             std::map<std::string, std::string>* env);
 
 // Names of the job's files in its staging dir. CleanStaging deletes exactly these.
@@ -68,7 +68,7 @@ struct StagedFile {
   bool archive = false;
   // APPLICATION: localized for this application only. PRIVATE / PUBLIC: kept in the
   // NodeManager's user / public cache and reused by later applications.
-  hadoop::yarn::LocalResourceVisibilityProto visibility = hadoop::yarn::APPLICATION;
+  ::hadoop::yarn::LocalResourceVisibilityProto visibility = ::hadoop::yarn::APPLICATION;
 };
 
 // A NodeManager as getClusterNodes reported it at submit time.
@@ -81,7 +81,11 @@ struct ManifestNode {
   int64_t gpus = 0, used_gpus = 0;
 };
 // The RUNNING nodes of getClusterNodes' answer.
-std::vector<ManifestNode> ManifestNodes(const std::vector<hadoop::yarn::NodeReportProto>& reports);
+std::vector<ManifestNode> ManifestNodes(const std::vector<::hadoop::yarn::NodeReportProto>& reports);
+
+// Where a user's jobs are staged in HDFS: /user/<user>/.loom (jobs in <app-id>/, the shared
+// binary in cache/).
+std::string StagingRoot(const std::string& user);
 
 struct StagingManifest {
   std::string fs_scheme, fs_host;
@@ -116,12 +120,12 @@ struct StagingManifest {
   nlohmann::json ToJson() const;
   static Result<StagingManifest> FromJson(const std::string& text);
   // The LocalResource for one staged file.
-  hadoop::yarn::LocalResourceProto ToLocalResource(const StagedFile& f) const;
+  ::hadoop::yarn::LocalResourceProto ToLocalResource(const StagedFile& f) const;
   // Every file but the AM-only ones (manifest, job.json, config.xml): what an executor gets.
-  std::map<std::string, hadoop::yarn::LocalResourceProto> ExecutorResources() const;
+  std::map<std::string, ::hadoop::yarn::LocalResourceProto> ExecutorResources() const;
   // What the AM's container needs: the binary and the AM-only files, not the src dir or the
   // venv (a large venv would be downloaded and unpacked before the AM could start).
-  std::map<std::string, hadoop::yarn::LocalResourceProto> AmResources() const;
+  std::map<std::string, ::hadoop::yarn::LocalResourceProto> AmResources() const;
 };
 
 // The value of kStagedFilesEnv: the files as JSON, in Base64 because the NodeManager writes an
@@ -138,12 +142,12 @@ Result<std::map<std::string, StagedFile>> DecodeStagedFiles(std::string_view val
 // HDFS lets every user read it (the file o+r, every ancestor directory o+x: the NodeManager's
 // rule for its public cache), else PRIVATE. Never deleted by CleanStaging.
 // Errors: those of WebHDFS, with the path; Internal when the cached file has the wrong length.
-Result<StagedFile> StageCachedBinary(WebHdfs& fs, const std::string& local_binary, const std::string& cache_dir,
+Result<StagedFile> StageCachedBinary(hadoop::WebHdfs& fs, const std::string& local_binary, const std::string& cache_dir,
                                      const std::string& unique);
 
 // A task's resources as YARN asks for them: memory and vcores, GPUs as yarn.io/gpu (which the
 // RM drops silently unless yarn.resource-types lists it).
-hadoop::yarn::ResourceProto ToYarnResource(const Resources& r);
-int64_t GpusOf(const hadoop::yarn::ResourceProto& r);
+::hadoop::yarn::ResourceProto ToYarnResource(const Resources& r);
+int64_t GpusOf(const ::hadoop::yarn::ResourceProto& r);
 
 }  // namespace loom::cluster::yarn

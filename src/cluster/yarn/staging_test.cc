@@ -32,6 +32,9 @@ StagingManifest Sample() {
 
 // The AM hands executors what the client staged, visibility included: a binary the AM
 // localized from the NM's cache must reach executors the same way.
+// Loom's layout in HDFS belongs to the backend, not to the Hadoop client's configuration.
+TEST(StagingRoot, IsUnderTheUsersHome) { EXPECT_EQ(StagingRoot("alice"), "/user/alice/.loom"); }
+
 TEST(StagedFiles, VisibilitySurvivesTheAmsEnvironment) {
   auto files = DecodeStagedFiles(EncodeStagedFiles(Sample().files));
   ASSERT_OK(files);
@@ -57,16 +60,16 @@ TEST(StagedFiles, TheEnvironmentValueIsSafeInsideDoubleQuotes) {
 
 TEST(StagedFiles, GarbageIsRefusedWithWhatIsWrong) {
   EXPECT_STATUS(DecodeStagedFiles("not base64!"), kInvalidArgument, ::testing::_);
-  EXPECT_STATUS(DecodeStagedFiles(Base64Encode("[1,2")), kInvalidArgument, ::testing::HasSubstr("not JSON"));
-  nlohmann::json j = nlohmann::json::parse(*Base64Decode(EncodeStagedFiles(Sample().files)));
+  EXPECT_STATUS(DecodeStagedFiles(hadoop::Base64Encode("[1,2")), kInvalidArgument, ::testing::HasSubstr("not JSON"));
+  nlohmann::json j = nlohmann::json::parse(*hadoop::Base64Decode(EncodeStagedFiles(Sample().files)));
   j[kSrcResource].erase("visibility");
-  auto back = DecodeStagedFiles(Base64Encode(j.dump()));
+  auto back = DecodeStagedFiles(hadoop::Base64Encode(j.dump()));
   ASSERT_OK(back);
   EXPECT_EQ(back->at(kSrcResource).visibility, ypb::APPLICATION);  // absent: the job's own
   j[kSrcResource]["visibility"] = "EVERYONE";
-  EXPECT_STATUS(DecodeStagedFiles(Base64Encode(j.dump())), kInvalidArgument, ::testing::HasSubstr("EVERYONE"));
+  EXPECT_STATUS(DecodeStagedFiles(hadoop::Base64Encode(j.dump())), kInvalidArgument, ::testing::HasSubstr("EVERYONE"));
   j[kSrcResource].erase("size");
-  EXPECT_STATUS(DecodeStagedFiles(Base64Encode(j.dump())), kInvalidArgument, ::testing::HasSubstr("size"));
+  EXPECT_STATUS(DecodeStagedFiles(hadoop::Base64Encode(j.dump())), kInvalidArgument, ::testing::HasSubstr("size"));
 }
 
 // The AM's container gets what the AM reads, not the job's src dir or venv.
@@ -112,8 +115,8 @@ namespace {
 // The executor's file for user code: the container's tokens, none of its secret keys, 0600,
 // and HADOOP_TOKEN_FILE_LOCATION pointing at it.
 TEST(HandTokensToUserCode, WritesOnlyTheTokensPrivatelyAndPointsTheEnvAtThem) {
-  Credentials container;
-  Token hdfs{"id", "pw", kHdfsDelegationKind, "127.0.0.1:19000"};
+  hadoop::Credentials container;
+  hadoop::Token hdfs{"id", "pw", hadoop::kHdfsDelegationKind, "127.0.0.1:19000"};
   container.tokens.emplace_back("127.0.0.1:19000", hdfs);
   container.secrets.push_back({kSecretCredentialAlias, "job-secret"});
   container.secrets.push_back({"loom.env.MLFLOW_TRACKING_TOKEN", "mlflow"});
@@ -121,7 +124,7 @@ TEST(HandTokensToUserCode, WritesOnlyTheTokensPrivatelyAndPointsTheEnvAtThem) {
   std::map<std::string, std::string> env = {{"HADOOP_TOKEN_FILE_LOCATION", "/nm/container_tokens"}};
   ASSERT_OK(HandTokensToUserCode(container, path, &env));
   EXPECT_EQ(env["HADOOP_TOKEN_FILE_LOCATION"], path);
-  Result<Credentials> written = ReadCredentialsFile(path);
+  Result<hadoop::Credentials> written = hadoop::ReadCredentialsFile(path);
   ASSERT_OK(written);
   EXPECT_EQ(written->tokens, container.tokens);
   EXPECT_TRUE(written->secrets.empty());
@@ -135,15 +138,15 @@ TEST(HandTokensToUserCode, WritesOnlyTheTokensPrivatelyAndPointsTheEnvAtThem) {
 }
 
 TEST(HandTokensToUserCode, WritesAnEmptyCredentialsFileWithoutTokens) {
-  Credentials container;
+  hadoop::Credentials container;
   container.secrets.push_back({kSecretCredentialAlias, "job-secret"});
   std::string path = ::testing::TempDir() + "/hdfs-tokens-empty-" + std::to_string(::getpid());
   std::map<std::string, std::string> env;
   ASSERT_OK(HandTokensToUserCode(container, path, &env));
   EXPECT_EQ(env["HADOOP_TOKEN_FILE_LOCATION"], path);
-  Result<Credentials> written = ReadCredentialsFile(path);
+  Result<hadoop::Credentials> written = hadoop::ReadCredentialsFile(path);
   ASSERT_OK(written);
-  EXPECT_EQ(*written, Credentials{});
+  EXPECT_EQ(*written, hadoop::Credentials{});
   ::unlink(path.c_str());
 }
 

@@ -3,43 +3,43 @@
 // What the AM's container holds, as the YARN broker reads it (the staging manifest, the staged
 // files, the credentials) and what of it each task container is given.
 
-#include "cluster/yarn/rpc/namenode_client.h"
-#include "cluster/yarn/wire/ipc_frame.h"
 #include "core/files.h"
 #include "core/forwarded_env.h"
 #include "core/strings.h"
+#include "hadoop/ipc/namenode_client.h"
+#include "hadoop/wire/ipc_frame.h"
 
 namespace loom::cluster::yarn {
 
-std::vector<std::pair<std::string, Token>> PassedOnTokens(const Credentials& am_credentials) {
-  std::vector<std::pair<std::string, Token>> out;
+std::vector<std::pair<std::string, hadoop::Token>> PassedOnTokens(const hadoop::Credentials& am_credentials) {
+  std::vector<std::pair<std::string, hadoop::Token>> out;
   for (const auto& [alias, token] : am_credentials.tokens) {
     if (token.kind != "YARN_AM_RM_TOKEN") out.emplace_back(alias, token);
   }
   return out;
 }
 
-Credentials TaskContainerCredentials(const std::string& job_secret,
+hadoop::Credentials TaskContainerCredentials(const std::string& job_secret,
                                      const std::vector<std::pair<std::string, std::string>>& forwarded_secrets,
-                                     const std::vector<std::pair<std::string, Token>>& tokens) {
-  Credentials creds;
+                                     const std::vector<std::pair<std::string, hadoop::Token>>& tokens) {
+  hadoop::Credentials creds;
   creds.tokens = tokens;
   creds.secrets.push_back({kSecretCredentialAlias, job_secret});
   for (const auto& secret : forwarded_secrets) creds.secrets.push_back(secret);
   return creds;
 }
 
-std::optional<Token> DefaultFsToken(const StagingManifest& manifest,
-                                    const std::vector<std::pair<std::string, Token>>& tokens) {
+std::optional<hadoop::Token> DefaultFsToken(const StagingManifest& manifest,
+                                    const std::vector<std::pair<std::string, hadoop::Token>>& tokens) {
   std::string service;
   if (manifest.fs_port < 0) {
-    service = std::string(kHaTokenServicePrefix) + "hdfs:" + manifest.fs_host;
-  } else if (auto s = BuildTokenService({manifest.fs_host, manifest.fs_port}); s.ok()) {
+    service = std::string(hadoop::kHaTokenServicePrefix) + "hdfs:" + manifest.fs_host;
+  } else if (auto s = hadoop::BuildTokenService({manifest.fs_host, manifest.fs_port}); s.ok()) {
     service = *s;
   }
-  std::optional<Token> first;
+  std::optional<hadoop::Token> first;
   for (const auto& [alias, token] : tokens) {
-    if (token.kind != kHdfsDelegationKind) continue;
+    if (token.kind != hadoop::kHdfsDelegationKind) continue;
     if (token.service == service) return token;
     if (!first) first = token;
   }
@@ -61,7 +61,7 @@ Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::str
   if (token_file == env.end()) {
     return Status::FailedPrecondition("HADOOP_TOKEN_FILE_LOCATION is not set: `loom am --backend yarn` runs in a YARN container");
   }
-  LOOM_ASSIGN_OR_RETURN(Credentials creds, ReadCredentialsFile(token_file->second));
+  LOOM_ASSIGN_OR_RETURN(hadoop::Credentials creds, hadoop::ReadCredentialsFile(token_file->second));
   auto amrm = creds.FindKind("YARN_AM_RM_TOKEN");
   if (!amrm) return Status::FailedPrecondition(token_file->second + " holds no YARN_AM_RM_TOKEN");
   o.amrm_token = *amrm;

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/container_env.h"
+#include "cluster/yarn/yarn_job_submitter.h"
 #include "control/auth.h"
-#include "history/event_log.h"
 #include "core/files.h"
 #include "core/strings.h"
-#include "cluster/yarn/yarn_job_submitter.h"
+#include "hadoop/conf/hadoop_conf.h"
+#include "hadoop/ipc/ipc_client.h"
+#include "history/event_log.h"
 #include "history/events.h"
 
 namespace loom::cluster::yarn {
@@ -17,6 +19,17 @@ Result<AmSetup> YarnAmSide::Prepare(const history::JobDir& dir, const std::map<s
   for (const char* f : {kConfigResource, kJobJsonResource}) {
     LOOM_ASSIGN_OR_RETURN(std::string text, ReadFile(f));
     LOOM_RETURN_IF_ERROR(WriteFileAtomic(dir.root() + "/" + f, text));
+  }
+  // The AMRM and NM token connections accept the qops of hadoop.rpc.protection in this container's
+  // HADOOP_CONF_DIR (the NodeManager's, through its env whitelist), as a Java AM's do.
+  if (auto conf_dir = env.find("HADOOP_CONF_DIR"); conf_dir != env.end() && !conf_dir->second.empty()) {
+    Result<hadoop::HadoopConf> conf = hadoop::HadoopConf::Load(conf_dir->second);
+    if (conf.ok()) {
+      hadoop::SetProcessRpcProtection(conf->rpc_protection);
+    } else {
+      spdlog::warn("cannot read hadoop.rpc.protection from HADOOP_CONF_DIR ({}); using authentication",
+                   conf.status().message());
+    }
   }
   auto options = YarnBrokerOptionsFromContainer(env);
   if (!options.ok()) return options.status().WithContext("AM cannot reach YARN");

@@ -30,7 +30,7 @@ class YarnAmSide : public AmSide {
   std::optional<HistoryUploader> history_copy_;
   // fs.defaultFS's HDFS delegation token (DefaultFsToken), for the AM's own WebHDFS calls on a
   // Kerberized cluster, where the AM has no ticket; nullopt without Kerberos.
-  std::optional<Token> hdfs_token_;
+  std::optional<hadoop::Token> hdfs_token_;
 };
 
 }  // namespace loom::cluster::yarn

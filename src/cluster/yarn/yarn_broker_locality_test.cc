@@ -10,11 +10,11 @@
 #include <set>
 #include <mutex>
 
-#include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/yarn_container_broker.h"
-#include "core/testing.h"
-#include "yarn_test_double.h"
 #include "core/eventually.h"
+#include "core/testing.h"
+#include "hadoop/ipc/yarn_clients.h"
+#include "yarn_test_double.h"
 
 using ::loom::testing::Eventually;
 
@@ -86,7 +86,7 @@ class BrokerLocalityTest : public ::testing::Test {
     o.nm_liveness_expiry_ms = liveness_ms;
     double_ = std::make_unique<yarn_double::YarnTestDouble>(o);
     ASSERT_OK(double_->Start());
-    rm_ = std::make_unique<ApplicationClient>("127.0.0.1", double_->rm_port(), "root");
+    rm_ = std::make_unique<hadoop::ApplicationClient>("127.0.0.1", double_->rm_port(), "root");
     app_ = SubmitApp(heartbeat_ms < 0);
   }
 
@@ -101,7 +101,7 @@ class BrokerLocalityTest : public ::testing::Test {
     asc.mutable_resource()->set_virtual_cores(1);
     asc.mutable_am_container_spec()->add_command("exec sleep 300");
     EXPECT_OK(rm_->SubmitApplication(asc));
-    std::string am = "container_" + ApplicationIdString(app).substr(12) + "_01_000001";
+    std::string am = "container_" + hadoop::ApplicationIdString(app).substr(12) + "_01_000001";
     auto has_am = [&] {
       for (const auto& c : double_->Containers()) {
         if (c.id == am) return true;
@@ -123,15 +123,15 @@ class BrokerLocalityTest : public ::testing::Test {
   YarnBrokerOptions Options(const ypb::ApplicationIdProto& app, bool with_nodes) {
     YarnBrokerOptions o;
     o.manifest.scheduler = "127.0.0.1:" + std::to_string(double_->scheduler_port());
-    o.manifest.application_id = ApplicationIdString(app);
+    o.manifest.application_id = hadoop::ApplicationIdString(app);
     if (with_nodes) {
       auto nodes = rm_->GetClusterNodes();
       EXPECT_OK(nodes);
       o.manifest.nodes = ManifestNodes(nodes.value_or(std::vector<ypb::NodeReportProto>{}));
     }
-    auto token = double_->AmRmToken(ApplicationIdString(app));
+    auto token = double_->AmRmToken(hadoop::ApplicationIdString(app));
     EXPECT_OK(token);
-    o.amrm_token = token.value_or(Token{});
+    o.amrm_token = token.value_or(hadoop::Token{});
     o.nm_host = "localhost";
     o.heartbeat = 100ms;
     o.fast_heartbeat = 10ms;
@@ -149,7 +149,7 @@ class BrokerLocalityTest : public ::testing::Test {
 
   std::filesystem::path work_;
   std::unique_ptr<yarn_double::YarnTestDouble> double_;
-  std::unique_ptr<ApplicationClient> rm_;
+  std::unique_ptr<hadoop::ApplicationClient> rm_;
   ypb::ApplicationIdProto app_;
   Recorder events_;
   std::unique_ptr<YarnContainerBroker> broker_;

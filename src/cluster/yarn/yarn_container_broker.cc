@@ -5,13 +5,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cluster/yarn/rpc/namenode_client.h"
-#include "cluster/yarn/wire/ipc_frame.h"
 #include "control/auth.h"
 #include "control/executor_env.h"
 #include "core/files.h"
 #include "core/forwarded_env.h"
 #include "core/strings.h"
+#include "hadoop/ipc/namenode_client.h"
+#include "hadoop/wire/ipc_frame.h"
 
 namespace loom::cluster::yarn {
 
@@ -71,7 +71,7 @@ std::string ExitStatusName(int s) {
 // killed or failed (the attempt is gone), or the RM told the AM to shut down.
 bool IsFatal(const Status& s) {
   if (s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kFailedPrecondition) return true;
-  std::string cls = RemoteExceptionClass(s);
+  std::string cls = hadoop::RemoteExceptionClass(s);
   return EndsWith(cls, "ApplicationAttemptNotFoundException") || EndsWith(cls, "ApplicationNotFoundException") ||
          s.message().find("shut down") != std::string::npos;
 }
@@ -111,12 +111,12 @@ YarnContainerBroker::~YarnContainerBroker() { Shutdown(std::chrono::milliseconds
 Status YarnContainerBroker::Start(ContainerEvents* events) {
   events_ = events;
   // RM HA: every RM's scheduler address; the AMRMToken is valid on each (FailoverIpcClient).
-  LOOM_ASSIGN_OR_RETURN(std::vector<HostPort> schedulers, ParseHostPortList(opts_.manifest.scheduler));
-  const HostPort& scheduler = schedulers.front();
-  RmAddresses addresses;
-  for (const HostPort& s : schedulers) addresses.emplace_back(s.host, s.port);
-  rm_ = std::make_unique<AmRmClient>(addresses, opts_.amrm_token,
-                                     FailoverSettings{opts_.manifest.rm_failover_max_attempts,
+  LOOM_ASSIGN_OR_RETURN(std::vector<hadoop::HostPort> schedulers, hadoop::ParseHostPortList(opts_.manifest.scheduler));
+  const hadoop::HostPort& scheduler = schedulers.front();
+  hadoop::RmAddresses addresses;
+  for (const hadoop::HostPort& s : schedulers) addresses.emplace_back(s.host, s.port);
+  rm_ = std::make_unique<hadoop::AmRmClient>(addresses, opts_.amrm_token,
+                                     hadoop::FailoverSettings{opts_.manifest.rm_failover_max_attempts,
                                                       opts_.manifest.rm_failover_sleep_base_ms,
                                                       opts_.manifest.rm_failover_sleep_max_ms});
   int port = opts_.am_port ? opts_.am_port() : -1;
@@ -239,7 +239,7 @@ void YarnContainerBroker::UpdateNodesLocked(const ypb::AllocateResponseProto& re
     if (!fresh.empty()) it->second.node = fresh[0];
     if (added && fresh.empty()) it->second.node.host = host;
     it->second.usable = usable;
-    spdlog::info("node {} is now {}", NodeIdString(r.nodeid()), ypb::NodeStateProto_Name(r.node_state()));
+    spdlog::info("node {} is now {}", hadoop::NodeIdString(r.nodeid()), ypb::NodeStateProto_Name(r.node_state()));
     if (usable) continue;
     // Tasks planned on a node that is gone: planned elsewhere, their keys asked again.
     std::set<int64_t> changed;
@@ -376,10 +376,10 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
     UpdateNodesLocked(response);
     // Devices of containers that ended are free for those that come in the same answer.
     for (const ypb::ContainerStatusProto& st : response.completed_container_statuses()) {
-      gpu_plan_.Free(ContainerIdString(st.container_id()));
+      gpu_plan_.Free(hadoop::ContainerIdString(st.container_id()));
     }
     for (const ypb::ContainerProto& c : response.allocated_containers()) {
-      std::string id = ContainerIdString(c.id());
+      std::string id = hadoop::ContainerIdString(c.id());
       // Its key: the request id, or (an RM before 2.9 sends none) the priority.
       int64_t key_id = c.allocation_request_id() >= 0 ? c.allocation_request_id() : c.priority().priority();
       // The task planned on the container's node, else the longest waiting one of its key
@@ -404,14 +404,14 @@ void YarnContainerBroker::Handle(const ypb::AllocateResponseProto& response) {
         continue;
       }
       held_[id] = {it->second.task, c, false, false};
-      allocated.push_back({id, it->second.task, c.nodeid().host(), GpuEnvLocked(id, c), NodeIdString(c.nodeid()),
+      allocated.push_back({id, it->second.task, c.nodeid().host(), GpuEnvLocked(id, c), hadoop::NodeIdString(c.nodeid()),
                            c.node_http_address()});
       int64_t key = it->second.key;
       pending_.erase(it);
       AskLocked(keys_[key]);  // the totals less this one, wherever YARN placed it
     }
     for (const ypb::ContainerStatusProto& st : response.completed_container_statuses()) {
-      std::string id = ContainerIdString(st.container_id());
+      std::string id = hadoop::ContainerIdString(st.container_id());
       auto it = held_.find(id);
       if (it == held_.end() || it->second.completed) continue;
       it->second.completed = true;
@@ -462,8 +462,8 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
     if (stopping_) return Status::Cancelled("container " + container.id + " is being stopped");
     proto = it->second.container;
   }
-  std::string node = NodeIdString(proto.nodeid());
-  std::optional<Token> nm_token = rm_->NmToken(node);
+  std::string node = hadoop::NodeIdString(proto.nodeid());
+  std::optional<hadoop::Token> nm_token = rm_->NmToken(node);
   if (!nm_token) return Status::FailedPrecondition("no NMToken for node " + node + " (the RM sends one with the first container there)");
 
   ypb::ContainerLaunchContextProto clc;
@@ -488,7 +488,7 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
   wiring.secret_credential = kSecretCredentialAlias;
   // The HDFS delegation tokens beside them, for user code (the executor hands it a file of
   // the tokens alone: cli/role_commands.cc).
-  clc.set_tokens(SerializeCredentials(
+  clc.set_tokens(hadoop::SerializeCredentials(
       TaskContainerCredentials(opts_.job_secret, opts_.forwarded_secrets, opts_.delegation_tokens)));
   if (opts_.manifest.files.count(kSrcResource)) wiring.link_into_workdir = kSrcResource;
   wiring.AddTo(env);
@@ -507,7 +507,7 @@ Status YarnContainerBroker::Launch(const Container& container, const LaunchSpec&
     e->set_value(v);
   }
   clc.add_command(CommandLine(spec.argv));
-  Status started = NmClient::StartContainer(proto, *nm_token, clc);
+  Status started = hadoop::NmClient::StartContainer(proto, *nm_token, clc);
   if (!started.ok()) return started.WithContext("starting " + container.id + " on " + node);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = held_.find(container.id); it != held_.end()) it->second.launched = true;
@@ -529,8 +529,8 @@ Status YarnContainerBroker::Stop(const std::string& container_id, std::chrono::m
   // The NodeManager sends SIGTERM, then SIGKILL after its own delay; the executor uses the
   // SIGTERM to stop its user process within the job's grace.
   if (launched) {
-    if (auto token = rm_->NmToken(NodeIdString(proto.nodeid()))) {
-      Status s = NmClient::StopContainer(proto, *token);
+    if (auto token = rm_->NmToken(hadoop::NodeIdString(proto.nodeid()))) {
+      Status s = hadoop::NmClient::StopContainer(proto, *token);
       if (!s.ok()) spdlog::warn("stopping {}: {}", container_id, s.ToString());
     }
   }

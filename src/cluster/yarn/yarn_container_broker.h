@@ -27,8 +27,8 @@
 
 #include "cluster/container_broker.h"
 #include "cluster/yarn/gpu_pinning.h"
-#include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/staging.h"
+#include "hadoop/ipc/yarn_clients.h"
 
 namespace loom::cluster::yarn {
 
@@ -46,14 +46,14 @@ struct PendingRequest {
 
 struct YarnBrokerOptions {
   StagingManifest manifest;
-  Token amrm_token;
+  hadoop::Token amrm_token;
   std::string job_secret;  // the control plane's secret, from the AM's credentials
   // The submitter's forwarded credentials (core/forwarded_env.h), alias -> value, from the AM's
   // credentials: passed on in every container's.
   std::vector<std::pair<std::string, std::string>> forwarded_secrets;
   // The HDFS delegation tokens the submitter got (alias -> token, PassedOnTokens of the AM's
   // credentials): passed on in every container's, for user code ($HADOOP_TOKEN_FILE_LOCATION).
-  std::vector<std::pair<std::string, Token>> delegation_tokens;
+  std::vector<std::pair<std::string, hadoop::Token>> delegation_tokens;
   std::string nm_host;  // this AM's node ($NM_HOST): registered as the AM host
   // The AM's control-plane port, known once its server is up (registered as rpc_port).
   std::function<int()> am_port;
@@ -124,12 +124,12 @@ class YarnContainerBroker : public ContainerBroker {
   };
   struct Held {
     TaskId task;
-    hadoop::yarn::ContainerProto container;
+    ::hadoop::yarn::ContainerProto container;
     bool launched = false;
     bool completed = false;
   };
   void HeartbeatLoop();
-  void Handle(const hadoop::yarn::AllocateResponseProto& response);
+  void Handle(const ::hadoop::yarn::AllocateResponseProto& response);
   // The usable node with the most free memory that still fits `r` after what is planned
   // there; "" when none (or none known).
   std::string PickNodeLocked(const Resources& r) const;
@@ -140,13 +140,13 @@ class YarnContainerBroker : public ContainerBroker {
   // rack of those, "*" for all; a name no longer wanted is asked with 0.
   void AskLocked(AskKey& key);
   // The container's GPU wiring (ExecutorEnv::planned_gpus, nm_web) when it has GPUs.
-  std::map<std::string, std::string> GpuEnvLocked(const std::string& id, const hadoop::yarn::ContainerProto& c);
+  std::map<std::string, std::string> GpuEnvLocked(const std::string& id, const ::hadoop::yarn::ContainerProto& c);
   // Takes allocate's updated_nodes: new nodes, and lost ones whose tasks go elsewhere.
-  void UpdateNodesLocked(const hadoop::yarn::AllocateResponseProto& response);
+  void UpdateNodesLocked(const ::hadoop::yarn::AllocateResponseProto& response);
   std::vector<PendingRequest> PendingLocked() const;
 
   YarnBrokerOptions opts_;
-  std::unique_ptr<AmRmClient> rm_;
+  std::unique_ptr<hadoop::AmRmClient> rm_;
   ContainerEvents* events_ = nullptr;
 
   mutable std::mutex mu_;
@@ -157,12 +157,12 @@ class YarnContainerBroker : public ContainerBroker {
   int64_t next_request_ = 1;
   std::map<int64_t, Pending> pending_;  // wanted tasks, in the order they were asked for
   std::map<int64_t, AskKey> keys_;      // by allocation_request_id
-  std::vector<hadoop::yarn::ResourceRequestProto> asks_;  // changed asks for the next heartbeat
-  std::vector<hadoop::yarn::ContainerIdProto> releases_;
+  std::vector<::hadoop::yarn::ResourceRequestProto> asks_;  // changed asks for the next heartbeat
+  std::vector<::hadoop::yarn::ContainerIdProto> releases_;
   std::map<std::string, Held> held_;  // by container id string
   GpuPlan gpu_plan_;  // the devices planned for each held container with GPUs
   std::map<std::string, NodeView> nodes_;  // by host
-  std::optional<hadoop::yarn::ResourceProto> headroom_;  // allocate's `limit`, last heard
+  std::optional<::hadoop::yarn::ResourceProto> headroom_;  // allocate's `limit`, last heard
   std::chrono::steady_clock::time_point next_pending_report_;
   std::thread heartbeat_;
   Status fatal_;  // the RM ended us (AM_SHUTDOWN, lost token)
@@ -171,16 +171,16 @@ class YarnContainerBroker : public ContainerBroker {
 // `loom am --backend yarn`: reads the staging manifest and the AMRMToken from the container.
 // The tokens of the AM's credentials that its tasks get: all but the AMRMToken (what
 // DistributedShell's AM passes on too; container/worker-container_tokens.bin), in file order.
-std::vector<std::pair<std::string, Token>> PassedOnTokens(const Credentials& am_credentials);
+std::vector<std::pair<std::string, hadoop::Token>> PassedOnTokens(const hadoop::Credentials& am_credentials);
 // A task container's credentials: `tokens`, the job secret and the forwarded credentials.
-Credentials TaskContainerCredentials(const std::string& job_secret,
+hadoop::Credentials TaskContainerCredentials(const std::string& job_secret,
                                      const std::vector<std::pair<std::string, std::string>>& forwarded_secrets,
-                                     const std::vector<std::pair<std::string, Token>>& tokens);
+                                     const std::vector<std::pair<std::string, hadoop::Token>>& tokens);
 // The token of the job's fs.defaultFS among `tokens`, for the AM's own WebHDFS calls: the one
 // whose service is the manifest's file system's (ha-hdfs:<nameservice>, or its ip:port), else
 // the first HDFS_DELEGATION_TOKEN; nullopt when there is none (a cluster without Kerberos).
-std::optional<Token> DefaultFsToken(const StagingManifest& manifest,
-                                    const std::vector<std::pair<std::string, Token>>& tokens);
+std::optional<hadoop::Token> DefaultFsToken(const StagingManifest& manifest,
+                                    const std::vector<std::pair<std::string, hadoop::Token>>& tokens);
 
 Result<YarnBrokerOptions> YarnBrokerOptionsFromContainer(const std::map<std::string, std::string>& env);
 

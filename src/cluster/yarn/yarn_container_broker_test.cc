@@ -2,7 +2,7 @@
 
 #include <gmock/gmock.h>
 
-#include "cluster/yarn/wire/credentials.h"
+#include "hadoop/wire/credentials.h"
 
 namespace loom::cluster::yarn {
 namespace {
@@ -40,15 +40,15 @@ const std::string kAmTokens =
 // The real AM's credentials (an HDFS delegation token and the AMRMToken): tasks get the HDFS
 // token, never the AMRMToken, beside the job secret.
 TEST(PassedOnTokens, TasksGetTheHdfsTokenButNotTheAmRmToken) {
-  Result<Credentials> am = ReadCredentialsFile(kAmTokens);
+  Result<hadoop::Credentials> am = hadoop::ReadCredentialsFile(kAmTokens);
   ASSERT_TRUE(am.ok()) << am.status().ToString();
   auto passed = PassedOnTokens(*am);
   ASSERT_EQ(passed.size(), 1u);
   EXPECT_EQ(passed[0].first, "127.0.0.1:19000");
-  EXPECT_EQ(passed[0].second.kind, kHdfsDelegationKind);
+  EXPECT_EQ(passed[0].second.kind, hadoop::kHdfsDelegationKind);
 
-  Credentials task = TaskContainerCredentials("s3cret", {{"loom.env.TOKEN", "v"}}, passed);
-  Result<Credentials> parsed = ParseCredentials(SerializeCredentials(task));
+  hadoop::Credentials task = TaskContainerCredentials("s3cret", {{"loom.env.TOKEN", "v"}}, passed);
+  Result<hadoop::Credentials> parsed = hadoop::ParseCredentials(hadoop::SerializeCredentials(task));
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->tokens, passed);
   EXPECT_EQ(parsed->FindSecret(kSecretCredentialAlias), std::optional<std::string>("s3cret"));
@@ -57,16 +57,16 @@ TEST(PassedOnTokens, TasksGetTheHdfsTokenButNotTheAmRmToken) {
 }
 
 TEST(DefaultFsToken, PicksTheDefaultFileSystemsTokenByService) {
-  Token other{"a", "p", kHdfsDelegationKind, "ha-hdfs:other"};
-  Token mine{"b", "p", kHdfsDelegationKind, "127.0.0.1:19000"};
+  hadoop::Token other{"a", "p", hadoop::kHdfsDelegationKind, "ha-hdfs:other"};
+  hadoop::Token mine{"b", "p", hadoop::kHdfsDelegationKind, "127.0.0.1:19000"};
   StagingManifest m;
   m.fs_host = "127.0.0.1";
   m.fs_port = 19000;
-  std::vector<std::pair<std::string, Token>> tokens = {{other.service, other}, {mine.service, mine}};
-  EXPECT_EQ(DefaultFsToken(m, tokens), std::optional<Token>(mine));
+  std::vector<std::pair<std::string, hadoop::Token>> tokens = {{other.service, other}, {mine.service, mine}};
+  EXPECT_EQ(DefaultFsToken(m, tokens), std::optional<hadoop::Token>(mine));
   m.fs_host = "other";
   m.fs_port = -1;  // an HA nameservice
-  EXPECT_EQ(DefaultFsToken(m, tokens), std::optional<Token>(other));
+  EXPECT_EQ(DefaultFsToken(m, tokens), std::optional<hadoop::Token>(other));
   EXPECT_EQ(DefaultFsToken(m, {}), std::nullopt);
 }
 

@@ -8,13 +8,13 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/cluster_rms.h"
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/history_upload.h"
-#include "cluster/yarn/rpc/yarn_clients.h"
 #include "cluster/yarn/yarn_job_submitter_internal.h"
 #include "control/auth.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/ipc/yarn_clients.h"
 #include "history/event_log.h"
 #include "history/events.h"
 #include "history/job_view.h"
@@ -39,7 +39,7 @@ std::string WithoutTimestamp(std::string diag) {
 // and events.jsonl only where this client's copy holds every line the AM uploaded. A job found
 // from another client never writes its events (its copy is the HDFS one, read whole).
 Status RecordEndInHdfs(const YarnJobRecord& record, const history::JobDir& dir) {
-  auto there = WebHdfs(record.webhdfs, record.user).GetFileStatus(record.staging_dir + "/history/events.jsonl");
+  auto there = hadoop::WebHdfs(record.webhdfs, record.user).GetFileStatus(record.staging_dir + "/history/events.jsonl");
   bool absent = !there.ok() && there.status().code() == StatusCode::kNotFound;
   bool with_events = absent || (there.ok() && !record.imported && there->length <= record.am_events_offset);
   if (there.ok() && !with_events && !record.imported) {
@@ -73,9 +73,9 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
   // Not submitted yet (the client is staging it): the RM does not know the id so far.
   if (record.cleaned || !record.submitted) return Status::Ok();
-  LOOM_ASSIGN_OR_RETURN(std::vector<HostPort> rm_addrs, ParseHostPortList(record.rm));
-  LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
-  ApplicationClient rm(RmsOf(rm_addrs), record.user, has_conf_ ? FailoverOf(conf_) : FailoverSettings{});
+  LOOM_ASSIGN_OR_RETURN(std::vector<hadoop::HostPort> rm_addrs, hadoop::ParseHostPortList(record.rm));
+  LOOM_ASSIGN_OR_RETURN(auto app, hadoop::ParseApplicationId(record.application_id));
+  hadoop::ApplicationClient rm(RmsOf(rm_addrs), record.user, has_conf_ ? FailoverOf(conf_) : hadoop::FailoverSettings{});
   auto report = rm.GetApplicationReport(app);
   // The job's end as this client records it: a final row for every task (stopped with a
   // killed job, lost with a failed one: its AM or node died under them), no secret left, the
@@ -114,7 +114,7 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
   // a job found from another client reads the copy the AM keeps in HDFS instead.
   auto secret = control::ReadSecretFile(dir.secret());
   if (record.imported) {
-    if (auto bytes = WebHdfs(record.webhdfs, record.user).Open(record.staging_dir + "/history/events.jsonl"); bytes.ok()) {
+    if (auto bytes = hadoop::WebHdfs(record.webhdfs, record.user).Open(record.staging_dir + "/history/events.jsonl"); bytes.ok()) {
       (void)WriteFileAtomic(dir.events(), *bytes);
     }
   }

@@ -6,11 +6,11 @@
 
 #include "cluster/yarn/client_security.h"
 #include "cluster/yarn/cluster_rms.h"
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/staging.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "hadoop/hdfs/webhdfs.h"
 #include "history/job_record.h"
 
 namespace loom::cluster::yarn {
@@ -32,7 +32,7 @@ std::string LoomJobTag(const ypb::ApplicationReportProto& report) {
 
 Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   if (!StartsWith(id, "application_") && !StartsWith(id, "job_")) return Status::NotFound("not a YARN or Loom job id");
-  auto conf = HadoopConf::FromEnvironment(user);
+  auto conf = hadoop::HadoopConf::FromEnvironment();
   if (!conf.ok()) return Status::NotFound("HADOOP_CONF_DIR is not set, so YARN was not asked");
   // A job dir here that already follows this application.
   std::error_code ec;
@@ -45,16 +45,16 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   auto principal = LoginForCluster(*conf, config::Config{});
   if (!principal.ok()) return principal.status();
   if (!principal->empty()) user = KerberosShortName(*principal);
-  ApplicationClient rm(RmsOf(*conf), user, FailoverOf(*conf));
+  hadoop::ApplicationClient rm(RmsOf(*conf), user, FailoverOf(*conf));
   // What the RM says of the application, or (it forgot it) what its record in HDFS says.
   std::string app_id, job_id, owner = user, name;
   int64_t started_ms = 0;
   if (StartsWith(id, "application_")) {
-    LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(id));
+    LOOM_ASSIGN_OR_RETURN(auto app, hadoop::ParseApplicationId(id));
     auto r = rm.GetApplicationReport(app);
     if (!r.ok() && !IsApplicationNotFound(r.status())) return r.status().WithContext("asking " + conf->rm.ToString() + " about " + id);
     if (r.ok()) {
-      app_id = ApplicationIdString(r->applicationid());
+      app_id = hadoop::ApplicationIdString(r->applicationid());
       job_id = LoomJobTag(*r);
       if (!r->user().empty()) owner = r->user();
       name = r->name();
@@ -63,7 +63,7 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
       // A ResourceManager restarted without a state store knows no application from before;
       // the job's record in HDFS is still there (and its aggregated logs).
       const std::string record_dir = "/user/" + user + "/.loom/" + id + "/history";
-      auto job = WebHdfs(WebHdfsBaseList(*conf), user).Open(record_dir + "/job.json");
+      auto job = hadoop::WebHdfs(hadoop::WebHdfsBaseList(*conf), user).Open(record_dir + "/job.json");
       if (!job.ok()) {
         if (job.status().code() == StatusCode::kNotFound) {
           return Status::NotFound("YARN does not know " + id + ", and HDFS has no record of it (" + record_dir + ")");
@@ -84,7 +84,7 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
     if (!apps.ok()) return apps.status().WithContext("asking " + conf->rm.ToString() + " for loom-job:" + id);
     if (apps->empty()) return Status::NotFound("YARN has no application tagged loom-job:" + id);
     const ypb::ApplicationReportProto& r = apps->front();
-    app_id = ApplicationIdString(r.applicationid());
+    app_id = hadoop::ApplicationIdString(r.applicationid());
     job_id = LoomJobTag(r);
     if (!r.user().empty()) owner = r.user();
     name = r.name();
@@ -92,11 +92,11 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   }
   if (job_id.empty()) return Status::NotFound(app_id + " is not a Loom job (no loom-job tag)");
   YarnJobRecord record{app_id, RmListOf(*conf), owner, "/user/" + owner + "/.loom/" + app_id,
-                       WebHdfsBaseList(*conf)};
+                       hadoop::WebHdfsBaseList(*conf)};
   // The record lives in HDFS: <staging>/history/ once the job ended, job.json beside it before.
   history::JobDir dir = history::JobDir::ForJob(job_id);
   LOOM_RETURN_IF_ERROR(MakeDirs(dir.tasks_dir()));
-  WebHdfs fs(record.webhdfs, owner);
+  hadoop::WebHdfs fs(record.webhdfs, owner);
   auto fetch = [&](const std::vector<std::string>& candidates, const std::string& local) {
     for (const std::string& path : candidates) {
       if (auto bytes = fs.Open(path); bytes.ok()) return WriteFileAtomic(local, *bytes);

@@ -16,22 +16,22 @@
 #include "cluster/yarn/capacity_check.h"
 #include "cluster/yarn/cluster_rms.h"
 #include "cluster/yarn/docker_runtime.h"
-#include "cluster/yarn/hdfs/webhdfs.h"
 #include "cluster/yarn/history_upload.h"
 #include "cluster/yarn/job_stager.h"
-#include "cluster/yarn/logs/yarn_log_reader.h"
-#include "cluster/yarn/rpc/yarn_clients.h"
-#include "cluster/yarn/wire/credentials.h"
-#include "cluster/yarn/wire/ipc_frame.h"
 #include "control/auth.h"
-#include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
+#include "control/executor_env.h"
 #include "core/config/key_registry.h"
 #include "core/files.h"
-#include "core/host_resolver.h"
 #include "core/forwarded_env.h"
+#include "core/host_resolver.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
+#include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/ipc/yarn_clients.h"
+#include "hadoop/logs/yarn_log_reader.h"
+#include "hadoop/wire/credentials.h"
+#include "hadoop/wire/ipc_frame.h"
 #include "history/event_log.h"
 #include "history/events.h"
 #include "history/job_record.h"
@@ -48,7 +48,7 @@ bool IsFinal(const ypb::ApplicationReportProto& report);
 
 // A job's loom.application.hdfs-conf-path / yarn-conf-path; a relative path is taken from
 // `base_dir`, where the job was submitted.
-ExtraSiteFiles JobSiteFiles(const config::Config& conf, const std::string& base_dir) {
+hadoop::ExtraSiteFiles JobSiteFiles(const config::Config& conf, const std::string& base_dir) {
   auto path = [&](const char* key) {
     std::string p = config::GetString(conf, key);
     if (p.empty() || p[0] == '/') return p;
@@ -108,9 +108,9 @@ bool IsFinal(const ypb::ApplicationReportProto& report) { return FinalStateOf(re
 }  // namespace
 
 Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                    const std::optional<Token>& delegation) {
+                    const std::optional<hadoop::Token>& delegation) {
   if (webhdfs.empty() || staging_dir.empty()) return Status::Ok();
-  WebHdfs fs(webhdfs, user);
+  hadoop::WebHdfs fs(webhdfs, user);
   if (delegation) fs.UseDelegationToken(*delegation);
   Status result = Status::Ok();
   // The job's own files only: the shared `loom` binary lives in the cache dir, outside
@@ -118,7 +118,7 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
   std::vector<std::string> names = {kSrcArchiveFile, kManifestResource, kJobJsonResource};
   names.insert(names.end(), std::begin(kVenvFiles), std::end(kVenvFiles));
   for (const std::string& name : names) {
-    auto deleted = fs.Delete(JoinHdfsPath(staging_dir, name), false);
+    auto deleted = fs.Delete(hadoop::JoinHdfsPath(staging_dir, name), false);
     if (!deleted.ok()) result = deleted.status();
   }
   return result;
@@ -126,7 +126,7 @@ Status CleanStaging(const std::string& webhdfs, const std::string& user, const s
 
 YarnJobSubmitter::YarnJobSubmitter() = default;
 
-YarnJobSubmitter::YarnJobSubmitter(HadoopConf conf, std::string user, std::string loom_binary, config::Config job_conf)
+YarnJobSubmitter::YarnJobSubmitter(hadoop::HadoopConf conf, std::string user, std::string loom_binary, config::Config job_conf)
     : conf_(std::move(conf)),
       has_conf_(true),
       user_(std::move(user)),
@@ -137,7 +137,7 @@ Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir&
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
   std::unique_ptr<YarnJobSubmitter> b(new YarnJobSubmitter());
   b->user_ = record.user.empty() ? user : record.user;
-  if (auto conf = HadoopConf::FromEnvironment(b->user_); conf.ok()) {
+  if (auto conf = hadoop::HadoopConf::FromEnvironment(); conf.ok()) {
     b->conf_ = std::move(*conf);
     b->has_conf_ = true;
     // The site files the job named at submit, for what only they may say (where its logs are
@@ -150,9 +150,9 @@ Result<std::unique_ptr<Backend>> YarnJobSubmitter::ForJob(const history::JobDir&
     LOOM_ASSIGN_OR_RETURN(std::string principal, LoginForCluster(b->conf_, job_conf));
     if (record.user.empty() && !principal.empty()) b->UseUser(KerberosShortName(principal));
     if (have_job_conf && job.ok()) {
-      ExtraSiteFiles extra = JobSiteFiles(job_conf, job->cwd);
+      hadoop::ExtraSiteFiles extra = JobSiteFiles(job_conf, job->cwd);
       if (!extra.hdfs_site.empty() || !extra.yarn_site.empty()) {
-        if (auto with = HadoopConf::Load(b->conf_.conf_dir, b->user_, extra); with.ok()) b->conf_ = std::move(*with);
+        if (auto with = hadoop::HadoopConf::Load(b->conf_.conf_dir, extra); with.ok()) b->conf_ = std::move(*with);
       }
     }
   }
@@ -173,7 +173,7 @@ std::string YarnJobSubmitter::KeyAsWritten(const std::string& canonical_key) con
 Status YarnJobSubmitter::ApplyJobSiteFiles() {
   if (site_files_applied_) return Status::Ok();
   site_files_applied_ = true;
-  ExtraSiteFiles extra = JobSiteFiles(job_conf_, AbsolutePath("."));
+  hadoop::ExtraSiteFiles extra = JobSiteFiles(job_conf_, AbsolutePath("."));
   if (extra.hdfs_site.empty() && extra.yarn_site.empty()) return Status::Ok();
   std::vector<std::string> named;
   using Named = std::pair<std::string, std::string>;  // key, file
@@ -186,30 +186,30 @@ Status YarnJobSubmitter::ApplyJobSiteFiles() {
                                      " is not a file (a site file read over HADOOP_CONF_DIR's)");
     }
   }
-  auto conf = HadoopConf::Load(conf_.conf_dir, user_, extra);
+  auto conf = hadoop::HadoopConf::Load(conf_.conf_dir, extra);
   if (!conf.ok()) return Status::InvalidArgument(Join(named, ", ") + ": " + conf.status().message());
   conf_ = std::move(*conf);
   return Status::Ok();
 }
 
-Credentials AmCredentials(const std::string& secret, const std::map<std::string, std::string>& forwarded,
-                          const std::vector<Token>& delegation_tokens) {
-  Credentials creds;
-  for (const Token& t : delegation_tokens) creds.tokens.emplace_back(t.service, t);
+hadoop::Credentials AmCredentials(const std::string& secret, const std::map<std::string, std::string>& forwarded,
+                          const std::vector<hadoop::Token>& delegation_tokens) {
+  hadoop::Credentials creds;
+  for (const hadoop::Token& t : delegation_tokens) creds.tokens.emplace_back(t.service, t);
   creds.secrets.push_back({kSecretCredentialAlias, secret});
   // The forwarded credentials (MLFLOW_TRACKING_TOKEN, ...): never in config.xml or HDFS.
   for (const auto& [name, value] : forwarded) creds.secrets.push_back({kSecretEnvAliasPrefix + name, value});
   return creds;
 }
 
-void SetAmCredentials(ypb::ApplicationSubmissionContextProto* asc, const Credentials& creds) {
-  asc->mutable_am_container_spec()->set_tokens(SerializeCredentials(creds));
+void SetAmCredentials(ypb::ApplicationSubmissionContextProto* asc, const hadoop::Credentials& creds) {
+  asc->mutable_am_container_spec()->set_tokens(hadoop::SerializeCredentials(creds));
   // The RM's default, but said explicitly, as the issue asks: the tokens die with the job.
   asc->set_cancel_tokens_when_complete(true);
 }
 
-IpcOptions YarnJobSubmitter::NameNodeOptions() const {
-  IpcOptions base;
+hadoop::IpcOptions YarnJobSubmitter::NameNodeOptions() const {
+  hadoop::IpcOptions base;
   base.user = user_;
   base.call_timeout = std::chrono::milliseconds(30000);
   return base;
@@ -231,7 +231,6 @@ Status YarnJobSubmitter::Login() {
 
 void YarnJobSubmitter::UseUser(const std::string& user) {
   user_ = user;
-  conf_.staging_dir = "/user/" + user + "/.loom";  // as HadoopConf::Load makes it
 }
 
 Status YarnJobSubmitter::FetchDelegationTokens() {
@@ -242,8 +241,8 @@ Status YarnJobSubmitter::FetchDelegationTokens() {
     return Status::InvalidArgument("yarn.resourcemanager.principal is not set in " + conf_.conf_dir +
                                    ": HDFS delegation tokens name the ResourceManager as their renewer");
   }
-  std::string renewer = RenewerPrincipal(conf_.rm_principal, conf_.rm.host);
-  auto site = LoadHdfsSiteProperties(conf_.conf_dir, JobSiteFiles(job_conf_, AbsolutePath(".")).hdfs_site);
+  std::string renewer = hadoop::RenewerPrincipal(conf_.rm_principal, conf_.rm.host);
+  auto site = hadoop::LoadHdfsSiteProperties(conf_.conf_dir, JobSiteFiles(job_conf_, AbsolutePath(".")).hdfs_site);
   if (!site.ok()) return Status::InvalidArgument(site.status().message());
   LOOM_ASSIGN_OR_RETURN(delegation_tokens_, FetchHdfsDelegationTokens(systems, *site, NameNodeOptions(), renewer));
   return Status::Ok();
@@ -254,7 +253,7 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(Login());
   // The token keys' values before anything is asked (the tokens themselves come last).
   LOOM_RETURN_IF_ERROR(TokenFileSystems(conf_, job_conf_).status());
-  const HadoopConf& conf = conf_;
+  const hadoop::HadoopConf& conf = conf_;
   for (const TaskTypeSpec& t : spec.types) {
     if (!t.extra_files.empty()) {
       return Status::Unimplemented("loom." + t.name + ".resources is not supported on the yarn backend yet");
@@ -269,7 +268,7 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
                                    (app_type.empty() ? "" : " (it would cut this one to '" +
                                                                 app_type.substr(0, kMaxApplicationType) + "')"));
   }
-  ApplicationClient rm(RmsOf(conf), user_, FailoverOf(conf));
+  hadoop::ApplicationClient rm(RmsOf(conf), user_, FailoverOf(conf));
   auto unreachable = [&](const Status& s, const std::string& what) {
     return Status::Unavailable("asking the ResourceManager at " + conf.rm.ToString() + " for " + what + ": " + s.message());
   };
@@ -336,11 +335,11 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
   m.fs_scheme = conf_.fs_scheme;
   m.fs_host = conf_.fs_host;
   m.fs_port = conf_.fs_port;
-  m.webhdfs = WebHdfsBaseList(conf_);
+  m.webhdfs = hadoop::WebHdfsBaseList(conf_);
   m.nm_web_scheme = conf_.nm_web_scheme;
   m.user = user_;
-  m.dir = conf_.staging_dir + "/" + app_id;
-  m.scheduler = HostPortListString(conf_.schedulers.empty() ? std::vector<HostPort>{conf_.scheduler} : conf_.schedulers);
+  m.dir = StagingRoot(user_) + "/" + app_id;
+  m.scheduler = hadoop::HostPortListString(conf_.schedulers.empty() ? std::vector<hadoop::HostPort>{conf_.scheduler} : conf_.schedulers);
   m.rm_failover_max_attempts = conf_.rm_failover_max_attempts;
   m.rm_failover_sleep_base_ms = conf_.rm_failover_sleep_base_ms;
   m.rm_failover_sleep_max_ms = conf_.rm_failover_sleep_max_ms;
@@ -353,7 +352,7 @@ Result<StagingManifest> YarnJobSubmitter::Stage(const history::JobDir& dir, cons
     for (const TaskTypeSpec& t : spec.types) m.docker_images[t.name] = t.docker_image;
     m.docker_mounts = spec.docker_mounts;
   }
-  LOOM_RETURN_IF_ERROR(StageJob(dir, spec, loom_binary_, conf_.staging_dir + "/cache", &m));
+  LOOM_RETURN_IF_ERROR(StageJob(dir, spec, loom_binary_, StagingRoot(user_) + "/cache", &m));
   return m;
 }
 
@@ -371,16 +370,16 @@ Status YarnJobSubmitter::Submit(const JobSpec& spec, const history::JobDir& dir)
 }
 
 Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& dir) {
-  const HadoopConf& hconf = conf_;
+  const hadoop::HadoopConf& hconf = conf_;
   const config::Config& conf = job_conf_;
   LOOM_ASSIGN_OR_RETURN(std::string secret, control::ReadSecretFile(dir.secret()));
-  ApplicationClient rm(RmsOf(hconf), user_, FailoverOf(hconf));
+  hadoop::ApplicationClient rm(RmsOf(hconf), user_, FailoverOf(hconf));
   LOOM_ASSIGN_OR_RETURN(auto fresh, rm.GetNewApplication());
   const ypb::ApplicationIdProto& app = fresh.application_id();
-  std::string app_id = ApplicationIdString(app);
+  std::string app_id = hadoop::ApplicationIdString(app);
   // RM HA: the record keeps every RM ("h1:8032,h2:8032") and every NameNode's WebHDFS base.
   YarnJobRecord record{app_id, RmListOf(hconf),
-                       user_, hconf.staging_dir + "/" + app_id, WebHdfsBaseList(hconf)};
+                       user_, StagingRoot(user_) + "/" + app_id, hadoop::WebHdfsBaseList(hconf)};
   record.submitted = false;
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   auto staged = Stage(dir, spec, app_id);
@@ -422,7 +421,7 @@ Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& 
   // The secret, the forwarded credentials and the HDFS delegation tokens ride in the AM's
   // credentials (the RM adds its AMRMToken beside them); the NodeManager keeps them only as
   // long as the container.
-  std::vector<Token> tokens;
+  std::vector<hadoop::Token> tokens;
   for (const FetchedToken& t : delegation_tokens_) tokens.push_back(t.token);
   SetAmCredentials(&asc, AmCredentials(secret, ForwardedCredentials(CurrentEnvironment()), tokens));
   auto add_env = [&](const std::string& k, const std::string& v) {
@@ -461,9 +460,9 @@ Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseco
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
   if (!cause.empty() && !PathExists(dir.status())) (void)history::RecordKillCause(dir, cause);
   std::string first = history::KillCause(dir);
-  LOOM_ASSIGN_OR_RETURN(std::vector<HostPort> rm_addrs, ParseHostPortList(record.rm));
-  LOOM_ASSIGN_OR_RETURN(auto app, ParseApplicationId(record.application_id));
-  ApplicationClient rm(RmsOf(rm_addrs), record.user, has_conf_ ? FailoverOf(conf_) : FailoverSettings{});
+  LOOM_ASSIGN_OR_RETURN(std::vector<hadoop::HostPort> rm_addrs, hadoop::ParseHostPortList(record.rm));
+  LOOM_ASSIGN_OR_RETURN(auto app, hadoop::ParseApplicationId(record.application_id));
+  hadoop::ApplicationClient rm(RmsOf(rm_addrs), record.user, has_conf_ ? FailoverOf(conf_) : hadoop::FailoverSettings{});
   // As `yarn application -kill`: forceKillApplication until the RM says the kill is complete,
   // then the report must say the application ended.
   auto deadline = std::chrono::steady_clock::now() + std::max(grace, std::chrono::milliseconds(5000));
@@ -489,7 +488,7 @@ Status YarnJobSubmitter::Kill(const history::JobDir& dir, std::chrono::milliseco
 Result<std::string> YarnJobSubmitter::ReadLog(const history::JobDir& dir, const LogTarget& target, int64_t offset) {
   LOOM_ASSIGN_OR_RETURN(YarnJobRecord record, YarnJobRecord::Read(dir));
   LOOM_ASSIGN_OR_RETURN(history::JobView view, history::LoadJobView(dir));
-  ContainerLogLocation where;
+  hadoop::ContainerLogLocation where;
   if (target.task) {
     history::TaskView* t = view.FindTask(target.task->ToString());
     where = {t->container, t->node_id, t->node_http};
@@ -507,8 +506,8 @@ Result<std::string> YarnJobSubmitter::ReadLog(const history::JobDir& dir, const 
                             (record.last_reason.empty() ? "" : " (" + record.last_reason + ")"));
   }
   // Without HADOOP_CONF_DIR the NodeManagers still answer; only aggregated logs need it.
-  if (!logs_) logs_ = std::make_unique<YarnLogReader>(conf_, record.user);
-  LOOM_ASSIGN_OR_RETURN(LogChunk chunk, logs_->ReadFrom(record.application_id, where, target.file, offset));
+  if (!logs_) logs_ = std::make_unique<hadoop::YarnLogReader>(conf_, record.user);
+  LOOM_ASSIGN_OR_RETURN(hadoop::LogChunk chunk, logs_->ReadFrom(record.application_id, where, target.file, offset));
   if (chunk.offset != offset) return Status::Aborted(target.file + " of " + where.container_id + " was replaced");
   return std::move(chunk.bytes);
 }

@@ -18,16 +18,19 @@
 
 #include "cluster/backend.h"
 #include "cluster/yarn/client_security.h"
-#include "cluster/yarn/hdfs/hadoop_conf.h"
 #include "cluster/yarn/staging.h"
-#include "cluster/yarn/wire/credentials.h"
 #include "core/config/config.h"
 #include "core/job_spec.h"
+#include "hadoop/conf/hadoop_conf.h"
+#include "hadoop/wire/credentials.h"
+
+namespace loom::hadoop {
+class ApplicationClient;
+class YarnLogReader;
+}  // namespace loom::hadoop
 
 namespace loom::cluster::yarn {
 
-class ApplicationClient;
-class YarnLogReader;
 
 // What the client keeps about a YARN job in its job dir (yarn.json), so that `loom kill`,
 // `status` and `logs` work without HADOOP_CONF_DIR, and from another client.
@@ -63,7 +66,7 @@ struct YarnJobRecord {
 class YarnJobSubmitter : public Backend {
  public:
   // `conf` is the cluster's (HADOOP_CONF_DIR); `job_conf` the job's, for YARN's own keys.
-  YarnJobSubmitter(HadoopConf conf, std::string user, std::string loom_binary, config::Config job_conf);
+  YarnJobSubmitter(hadoop::HadoopConf conf, std::string user, std::string loom_binary, config::Config job_conf);
   // For a job already submitted: its yarn.json is enough to follow and kill it; the cluster's
   // configuration, when HADOOP_CONF_DIR names one, adds its aggregated logs.
   static Result<std::unique_ptr<Backend>> ForJob(const history::JobDir& dir, const std::string& user);
@@ -96,7 +99,7 @@ class YarnJobSubmitter : public Backend {
   // Called by CheckFits, so that nothing is staged without them.
   Status FetchDelegationTokens();
   // The NameNodes' connection options (the SIMPLE user; Kerberos is the process's).
-  IpcOptions NameNodeOptions() const;
+  hadoop::IpcOptions NameNodeOptions() const;
   // Submit but for cancelling the tokens when it fails before the RM has them.
   Status SubmitOnce(const JobSpec& spec, const history::JobDir& dir);
   std::string KeyAsWritten(const std::string& canonical_key) const;
@@ -108,14 +111,14 @@ class YarnJobSubmitter : public Backend {
   void Mirror(history::JobDir dir);
   void StopMirror();
 
-  HadoopConf conf_;
+  hadoop::HadoopConf conf_;
   bool has_conf_ = false;  // HADOOP_CONF_DIR was found (always for submit)
   bool site_files_applied_ = false;
   std::string user_;
   std::string loom_binary_;
   config::Config job_conf_;
-  std::unique_ptr<YarnLogReader> logs_;  // made on first use
-  std::vector<hadoop::yarn::NodeReportProto> nodes_;  // from CheckFits, for Stage
+  std::unique_ptr<hadoop::YarnLogReader> logs_;  // made on first use
+  std::vector<::hadoop::yarn::NodeReportProto> nodes_;  // from CheckFits, for Stage
   std::vector<FetchedToken> delegation_tokens_;        // from CheckFits, for the AM's credentials
   bool tokens_with_rm_ = false;                        // submitApplication took them
   struct AmChannel;
@@ -133,20 +136,20 @@ class YarnJobSubmitter : public Backend {
 // The AM container's credentials: the job secret, the forwarded credentials (alias -> value, as
 // ForwardedCredentials gives them) and the HDFS delegation tokens, each under its service as
 // alias (what Hadoop's clients do: K5.5).
-Credentials AmCredentials(const std::string& secret, const std::map<std::string, std::string>& forwarded,
-                          const std::vector<Token>& delegation_tokens);
+hadoop::Credentials AmCredentials(const std::string& secret, const std::map<std::string, std::string>& forwarded,
+                          const std::vector<hadoop::Token>& delegation_tokens);
 // Puts `creds` in the AM's launch context and asks the RM to cancel the tokens when the
 // application completes (cancel_tokens_when_complete, explicitly true).
-void SetAmCredentials(hadoop::yarn::ApplicationSubmissionContextProto* asc, const Credentials& creds);
+void SetAmCredentials(::hadoop::yarn::ApplicationSubmissionContextProto* asc, const hadoop::Credentials& creds);
 
 
 // Ends a YARN job's staging: the job's own files go; config.xml and history/ stay, and the
 // shared binary cache is never touched. Idempotent; used by the client and the AM.
 Status CleanStaging(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
-                    const std::optional<Token>& delegation = std::nullopt);
+                    const std::optional<hadoop::Token>& delegation = std::nullopt);
 
 // The job's final state from an application report: (state, diagnostics), or nullopt while
 // the application is not finished.
-std::optional<std::pair<std::string, std::string>> FinalStateOf(const hadoop::yarn::ApplicationReportProto& report);
+std::optional<std::pair<std::string, std::string>> FinalStateOf(const ::hadoop::yarn::ApplicationReportProto& report);
 
 }  // namespace loom::cluster::yarn

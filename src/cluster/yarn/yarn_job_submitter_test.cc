@@ -15,8 +15,8 @@ namespace {
 using ::testing::HasSubstr;
 namespace ypb = ::hadoop::yarn;
 
-HadoopConf Kerberized() {
-  HadoopConf c;
+hadoop::HadoopConf Kerberized() {
+  hadoop::HadoopConf c;
   c.conf_dir = "/etc/hadoop/conf";
   c.security = "kerberos";
   c.default_fs = "hdfs://127.0.0.1:19000";
@@ -43,7 +43,7 @@ TEST(TokenFileSystems, NonHdfsUriIsRefusedNamingTheKeyAsWritten) {
 }
 
 TEST(TokenFileSystems, KeysAreRefusedWithoutKerberosAndNothingIsAskedFor) {
-  HadoopConf simple = Kerberized();
+  hadoop::HadoopConf simple = Kerberized();
   simple.security = "simple";
   config::Config none;
   Result<std::vector<TokenFileSystem>> fs = TokenFileSystems(simple, none);
@@ -59,13 +59,13 @@ TEST(TokenFileSystems, KeysAreRefusedWithoutKerberosAndNothingIsAskedFor) {
 }
 
 TEST(AmCredentials, TokensUnderTheirServiceBesideTheSecretsAndTheRmCancelsThem) {
-  Token hdfs{"id", "pw", kHdfsDelegationKind, "127.0.0.1:19000"};
-  Token ha{"id2", "pw2", kHdfsDelegationKind, "ha-hdfs:ns2"};
+  hadoop::Token hdfs{"id", "pw", hadoop::kHdfsDelegationKind, "127.0.0.1:19000"};
+  hadoop::Token ha{"id2", "pw2", hadoop::kHdfsDelegationKind, "ha-hdfs:ns2"};
   ypb::ApplicationSubmissionContextProto asc;
   SetAmCredentials(&asc, AmCredentials("s3cret", {{"MLFLOW_TRACKING_TOKEN", "m"}}, {hdfs, ha}));
   ASSERT_TRUE(asc.has_cancel_tokens_when_complete());  // explicitly on the wire (field 6)
   EXPECT_TRUE(asc.cancel_tokens_when_complete());
-  Result<Credentials> creds = ParseCredentials(asc.am_container_spec().tokens());
+  Result<hadoop::Credentials> creds = hadoop::ParseCredentials(asc.am_container_spec().tokens());
   ASSERT_OK(creds);
   ASSERT_EQ(creds->tokens.size(), 2u);
   EXPECT_EQ(creds->tokens[0], std::make_pair(std::string("127.0.0.1:19000"), hdfs));
@@ -99,7 +99,7 @@ int ClosedPort() {
 // a mistake in the job (InvalidArgument: exit 2); the message still names the file system.
 TEST(FetchHdfsDelegationTokens, UnreachableNameNodeStaysUnavailable) {
   const std::string uri = "hdfs://127.0.0.1:" + std::to_string(ClosedPort());
-  IpcOptions base;
+  hadoop::IpcOptions base;
   base.user = "alice";
   base.connect_timeout = std::chrono::milliseconds(2000);
   auto tokens = FetchHdfsDelegationTokens({{uri, "fs.defaultFS"}}, {}, base, "rm/localhost@LOOM.TEST");
@@ -110,7 +110,7 @@ TEST(FetchHdfsDelegationTokens, UnreachableNameNodeStaysUnavailable) {
 
 // A URI that names no NameNode is the user's to fix.
 TEST(FetchHdfsDelegationTokens, UnresolvableFileSystemIsInvalidArgumentNamingTheKey) {
-  auto tokens = FetchHdfsDelegationTokens({{"hdfs://", "loom.application.file-systems"}}, {}, IpcOptions{},
+  auto tokens = FetchHdfsDelegationTokens({{"hdfs://", "loom.application.file-systems"}}, {}, hadoop::IpcOptions{},
                                           "rm/localhost@LOOM.TEST");
   ASSERT_FALSE(tokens.ok());
   EXPECT_EQ(tokens.status().code(), StatusCode::kInvalidArgument);
@@ -119,12 +119,12 @@ TEST(FetchHdfsDelegationTokens, UnresolvableFileSystemIsInvalidArgumentNamingThe
 
 // Nothing to cancel is nothing asked; a NameNode that is gone is logged, not fatal.
 TEST(CancelDelegationTokens, BestEffortCountsWhatWasCancelled) {
-  EXPECT_EQ(CancelDelegationTokens({}, IpcOptions{}), 0);
+  EXPECT_EQ(CancelDelegationTokens({}, hadoop::IpcOptions{}), 0);
   const int port = ClosedPort();
   const std::string service = "127.0.0.1:" + std::to_string(port);
-  FetchedToken gone{Token{"id", "pw", kHdfsDelegationKind, service},
-                    HdfsFileSystem{"hdfs://" + service, {HostPort{"127.0.0.1", port}}, service}};
-  IpcOptions base;
+  FetchedToken gone{hadoop::Token{"id", "pw", hadoop::kHdfsDelegationKind, service},
+                    hadoop::HdfsFileSystem{"hdfs://" + service, {hadoop::HostPort{"127.0.0.1", port}}, service}};
+  hadoop::IpcOptions base;
   base.connect_timeout = std::chrono::milliseconds(2000);
   EXPECT_EQ(CancelDelegationTokens({gone}, base), 0);
 }

@@ -15,21 +15,6 @@ std::string CanonicalKey(const std::string& key) {
   return key;
 }
 
-std::string XmlErrorPlace(std::string_view text, ptrdiff_t offset) {
-  size_t end = offset < 0 ? 0 : std::min(static_cast<size_t>(offset), text.size());
-  int line = 1, column = 1;
-  for (size_t i = 0; i < end; ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      ++line;
-      column = 1;
-    } else if ((c & 0xC0) != 0x80) {  // a UTF-8 continuation byte is not a column of its own
-      ++column;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
 void Config::Set(const std::string& key, const std::string& value, const std::string& source) {
   entries_[CanonicalKey(Trim(key))] = ConfigEntry{value, source, Trim(key)};
 }
@@ -37,49 +22,21 @@ void Config::Set(const std::string& key, const std::string& value, const std::st
 void Config::Unset(const std::string& key) { entries_.erase(CanonicalKey(key)); }
 
 Status Config::MergeXmlFile(const std::string& path, bool recorded_sources) {
-  pugi::xml_document doc;
-  pugi::xml_parse_result r = doc.load_file(path.c_str());
-  if (r.status == pugi::status_file_not_found) {
-    return Status::InvalidArgument("config file " + path + " does not exist");
-  }
-  if (r.status == pugi::status_io_error) {
-    return Status::InvalidArgument("config file " + path + " cannot be read");
-  }
-  std::ostringstream ss;
-  doc.save(ss);
-  if (!r) {
-    // pugixml's offset counts bytes of the file as read: place it in the same bytes.
-    std::string text = ReadFile(path).value_or("");
-    return Status::InvalidArgument("config file " + path + ": malformed XML at " + XmlErrorPlace(text, r.offset) +
-                                   ": " + r.description());
-  }
-  return MergeXmlString(ss.str(), path, recorded_sources);
+  LOOM_ASSIGN_OR_RETURN(std::vector<SiteProperty> properties, ReadSiteXmlFile(path));
+  Merge(properties, path, recorded_sources);
+  return Status::Ok();
 }
 
 Status Config::MergeXmlString(const std::string& xml, const std::string& source, bool recorded_sources) {
-  pugi::xml_document doc;
-  pugi::xml_parse_result r = doc.load_string(xml.c_str());
-  if (!r) {
-    return Status::InvalidArgument(source + ": malformed XML at " + XmlErrorPlace(xml, r.offset) + ": " +
-                                   r.description());
-  }
-  pugi::xml_node root = doc.child("configuration");
-  if (!root) return Status::InvalidArgument(source + ": no <configuration> root element");
-  int index = 0;
-  for (pugi::xml_node prop : root.children("property")) {
-    ++index;
-    std::string name = Trim(prop.child_value("name"));
-    if (name.empty()) {
-      return Status::InvalidArgument(source + ": <property> #" + std::to_string(index) +
-                                     " has no <name>");
-    }
-    // As Hadoop's Configuration: a property without a <value> (tony-default.xml's
-    // tony.other.namenodes) leaves the key unset; an empty <value></value> sets it empty.
-    if (!prop.child("value")) continue;
-    std::string recorded = recorded_sources ? Trim(prop.child_value("source")) : "";
-    Set(name, Trim(prop.child_value("value")), recorded.empty() ? source : recorded);
-  }
+  LOOM_ASSIGN_OR_RETURN(std::vector<SiteProperty> properties, ParseSiteXml(xml, source));
+  Merge(properties, source, recorded_sources);
   return Status::Ok();
+}
+
+void Config::Merge(const std::vector<SiteProperty>& properties, const std::string& source, bool recorded_sources) {
+  for (const SiteProperty& p : properties) {
+    Set(p.name, p.value, recorded_sources && !p.source.empty() ? p.source : source);
+  }
 }
 
 bool Config::Has(const std::string& key) const { return entries_.count(CanonicalKey(key)) > 0; }

@@ -12,16 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config/site_xml.h"
 #include "core/status.h"
 
 namespace loom::config {
 
 // `tony.worker.memory` -> `loom.worker.memory`; other keys are returned unchanged.
 std::string CanonicalKey(const std::string& key);
-
-// Where byte `offset` of `text` is, as an editor shows it: "line 3, column 14" (both from 1;
-// columns count characters, not UTF-8 bytes). For XML parse errors.
-std::string XmlErrorPlace(std::string_view text, ptrdiff_t offset);
 
 // The source of an entry Loom filled in itself (WithDefaults), not the user.
 inline constexpr char kDefaultSource[] = "default";
@@ -36,8 +33,8 @@ class Config {
  public:
   void Set(const std::string& key, const std::string& value, const std::string& source);
   void Unset(const std::string& key);
-  // Reads <configuration><property><name/><value/></property>... from a file or a string. A
-  // property without <value> sets nothing, as in Hadoop's Configuration.
+  // Reads <configuration><property><name/><value/></property>... from a file or a string
+  // (site_xml.h, Hadoop's rules: a property without <value> sets nothing).
   // Each entry's source is `source` (the file's path); with `recorded_sources`, a property's own
   // <source> wins: only for Loom's own config.xml, which records where each key came from
   // (Hadoop's dumps carry <source> values such as "programmatically" that mean nothing here).
@@ -57,6 +54,8 @@ class Config {
   std::string ToXml() const;
 
  private:
+  void Merge(const std::vector<SiteProperty>& properties, const std::string& source, bool recorded_sources);
+
   std::map<std::string, ConfigEntry> entries_;
 };
 

@@ -1,0 +1,375 @@
+// YarnLogReader's choice between the NodeManager and the aggregated logs, against a scripted
+// HTTP server that answers as the recorded NodeManager (nm-web/, log-aggregation/tfile-http-0*)
+// and NameNode (log-aggregation/*-LISTSTATUS-*) did, and serves the recorded aggregated files
+// for WebHDFS OPEN (whole or a range, as HttpFS does, without the DataNode redirect).
+// The same reader against the YARN test double is in tests/yarn_double/yarn_double_logs_test.cc.
+
+#include "hadoop/logs/yarn_log_reader.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/files.h"
+#include "core/strings.h"
+#include "core/testing.h"
+
+namespace loom::hadoop {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
+
+std::string Capture(const std::string& name) {
+  Result<std::string> bytes = ReadFile(kCaptures + name);
+  EXPECT_OK(bytes);
+  return bytes.value_or("");
+}
+
+std::string Http(const std::string& status, const std::string& type, const std::string& body) {
+  return "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+std::string FileNotFound(const std::string& path) {
+  return Http("404 Not Found", "application/json",
+              "{\"RemoteException\":{\"exception\":\"FileNotFoundException\",\"javaClassName\":"
+              "\"java.io.FileNotFoundException\",\"message\":\"File " + path + " does not exist.\"}}");
+}
+
+// The NM's text around a file's bytes, as in nm-web/04.
+std::string NmWrapped(const std::string& cid, const std::string& file, const std::string& bytes, int64_t length,
+                      bool running) {
+  std::string head = "Container: " + cid + " on localhost:45454";
+  std::string end = "End of LogType:" + file;
+  std::string body = head + "\nLogAggregationType: LOCAL\n" + std::string(head.size(), '=') + "\nLogType:" + file +
+                     "\nLogLastModifiedTime:Sun Nov 22 18:46:25 +0000 2026\nLogLength:" + std::to_string(length) +
+                     "\nLogContents:\n" + bytes + end + "." +
+                     (running ? "This log file belongs to a running container (" + cid + ") and so may not be complete.\n"
+                              : "\n") +
+                     std::string(end.size() + 50, '*') + "\n\n";
+  return Http("200 OK", "text/plain;charset=utf-8", body);
+}
+
+struct Request {
+  std::string path;
+  std::map<std::string, std::string> query;
+  std::string target;
+};
+
+// Answers each connection with handler(request).
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::function<std::string(const Request&)> handler) : handler_(std::move(handler)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~ScriptedServer() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::vector<std::string> Targets() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return targets_;
+  }
+  void ClearTargets() {
+    std::lock_guard<std::mutex> lock(mu_);
+    targets_.clear();
+  }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) continue;
+      std::string in;
+      char buf[4096];
+      while (in.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(conn, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        in.append(buf, static_cast<size_t>(n));
+      }
+      std::vector<std::string> first = Split(in.substr(0, in.find("\r\n")), ' ');
+      Request r;
+      r.target = first.size() > 1 ? first[1] : "";
+      size_t q = r.target.find('?');
+      r.path = r.target.substr(0, q);
+      if (q != std::string::npos) {
+        for (const std::string& kv : Split(r.target.substr(q + 1), '&')) {
+          size_t eq = kv.find('=');
+          r.query[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        targets_.push_back(r.target);
+      }
+      std::string out = handler_(r);
+      std::string_view rest = out;
+      while (!rest.empty()) {
+        ssize_t n = ::send(conn, rest.data(), rest.size(), MSG_NOSIGNAL);
+        if (n <= 0) break;
+        rest.remove_prefix(static_cast<size_t>(n));
+      }
+      ::shutdown(conn, SHUT_WR);
+      ::close(conn);
+    }
+  }
+
+  std::function<std::string(const Request&)> handler_;
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::string> targets_;
+  std::thread thread_;
+};
+
+constexpr char kTApp[] = "application_1795374029814_0002";
+constexpr char kTCid[] = "container_1795374029814_0002_01_000002";
+constexpr char kTDir[] = "/tmp/logs/root/bucket-logs-tfile/0002/application_1795374029814_0002";
+constexpr char kIApp[] = "application_1795374306301_0001";
+constexpr char kIDir[] = "/tmp/logs/root/bucket-logs-ifile/0001/application_1795374306301_0001";
+
+// A NameNode holding the two recorded aggregated files at their recorded paths.
+std::string NameNode(const Request& r) {
+  const std::string prefix = "/webhdfs/v1";
+  std::string path = r.path.substr(prefix.size());
+  std::string op = r.query.count("op") ? r.query.at("op") : "";
+  if (op == "LISTSTATUS" && path == kTDir) return Capture("log-aggregation/tfile-http-08-nn-9870-LISTSTATUS-app-dir.s2c.bin");
+  if (op == "LISTSTATUS" && path == kIDir) return Capture("log-aggregation/ifile-http-03-nn-9870-LISTSTATUS-app-dir.s2c.bin");
+  if (op == "OPEN" && (path == std::string(kTDir) + "/localhost_45454" || path == std::string(kIDir) + "/localhost_45454")) {
+    std::string bytes = Capture(path == std::string(kTDir) + "/localhost_45454" ? "log-aggregation/tfile-localhost_45454.bin"
+                                                                                 : "log-aggregation/ifile-localhost_45454.bin");
+    int64_t offset = r.query.count("offset") ? ParseInt(r.query.at("offset")).value_or(0) : 0;
+    int64_t length = r.query.count("length") ? ParseInt(r.query.at("length")).value_or(-1) : -1;
+    std::string part = bytes.substr(static_cast<size_t>(offset), length < 0 ? std::string::npos : static_cast<size_t>(length));
+    return Http("200 OK", "application/octet-stream", part);
+  }
+  return FileNotFound(path);
+}
+
+class YarnLogReaderTest : public ::testing::Test {
+ protected:
+  YarnLogReaderTest()
+      : server_([this](const Request& r) {
+          if (StartsWith(r.path, "/webhdfs/v1/")) return NameNode(r);
+          std::lock_guard<std::mutex> lock(mu_);
+          if (nm_.empty()) {
+            ADD_FAILURE() << "unscripted NodeManager request " << r.target;
+            return Http("500 Server Error", "text/plain", "unscripted");
+          }
+          std::string out = nm_.front();
+          nm_.erase(nm_.begin());
+          return out;
+        }) {
+    conf_.default_fs = "hdfs://127.0.0.1:9000";
+    conf_.fs_scheme = "hdfs";
+    conf_.fs_host = "127.0.0.1";
+    conf_.fs_port = 9000;
+    conf_.conf_dir = "/etc/hadoop";
+    conf_.remote_app_log_dir = "/tmp/logs";
+    conf_.remote_app_log_dir_suffix = "logs";
+    conf_.log_aggregation_file_formats = {"TFile"};
+    conf_.log_aggregation_enable = true;
+    conf_.nm_webapp = HostPort{"0.0.0.0", 8042};
+  }
+  void Nm(std::string answer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nm_.push_back(std::move(answer));
+  }
+  YarnLogReader Reader() { return YarnLogReader(conf_, "root", WebHdfs("http://" + server_.address(), "root")); }
+  ContainerLogLocation Where(const std::string& cid) { return {cid, "localhost:45454", server_.address()}; }
+  std::vector<std::string> NmTargets() {
+    std::vector<std::string> out;
+    for (const std::string& t : server_.Targets()) {
+      if (StartsWith(t, "/ws/")) out.push_back(t);
+    }
+    return out;
+  }
+
+  std::mutex mu_;
+  std::vector<std::string> nm_;
+  ScriptedServer server_;
+  HadoopConf conf_;
+};
+
+TEST_F(YarnLogReaderTest, RunningContainerFromTheNodeManager) {
+  YarnLogReader reader = Reader();
+  const std::string cid = "container_1795372454004_0017_01_000002";
+  Nm(Capture("nm-web/04-nm-8042-running-containerlogs-stdout.s2c.bin"));
+  Result<std::string> all = reader.Read("application_1795372454004_0017", Where(cid), "stdout");
+  ASSERT_OK(all);
+  EXPECT_EQ(*all, "out-line\n");
+  // Following from byte 4: one request for the tail, no whole-file read.
+  Nm(NmWrapped(cid, "stdout", "out-line\nmore\n", 14, true));
+  Result<LogChunk> next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 9);
+  ASSERT_OK(next);
+  EXPECT_EQ(next->bytes, "more\n");
+  EXPECT_EQ(next->offset, 9);
+  EXPECT_EQ(next->file_length, 14);
+  EXPECT_EQ(next->source, LogSource::kNodeManager);
+  EXPECT_FALSE(next->complete);
+  EXPECT_THAT(NmTargets(), ElementsAre("/ws/v1/node/containerlogs/" + cid + "/stdout?user.name=root",
+                                       "/ws/v1/node/containerlogs/" + cid + "/stdout?size=-65536&user.name=root"));
+}
+
+TEST_F(YarnLogReaderTest, FollowingPastTheTailWindowReadsTheWholeFile) {
+  YarnLogReader reader = Reader();
+  reader.set_tail_window_for_test(3);
+  const std::string cid = "container_1795372454004_0017_01_000002";
+  Nm(NmWrapped(cid, "stdout", "ne\n", 9, false));  // the last 3 bytes: not back to byte 2
+  Nm(NmWrapped(cid, "stdout", "out-line\n", 9, false));
+  Result<LogChunk> next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 2);
+  ASSERT_OK(next);
+  EXPECT_EQ(next->bytes, "t-line\n");
+  EXPECT_EQ(next->offset, 2);
+  EXPECT_TRUE(next->complete);  // the container no longer runs
+  EXPECT_EQ(NmTargets().size(), 2u);
+  // A file now shorter than the offset (replaced): everything, from 0.
+  server_.ClearTargets();
+  Nm(NmWrapped(cid, "stdout", "ew\n", 4, true));  // the tail misses the first byte: a whole read follows
+  Nm(NmWrapped(cid, "stdout", "new\n", 4, true));
+  next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 100);
+  ASSERT_OK(next);
+  EXPECT_EQ(next->offset, 0);
+  EXPECT_EQ(next->bytes, "new\n");
+  EXPECT_FALSE(next->complete);
+  EXPECT_EQ(NmTargets().size(), 2u);
+}
+
+TEST_F(YarnLogReaderTest, AggregatedTFileOnceTheNodeManagerForgetsTheContainer) {
+  YarnLogReader reader = Reader();
+  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  Result<LogChunk> c = reader.ReadFrom(kTApp, Where(kTCid), "stdout", 0);
+  ASSERT_OK(c);
+  EXPECT_EQ(c->bytes, std::string("stdout line 1 from ") + kTCid + "\nstdout line 2\n");
+  EXPECT_EQ(c->source, LogSource::kAggregated);
+  EXPECT_TRUE(c->complete);
+  // The list: the NM answers 500 Unknown container, the aggregated file has the names.
+  Nm(Capture("log-aggregation/tfile-http-03-nm-8042-container-logs-after-aggregation.s2c.bin"));
+  Result<std::vector<std::string>> names = reader.List(kTApp, Where(kTCid));
+  ASSERT_OK(names);
+  EXPECT_THAT(*names, ElementsAre("directory.info", "launch_container.sh", "prelaunch.err", "prelaunch.out", "stderr", "stdout"));
+  // No NodeManager to ask: straight to HDFS.
+  Result<std::string> am = reader.Read(kTApp, {"container_1795374029814_0002_01_000001", "", ""}, "AppMaster.stdout");
+  ASSERT_OK(am);
+  EXPECT_EQ(*am, "");
+  // No web address: the NodeManager is asked at <NodeId host>:<port of yarn.nodemanager.webapp.address>.
+  conf_.nm_webapp.port = std::stoi(server_.address().substr(server_.address().find(':') + 1));
+  YarnLogReader derived = Reader();
+  server_.ClearTargets();
+  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  am = derived.Read(kTApp, {"container_1795374029814_0002_01_000001", "localhost:45454", ""}, "AppMaster.stderr");
+  ASSERT_OK(am);
+  EXPECT_EQ(am->size(), 5729u);
+  EXPECT_EQ(NmTargets().size(), 1u);
+}
+
+TEST_F(YarnLogReaderTest, AggregatedIFile) {
+  conf_.log_aggregation_file_formats = {"IFile"};
+  YarnLogReader reader = Reader();
+  Nm(Capture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
+  Result<std::string> err = reader.Read(kIApp, Where("container_1795374306301_0001_01_000003"), "stderr");
+  ASSERT_OK(err);
+  EXPECT_EQ(*err, "stderr line from container_1795374306301_0001_01_000003\n");
+}
+
+TEST_F(YarnLogReaderTest, LargeIFileIsReadInPieces) {
+  AggregatedLogs logs(conf_, "root", WebHdfs("http://" + server_.address(), "root"));
+  logs.set_whole_file_limit_for_test(1000);
+  Result<AggregatedLog> a = logs.Read(kIApp, "localhost:45454", "container_1795374306301_0001_01_000002", "stdout");
+  ASSERT_OK(a);
+  EXPECT_EQ(a->bytes, "stdout line 1 from container_1795374306301_0001_01_000002\nstdout line 2\n");
+  EXPECT_EQ(a->mtime_ms, 1795374325226);
+  std::vector<std::string> opens;
+  for (const std::string& t : server_.Targets()) {
+    if (t.find("op=OPEN") == std::string::npos) continue;
+    size_t range = t.find("&offset");
+    opens.push_back(t.substr(range != std::string::npos ? range : t.find("&length")));
+  }
+  // head id, trailer, index, the one log.
+  EXPECT_THAT(opens, ElementsAre("&length=32", "&offset=25647&length=36", "&offset=23509&length=2138",
+                                 "&offset=16600&length=72"));
+  // A second read uses the cached index: a listing and the log, nothing else.
+  int64_t before = logs.requests_for_test();
+  ASSERT_OK(logs.Read(kIApp, "localhost:45454", "container_1795374306301_0001_01_000002", "stderr"));
+  EXPECT_EQ(logs.requests_for_test() - before, 2);
+}
+
+TEST_F(YarnLogReaderTest, NotFoundSaysWhy) {
+  YarnLogReader reader = Reader();
+  // No such file on a container the NM serves: the files it has are named.
+  Nm(Capture("nm-web/09-nm-8042-running-containerlogs-nosuchfile.s2c.bin"));
+  Nm(Capture("nm-web/02-nm-8042-running-container-logs-json.s2c.bin"));
+  EXPECT_STATUS(reader.Read("application_1795372454004_0017", Where("container_1795372454004_0017_01_000002"), "nosuchfile"),
+                kNotFound, HasSubstr("(it has: launch_container.sh, prelaunch.err, stderr, directory.info"));
+  // Unknown to the NM, and HDFS has nothing: aggregation on -> "not uploaded yet".
+  Nm(Capture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
+  EXPECT_STATUS(reader.Read("application_1795372454004_9999", Where("container_1795372454004_9999_01_000001"), "stdout"),
+                kNotFound,
+                ::testing::AllOf(HasSubstr("no longer serves"), HasSubstr("once it has uploaded them"),
+                                 HasSubstr("no aggregated logs of application_1795372454004_9999 in HDFS"),
+                                 HasSubstr("/tmp/logs/root/bucket-logs-tfile/9999/application_1795372454004_9999")));
+  // ... aggregation off -> "the NM deleted them".
+  conf_.log_aggregation_enable = false;
+  YarnLogReader off = Reader();
+  Nm(Capture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
+  EXPECT_STATUS(off.Read("application_1795372454004_9999", Where("container_1795372454004_9999_01_000001"), "stdout"),
+                kNotFound, HasSubstr("log aggregation is off (yarn.log-aggregation-enable is not true in /etc/hadoop/yarn-site.xml)"));
+  // In HDFS, but not that file.
+  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  EXPECT_STATUS(reader.Read(kTApp, Where(kTCid), "am.log"), kNotFound,
+                HasSubstr("has no log file 'am.log' in the aggregated logs (it has: directory.info"));
+  // A node that has no aggregated file.
+  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  EXPECT_STATUS(reader.Read(kTApp, {kTCid, "otherhost:45454", server_.address()}, "stdout"), kNotFound,
+                HasSubstr("no file for node otherhost:45454 (there are: localhost_45454)"));
+  EXPECT_STATUS(reader.Read(kTApp, Where(""), "stdout"), kInvalidArgument, HasSubstr("no container id"));
+  EXPECT_STATUS(reader.Read(kTApp, Where(kTCid), "../x"), kInvalidArgument, HasSubstr("not a log file name"));
+}
+
+TEST_F(YarnLogReaderTest, UnreachableNodeManager) {
+  YarnLogReader reader = Reader();
+  // A port nothing listens on.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::string dead = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  ::close(fd);
+  // Its logs are in HDFS: read from there.
+  Result<std::string> out = reader.Read(kTApp, {kTCid, "localhost:45454", dead}, "stderr");
+  ASSERT_OK(out);
+  EXPECT_EQ(*out, std::string("stderr line from ") + kTCid + "\n");
+  // Not in HDFS either: retryable, and both reasons are given.
+  EXPECT_STATUS(reader.Read("application_1795372454004_0017", {"container_1795372454004_0017_01_000002", "", dead}, "stdout"),
+                kUnavailable, ::testing::AllOf(HasSubstr("NodeManager " + dead), HasSubstr("and from HDFS: no aggregated logs")));
+}
+
+}  // namespace
+}  // namespace loom::hadoop
