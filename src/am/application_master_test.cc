@@ -305,7 +305,7 @@ TEST_F(StagesTest, APrepareFailureFailsTheJobAndNothingOfTrainingIsAskedFor) {
   EXPECT_THAT(view->diagnostics, HasSubstr("the training stage (worker) was not started"));
   for (const auto& t : view->tasks) {
     if (t.id.rfind("worker:", 0) == 0) {
-      EXPECT_EQ(t.state, "KILLED") << t.id;
+      EXPECT_EQ(t.state, TaskState::kKilled) << t.id;
       EXPECT_EQ(t.started_ms, 0) << t.id;
     }
   }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/job_state.h"
 #include "history/job_view.h"
 
 namespace loom::am {
@@ -124,7 +125,7 @@ StatusPage::Page StatusPage::Render(const std::string& path) const {
     for (const auto& t : view->tasks) {
       if (t.id == view->tensorboard_task) tb = &t;
     }
-    if (tb && !history::IsFinalTaskState(tb->state)) {
+    if (tb && !IsTerminal(tb->state)) {
       body += "<p><a id=\"tensorboard\" href=\"" + HtmlEscape(view->tensorboard_url) + "\">TensorBoard</a> (" +
               HtmlEscape(tb->id) + ")</p>";
     }

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <vector>
 
+#include "core/job_state.h"
 #include "core/strings.h"
 #include "history/event_log.h"
 #include "history/events.h"
@@ -38,11 +39,13 @@ std::string DescribeEvent(const json& e) {
   std::string type = e.value("event", "");
   std::string when = ClockTime(history::EventMillis(e, "ts", 0));
   if (type == history::events::kTaskState) {
-    std::string line = when + "  " + e.value("task", "?") + " " + e.value("state", "?");
+    std::string text = e.value("state", "?");  // shown as written, even a spelling this Loom does not know
+    std::optional<TaskState> state = ParseTaskState(text);
+    std::string line = when + "  " + e.value("task", "?") + " " + text;
     if (e.contains("address")) line += " " + e.value("address", "");
     if (e.contains("gpus")) line += " GPUs " + e.value("gpus", "");
-    if (e.contains("exit_code") && e.value("state", "") != "SUCCEEDED") line += " exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255));
-    if (e.contains("diagnostics") && e.value("state", "") == "FAILED") line += "\n    " + e.value("diagnostics", "");
+    if (e.contains("exit_code") && state != TaskState::kSucceeded) line += " exit " + std::to_string(history::EventInt(e, "exit_code", 0, -255, 255));
+    if (e.contains("diagnostics") && state == TaskState::kFailed) line += "\n    " + e.value("diagnostics", "");
     return line;
   }
   if (type == history::events::kAmStarted) {

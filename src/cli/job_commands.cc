@@ -18,6 +18,7 @@
 #include "cli/backends.h"
 #include "core/config/config.h"
 #include "core/files.h"
+#include "core/job_state.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "history/event_log.h"
@@ -43,23 +44,23 @@ void PrintView(const history::JobView& v) {
   for (const std::string& w : v.warnings) std::printf("  warning: %s\n", w.c_str());
   std::fputs(history::RenderTaskTable(v).c_str(), stdout);
   for (const auto& t : v.tasks) {
-    if (t.state == "FAILED" && !t.diagnostics.empty()) std::printf("\n%s: %s\n", t.id.c_str(), t.diagnostics.c_str());
+    if (t.state == TaskState::kFailed && !t.diagnostics.empty()) std::printf("\n%s: %s\n", t.id.c_str(), t.diagnostics.c_str());
   }
   // Tasks Loom stopped say why, one line per reason ("ps:0: stopped by the AM: tracked tasks
   // finished").
   std::vector<std::pair<std::string, std::vector<std::string>>> stopped;
   for (const auto& t : v.tasks) {
-    if (t.state != "KILLED" || t.diagnostics.empty()) continue;
+    if (t.state != TaskState::kKilled || t.diagnostics.empty()) continue;
     auto it = std::find_if(stopped.begin(), stopped.end(), [&](const auto& e) { return e.first == t.diagnostics; });
     if (it == stopped.end()) it = stopped.insert(stopped.end(), {t.diagnostics, {}});
     it->second.push_back(t.id);
   }
   for (const auto& [why, ids] : stopped) std::printf("  %s: %s\n", Join(ids, ", ").c_str(), why.c_str());
   for (const auto& t : v.tasks) {
-    if (!t.gpus.empty() && !history::IsFinalTaskState(t.state)) std::printf("  %s GPUs %s\n", t.id.c_str(), t.gpus.c_str());
+    if (!t.gpus.empty() && !IsTerminal(t.state)) std::printf("  %s GPUs %s\n", t.id.c_str(), t.gpus.c_str());
   }
   for (const auto& t : v.tasks) {
-    if (t.state == "PENDING" && !t.waiting.empty()) std::printf("  %s waiting %s\n", t.id.c_str(), t.waiting.c_str());
+    if (t.state == TaskState::kPending && !t.waiting.empty()) std::printf("  %s waiting %s\n", t.id.c_str(), t.waiting.c_str());
   }
 }
 

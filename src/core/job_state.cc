@@ -1,6 +1,8 @@
 #include "core/job_state.h"
 
 #include <algorithm>
+#include <array>
+#include <ostream>
 
 #include "core/strings.h"
 
@@ -56,6 +58,20 @@ std::string TaskStateName(TaskState s) {
   }
   return "?";
 }
+
+std::optional<TaskState> ParseTaskState(std::string_view name) {
+  // Through TaskStateName, so that there is one list of spellings (job_state_test checks that
+  // this list has every state).
+  static constexpr std::array kAll = {TaskState::kPending, TaskState::kLaunched, TaskState::kRegistered,
+                                      TaskState::kRunning, TaskState::kSucceeded, TaskState::kFailed,
+                                      TaskState::kKilled,  TaskState::kLost};
+  for (TaskState s : kAll) {
+    if (TaskStateName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+std::ostream& operator<<(std::ostream& os, TaskState s) { return os << TaskStateName(s); }
 
 bool IsTerminal(TaskState s) {
   return s == TaskState::kSucceeded || s == TaskState::kFailed || s == TaskState::kKilled ||

@@ -4,9 +4,11 @@
 // Not thread-safe: the AM calls it from its event loop only.
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/job_spec.h"
@@ -23,8 +25,14 @@ enum class TaskState {
   kKilled,      // stopped by Loom (job over, or killed), not a failure
   kLost,        // executor vanished without reporting
 };
+// The spelling of a state in events.jsonl, status.json and `loom status`: "RUNNING".
 std::string TaskStateName(TaskState s);
+// TaskStateName's inverse, for whoever reads a state back from a file: nullopt for a spelling
+// this Loom does not know (a newer writer's, or a damaged file), which the reader must handle.
+std::optional<TaskState> ParseTaskState(std::string_view name);
 bool IsTerminal(TaskState s);
+// Prints TaskStateName, so that test failures and logs name the state rather than its number.
+std::ostream& operator<<(std::ostream& os, TaskState s);
 
 enum class JobState { kNew, kRunning, kSucceeded, kFailed, kKilled };
 std::string JobStateName(JobState s);

@@ -1,5 +1,7 @@
 #include "core/job_state.h"
 
+#include <sstream>
+
 #include "core/testing.h"
 
 namespace loom {
@@ -299,6 +301,36 @@ TEST(Mpi, ATaskThatHoldsRanksEndingFirstFailsTheJobEvenWithExitCodeZero) {
   JobTracker tf(spec);
   tf.OnTaskFinished({"worker", 1}, 0, false, "");
   EXPECT_EQ(tf.state(), JobState::kRunning);
+}
+
+// What history reads back from events.jsonl and status.json is what the AM wrote with
+// TaskStateName. The loop runs past the last state so that a state added to the enum (and so
+// to TaskStateName's switch) but not to ParseTaskState fails here.
+TEST(TaskStateText, ParseIsTheInverseOfTheName) {
+  int named = 0;
+  for (int i = 0; i < 64; ++i) {
+    auto s = static_cast<TaskState>(i);
+    std::string name = TaskStateName(s);
+    if (name == "?") continue;
+    ++named;
+    EXPECT_EQ(ParseTaskState(name), s) << name;
+  }
+  EXPECT_EQ(named, 8);
+  EXPECT_EQ(ParseTaskState("PENDING"), TaskState::kPending);
+  EXPECT_EQ(ParseTaskState("LOST"), TaskState::kLost);
+  std::ostringstream printed;
+  printed << TaskState::kRegistered;
+  EXPECT_EQ(printed.str(), "REGISTERED");
+}
+
+// A file is input: a spelling this Loom never writes is no state, never a guess.
+TEST(TaskStateText, AnUnknownSpellingIsNoState) {
+  EXPECT_EQ(ParseTaskState(""), std::nullopt);
+  EXPECT_EQ(ParseTaskState("?"), std::nullopt);
+  EXPECT_EQ(ParseTaskState("running"), std::nullopt);  // the spelling is exact
+  EXPECT_EQ(ParseTaskState("RUNNING "), std::nullopt);
+  EXPECT_EQ(ParseTaskState("PREEMPTED"), std::nullopt);
+  EXPECT_EQ(ParseTaskState(std::string_view("RUNNING\0", 8)), std::nullopt);
 }
 
 }  // namespace

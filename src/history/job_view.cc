@@ -16,6 +16,8 @@ namespace loom::history {
 
 using nlohmann::json;
 
+std::string TaskView::StateText() const { return unknown_state.empty() ? TaskStateName(state) : unknown_state; }
+
 TaskView* JobView::FindTask(const std::string& task_id) {
   for (auto& t : tasks) {
     if (t.id == task_id) return &t;
@@ -52,8 +54,17 @@ void JobView::ApplyChecked(const json& e) {
     if (!final) dashboard_url = e.value("status_url", "");
   } else if (type == events::kTaskState) {
     TaskView* t = FindTask(e.value("task", "?"));
-    t->state = e.value("state", t->state);
-    if (t->state != "PENDING") t->waiting.clear();
+    // The one place a task's state is read from text: the rest of Loom goes by TaskState.
+    // `now`: the state this event leaves the task in, when it is one this Loom knows.
+    std::optional<TaskState> now;
+    if (t->unknown_state.empty()) now = t->state;
+    if (e.contains("state")) {
+      std::string text = e.value("state", "");
+      now = ParseTaskState(text);
+      t->unknown_state = now ? "" : text;
+    }
+    if (now) t->state = *now;
+    if (t->state != TaskState::kPending) t->waiting.clear();
     if (e.contains("waiting")) t->waiting = e.value("waiting", "");  // e.g. for the prepare stage
     if (e.contains("address")) t->address = e.value("address", "");
     if (e.contains("exit_code")) t->exit_code = static_cast<int>(EventInt(e, "exit_code", 0, -255, 255));
@@ -67,8 +78,8 @@ void JobView::ApplyChecked(const json& e) {
     if (e.contains("node_http")) t->node_http = e.value("node_http", "");
     if (e.contains("gpus")) t->gpus = e.value("gpus", "");
     if (e.contains("peak_rss_bytes")) t->peak_rss_bytes = EventInt(e, "peak_rss_bytes", 0, 0, int64_t{1} << 60);
-    if (t->state == "RUNNING") t->started_ms = ts;
-    if (IsFinalTaskState(t->state)) {
+    if (now == TaskState::kRunning) t->started_ms = ts;
+    if (now && IsTerminal(*now)) {
       t->finished_ms = ts;
       if (t->id == tensorboard_task) {  // its TensorBoard went with it
         tensorboard_url.clear();
@@ -78,14 +89,14 @@ void JobView::ApplyChecked(const json& e) {
   } else if (type == events::kTasksPending) {
     for (const auto& p : e.value("tasks", json::array())) {
       TaskView* t = FindTask(p.value("task", "?"));
-      if (t->state != "PENDING") continue;
+      if (t->state != TaskState::kPending) continue;
       t->waiting = FormatDuration(EventMillis(p, "waited_ms", 0)) + " for " + p.value("resources", std::string("a container")) +
                    ": " + p.value("reason", std::string("?"));
     }
   } else if (type == events::kTaskMetrics) {
     for (const auto& m : e.value("tasks", json::array())) {
       TaskView* t = FindTask(m.value("task", std::string("?")));
-      if (IsFinalTaskState(t->state)) continue;  // a late sample: the end has the peak
+      if (IsTerminal(t->state)) continue;  // a late sample: the end has the peak
       t->rss_bytes = EventInt(m, "rss_bytes", 0, 0, int64_t{1} << 60);
       t->peak_rss_bytes = std::max(t->peak_rss_bytes, t->rss_bytes);
     }
@@ -100,7 +111,7 @@ void JobView::ApplyChecked(const json& e) {
     std::string task = e.value("task", std::string());
     auto t = std::find_if(tasks.begin(), tasks.end(), [&](const TaskView& v) { return v.id == task; });
     // A late answer from a task that already ended (or a job that did) is no link.
-    if (!final && (t == tasks.end() || !IsFinalTaskState(t->state))) {
+    if (!final && (t == tasks.end() || !IsTerminal(t->state))) {
       tensorboard_url = e.value("url", tensorboard_url);
       tensorboard_task = task;
     }
@@ -205,27 +216,30 @@ std::string KillCause(const JobDir& dir) {
   return cause;
 }
 
-bool IsFinalTaskState(const std::string& state) {
-  return state == "SUCCEEDED" || state == "FAILED" || state == "KILLED" || state == "LOST";
-}
-
 Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics, const json& extra,
-              const std::string& task_state) {
+              TaskState task_state) {
   return EndJobIfFirst(dir, state, diagnostics, extra, task_state).status();
 }
 
+Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics, const json& extra,
+              std::string_view task_state) {
+  std::optional<TaskState> parsed = ParseTaskState(task_state);
+  if (!parsed) return Status::InvalidArgument("no task state is spelled \"" + std::string(task_state) + "\"");
+  return EndJob(dir, state, diagnostics, extra, *parsed);
+}
+
 Result<bool> EndJobIfFirst(const JobDir& dir, const std::string& state, const std::string& diagnostics,
-                           const json& extra, const std::string& task_state) {
+                           const json& extra, TaskState task_state) {
   if (PathExists(dir.status())) return false;
   LOOM_ASSIGN_OR_RETURN(JobView view, LoadJobView(dir));
   EventLog log(dir.events());
   for (const TaskView& t : view.tasks) {
-    if (IsFinalTaskState(t.state)) continue;
-    json row = {{"task", t.id}, {"state", task_state}, {"diagnostics", "ended with the job: " + diagnostics}};
+    if (IsTerminal(t.state)) continue;
+    json row = {{"task", t.id}, {"state", TaskStateName(task_state)}, {"diagnostics", "ended with the job: " + diagnostics}};
     // A task that had a process was stopped with SIGTERM by whoever ended the job (YARN's
     // NodeManager, or its executor once the AM was gone): the shell's 143, as for every task
     // Loom stops. One that never started has no exit code.
-    if (t.state != "PENDING") row["exit_code"] = kStoppedExitCode;
+    if (t.state != TaskState::kPending) row["exit_code"] = kStoppedExitCode;
     LOOM_RETURN_IF_ERROR(log.Append(events::kTaskState, row));
   }
   Status s = WriteFinalStatus(dir, state, diagnostics, extra);
@@ -238,7 +252,7 @@ json ToJson(const JobView& v) {
   json tasks = json::array();
   for (const TaskView& t : v.tasks) {
     json task = {{"task", t.id},
-                 {"state", t.state},
+                 {"state", t.StateText()},
                  {"address", t.address},
                  {"exit_code", t.exit_code},
                  {"diagnostics", t.diagnostics},
@@ -300,7 +314,7 @@ std::string RenderTaskTable(const JobView& view) {
     std::string rss = rss_bytes ? std::to_string(rss_bytes >> 20) + "M" : "";
     int64_t end = done ? t.finished_ms : NowMillis();
     std::string time = t.started_ms ? FormatDuration(end - t.started_ms) : "";
-    std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, t.id.c_str(), t.state.c_str(),
+    std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, t.id.c_str(), t.StateText().c_str(),
                   t.address.c_str(), exit.c_str(), rss.c_str(), time.c_str());
     out += line;
   }

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/job_state.h"
 #include "history/job_dir.h"
 
 namespace loom::history {
@@ -19,7 +21,12 @@ struct PastContainer {
 
 struct TaskView {
   std::string id;  // "worker:0"
-  std::string state = "PENDING";
+  TaskState state = TaskState::kPending;
+  // A TASK_STATE whose state this Loom cannot read (a newer writer's spelling, or a damaged
+  // file) leaves `state` at the last one it could, which the view and EndJob go by, and is
+  // kept here as written, so that what is shown is still what the file says. "" once a state
+  // it can read follows.
+  std::string unknown_state;
   std::string address;
   int exit_code = 0;
   std::string diagnostics;
@@ -35,12 +42,19 @@ struct TaskView {
   std::string waiting;    // while PENDING: why it has no container yet, as the backend says
   std::string gpus;       // its CUDA_VISIBLE_DEVICES, where the backend pinned them at start-up
   std::vector<PastContainer> earlier;  // oldest first; their logs stay the task's (`loom logs`)
+
+  // The state as `loom status`, its --json and the status page show it: TaskStateName, or the
+  // unreadable spelling as written.
+  std::string StateText() const;
 };
 
 struct JobView {
   std::string id;
   std::string name;
   std::string backend;
+  // SUBMITTED, QUEUED, RUNNING, then the end as status.json or JOB_FINISHED spells it. Text,
+  // not core's JobState: that is the AM's machine (NEW..KILLED), which has no SUBMITTED or
+  // QUEUED, and the end is written in text by several writers, the YARN follower among them.
   std::string state = "SUBMITTED";
   std::string diagnostics;
   int64_t submitted_ms = 0;
@@ -86,16 +100,22 @@ Status WriteFinalStatus(const JobDir& dir, const std::string& state, const std::
                         const nlohmann::json& extra = nlohmann::json::object());
 
 // Ends the job's record: every task not yet in a final state gets a TASK_STATE `task_state`
-// row (the cluster ended it with the job; exit code 143 where it had started), then status.json is written with `state` and
-// `diagnostics` (and `extra` fields) unless someone wrote it first. Idempotent.
+// row (the cluster ended it with the job; exit code 143 where it had started), then
+// status.json is written with `state` and `diagnostics` (and `extra` fields) unless someone
+// wrote it first. Idempotent.
 Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
-              const nlohmann::json& extra = nlohmann::json::object(), const std::string& task_state = "KILLED");
+              const nlohmann::json& extra = nlohmann::json::object(), TaskState task_state = TaskState::kKilled);
+// The same with the tasks' end in text, for the YARN follower, which still names it so; to go
+// once it passes a TaskState. A spelling ParseTaskState does not know is InvalidArgument, and
+// nothing is written.
+Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
+              const nlohmann::json& extra, std::string_view task_state);
 // EndJob that says whether this call's end stands: true when it wrote status.json, false when
 // someone ended the job first (their state is the job's). Whoever's end stands writes the
 // JOB_FINISHED event, so that events.jsonl and status.json never disagree.
 Result<bool> EndJobIfFirst(const JobDir& dir, const std::string& state, const std::string& diagnostics,
                            const nlohmann::json& extra = nlohmann::json::object(),
-                           const std::string& task_state = "KILLED");
+                           TaskState task_state = TaskState::kKilled);
 
 // Why the job is being killed, recorded by whoever asks for the kill before it sends it
 // (`loom kill`, `loom submit` taking a signal), for whoever then writes the job's end (the
@@ -104,9 +124,6 @@ Result<bool> EndJobIfFirst(const JobDir& dir, const std::string& state, const st
 Status RecordKillCause(const JobDir& dir, const std::string& cause);
 // The recorded cause, or "" when none was recorded (a signal from outside Loom).
 std::string KillCause(const JobDir& dir);
-
-// A task state that never changes again.
-bool IsFinalTaskState(const std::string& state);
 
 // The job as one JSON object: the single shape of `loom status --json`, the AM's
 // /status.json and the history.

@@ -36,10 +36,10 @@ TEST_F(JobViewTest, FoldsEventsInOrder) {
   auto view = LoadJobView(dir_);
   ASSERT_OK(view);
   ASSERT_EQ(view->tasks.size(), 2u);
-  EXPECT_EQ(view->tasks[0].state, "FAILED");
+  EXPECT_EQ(view->tasks[0].state, TaskState::kFailed);
   EXPECT_EQ(view->tasks[0].exit_code, 3);
   EXPECT_EQ(view->tasks[0].address, "h:1");
-  EXPECT_EQ(view->tasks[1].state, "PENDING");
+  EXPECT_EQ(view->tasks[1].state, TaskState::kPending);
   EXPECT_FALSE(view->final);
 }
 
@@ -184,7 +184,7 @@ TEST_F(JobViewTest, ARestartedTaskKeepsItsEarlierContainers) {
   apply(R"({"ts": 3, "event": "TASK_STATE", "task": "worker:0", "state": "LAUNCHED", "container": "c3", "node_id": "n2:1", "node_http": "n2:2"})");
   apply(R"({"ts": 4, "event": "TASK_STATE", "task": "worker:0", "state": "RUNNING", "container": "c3"})");
   apply(R"({"ts": 5, "event": "JOB_RESTARTING", "attempt": 1, "reason": "x"})");
-  EXPECT_EQ(view.tasks[0].state, "PENDING");
+  EXPECT_EQ(view.tasks[0].state, TaskState::kPending);
   EXPECT_EQ(view.tasks[0].container, "");
   apply(R"({"ts": 6, "event": "TASK_STATE", "task": "worker:0", "state": "LAUNCHED", "container": "c5", "node_id": "n1:1", "node_http": "n1:2"})");
   ASSERT_EQ(view.tasks[0].earlier.size(), 2u);
@@ -202,18 +202,62 @@ TEST_F(JobViewTest, EndJobStopsRunningTasksWith143) {
   ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_x"}, {"tasks", {"worker:0", "worker:1", "ps:0"}}}));
   ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}}));
   ASSERT_OK(log.Append("TASK_STATE", {{"task", "ps:0"}, {"state", "SUCCEEDED"}, {"exit_code", 0}}));
-  ASSERT_OK(EndJob(dir_, "KILLED", "killed by loom kill", {}, "KILLED"));
+  ASSERT_OK(EndJob(dir_, "KILLED", "killed by loom kill", {}, TaskState::kKilled));
   auto view = LoadJobView(dir_);
   ASSERT_OK(view);
   EXPECT_EQ(view->state, "KILLED");
   const TaskView* running = view->FindTask("worker:0");
   const TaskView* pending = view->FindTask("worker:1");
   ASSERT_TRUE(running && pending);
-  EXPECT_EQ(running->state, "KILLED");
+  EXPECT_EQ(running->state, TaskState::kKilled);
   EXPECT_EQ(running->exit_code, 143);
-  EXPECT_EQ(pending->state, "KILLED");
+  EXPECT_EQ(pending->state, TaskState::kKilled);
   EXPECT_EQ(pending->exit_code, 0);
-  EXPECT_EQ(view->FindTask("ps:0")->state, "SUCCEEDED");  // an ended task keeps its end
+  EXPECT_EQ(view->FindTask("ps:0")->state, TaskState::kSucceeded);  // an ended task keeps its end
+}
+
+// A state this Loom cannot read (a newer writer's, a damaged file) does not lose the view:
+// the task keeps the last state it could read, which the view and EndJob go by, and shows the
+// spelling as written, in the table and in --json, until a state it can read follows.
+TEST_F(JobViewTest, AnUnknownTaskStateIsShownAsWrittenAndDecidesNothing) {
+  EventLog log(dir_.events());
+  ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_x"}, {"tasks", {"worker:0", "worker:1"}}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}, {"address", "h:1"}}));
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "PREEMPTED"}, {"exit_code", 137}}));
+  auto view = LoadJobView(dir_);
+  ASSERT_OK(view);
+  const TaskView* t = view->FindTask("worker:0");
+  EXPECT_EQ(t->state, TaskState::kRunning);
+  EXPECT_EQ(t->unknown_state, "PREEMPTED");
+  EXPECT_EQ(t->StateText(), "PREEMPTED");
+  EXPECT_EQ(t->exit_code, 137);  // the rest of the event still counts
+  EXPECT_EQ(t->finished_ms, 0);  // not an end
+  EXPECT_EQ(ToJson(*view)["tasks"][0]["state"], "PREEMPTED");
+  EXPECT_THAT(RenderTaskTable(*view), ::testing::HasSubstr(" PREEMPTED "));
+  EXPECT_EQ(view->FindTask("worker:1")->StateText(), "PENDING");
+
+  // The job's end goes by the last readable state: a running task is stopped with 143.
+  ASSERT_OK(EndJob(dir_, "KILLED", "killed"));
+  auto ended = LoadJobView(dir_);
+  ASSERT_OK(ended);
+  t = ended->FindTask("worker:0");
+  EXPECT_EQ(t->state, TaskState::kKilled);
+  EXPECT_EQ(t->unknown_state, "");
+  EXPECT_EQ(t->exit_code, 143);
+  EXPECT_EQ(ToJson(*ended)["tasks"][0]["state"], "KILLED");
+
+  // The tasks' end in text (the YARN follower's) must be a state; nothing is written otherwise.
+  EXPECT_STATUS(EndJob(dir_, "FAILED", "x", {}, "GONE"), kInvalidArgument, ::testing::HasSubstr("GONE"));
+}
+
+// `loom status --json` and the status page spell every state as the AM wrote it.
+TEST_F(JobViewTest, JsonSpellsEveryStateAsWritten) {
+  JobView view;
+  for (const char* name : {"PENDING", "LAUNCHED", "REGISTERED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED", "LOST"}) {
+    view.Apply({{"ts", 1}, {"event", "TASK_STATE"}, {"task", "worker:0"}, {"state", name}});
+    EXPECT_EQ(ToJson(view)["tasks"][0]["state"], name);
+    EXPECT_EQ(TaskStateName(view.tasks[0].state), name);
+  }
 }
 
 TEST_F(JobViewTest, KillCauseFirstWriterWins) {

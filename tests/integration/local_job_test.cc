@@ -63,7 +63,7 @@ TEST(LocalJob, FailingWorkerFailsTheJobWithDiagnostics) {
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "FAILED");
   EXPECT_THAT(view.diagnostics, HasSubstr("worker:1"));
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "worker:1" ? "FAILED" : "KILLED") << t.id;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "worker:1" ? TaskState::kFailed : TaskState::kKilled) << t.id;
   RunResult status = loom.Run({"status", id});
   EXPECT_EQ(status.exit_code, 1);
   EXPECT_THAT(status.out, HasSubstr("fatal: simulated failure in worker:1"));
@@ -153,7 +153,7 @@ TEST(LocalJob, UntrackedTasksAreStoppedWhenTrackedOnesFinish) {
   std::string id = loom.OnlyJobId();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   history::JobView view = loom.View(id);
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "ps:0" ? "KILLED" : "SUCCEEDED") << t.id;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "ps:0" ? TaskState::kKilled : TaskState::kSucceeded) << t.id;
   // The convention of a stopped task, the same on YARN (YarnDaily.UntrackedTaskStoppedAtTheEnd...).
   history::TaskView* ps = view.FindTask("ps:0");
   EXPECT_EQ(ps->exit_code, 143);
@@ -181,7 +181,7 @@ TEST(LocalJob, IgnoredDependencyTimeoutSaysWhatItStoppedAndWhy) {
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   EXPECT_EQ(view.diagnostics, "chief:0 and worker:0 succeeded; evaluator:0 " + why);
-  EXPECT_EQ(view.FindTask("evaluator:0")->state, "KILLED");
+  EXPECT_EQ(view.FindTask("evaluator:0")->state, TaskState::kKilled);
   EXPECT_EQ(view.FindTask("evaluator:0")->diagnostics, why);
   EXPECT_EQ(view.FindTask("evaluator:0")->exit_code, 143);
   EXPECT_THAT(r.out, HasSubstr("evaluator:0 " + why));

@@ -168,7 +168,7 @@ bool AllRunning(MiniLoom& loom, const std::string& id) {
       [&] {
         auto v = loom.View(id);
         return !v.tasks.empty() &&
-               std::all_of(v.tasks.begin(), v.tasks.end(), [](const auto& t) { return t.state == "RUNNING"; });
+               std::all_of(v.tasks.begin(), v.tasks.end(), [](const auto& t) { return t.state == TaskState::kRunning; });
       },
       15s);
 }
@@ -264,7 +264,7 @@ TEST(LocalQueue, KillingAQueuedJobEndsItAtOnceAndMovesTheNextUp) {
   history::JobView vb = loom.View(b.id);
   EXPECT_EQ(vb.state, "KILLED");
   EXPECT_THAT(vb.diagnostics, HasSubstr("while queued"));
-  for (const auto& t : vb.tasks) EXPECT_EQ(t.state, "KILLED") << t.id;
+  for (const auto& t : vb.tasks) EXPECT_EQ(t.state, TaskState::kKilled) << t.id;
   EXPECT_TRUE(MiniLoom::JobProcesses(b.id).empty());
   EXPECT_TRUE(task.RunsOf(b.id).empty());  // it never ran
   ASSERT_TRUE(WaitForState(loom, c.id, "QUEUED", 1, 5s));  // moved up

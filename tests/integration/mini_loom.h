@@ -134,7 +134,7 @@ class MiniLoom {
           id = ids[0];
           auto v = View(id);
           return v.tasks.size() == tasks &&
-                 std::all_of(v.tasks.begin(), v.tasks.end(), [](const auto& t) { return t.state == "RUNNING"; });
+                 std::all_of(v.tasks.begin(), v.tasks.end(), [](const auto& t) { return t.state == TaskState::kRunning; });
         },
         timeout);
     return ok ? id : "";

@@ -141,7 +141,7 @@ TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
   }
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? "SUCCEEDED" : "KILLED") << t.id;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? TaskState::kSucceeded : TaskState::kKilled) << t.id;
   // The launcher's stderr has nothing from the agent: every daemon ended with mpirun.
   EXPECT_EQ(WithoutOpenMpiSetpgidRace(loom.TaskOutput(id, {"launcher", 0}, true)), "");
   EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
@@ -169,7 +169,7 @@ TEST(MpiJob, ACrashingRankFailsTheJobAndLeavesNothingBehind) {
   EXPECT_THAT(view.diagnostics, HasSubstr("task launcher:0 failed: exit code 7"));
   EXPECT_THAT(r.out, HasSubstr("rank 3: crashing with exit code 7"));
   EXPECT_THAT(r.out, HasSubstr("mpirun detected that one or more processes exited with non-zero status"));
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? "FAILED" : "KILLED") << t.id;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? TaskState::kFailed : TaskState::kKilled) << t.id;
   EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
       << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
   for (const std::string& dir : ScratchDirs(ExecutorLogs(loom, id, 3))) EXPECT_FALSE(PathExists(dir)) << dir;

@@ -72,7 +72,7 @@ TEST(OldUserland, LocalJobRunsInDebian11) {
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   ASSERT_EQ(view.tasks.size(), 4u);
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, "SUCCEEDED") << t.id;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, TaskState::kSucceeded) << t.id;
   for (int i = 0; i < 2; ++i) {
     EXPECT_THAT(loom.TaskOutput(id, {"shell", i}), HasSubstr("sh " + std::to_string(i) + " on debian 11.")) << i;
     // This machine's python3 is 3.11: 3.9 is bullseye's.

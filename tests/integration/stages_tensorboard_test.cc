@@ -99,7 +99,7 @@ TEST(TwoStages, TrainingStartsOnlyAfterThePrepareStageSucceeded) {
         id = ids[0];
         auto view = loom.View(id);
         auto* loader = view.FindTask("dbloader:0");
-        return loader->state == "RUNNING";
+        return loader->state == TaskState::kRunning;
       },
       60s));
   // The prepare stage runs (held until DIR/go): the workers were not even asked for.
@@ -132,7 +132,7 @@ TEST(TwoStages, TrainingStartsOnlyAfterThePrepareStageSucceeded) {
     EXPECT_THAT(loom.TaskOutput(id, {"worker", i}),
                 HasSubstr("found rows=42 rank " + std::to_string(i) + " of 2"));  // the training stage's own world
     EXPECT_GE(view.FindTask("worker:" + std::to_string(i))->started_ms, loader_done);
-    EXPECT_EQ(view.FindTask("worker:" + std::to_string(i))->state, "SUCCEEDED");
+    EXPECT_EQ(view.FindTask("worker:" + std::to_string(i))->state, TaskState::kSucceeded);
   }
   EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
 }
@@ -151,7 +151,7 @@ TEST(TwoStages, APrepareFailureFailsTheJobNamingItAndTrainingNeverStarts) {
   EXPECT_THAT(view.diagnostics, HasSubstr("the training stage (worker) was not started"));
   for (int i = 0; i < 2; ++i) {
     const auto* w = view.FindTask("worker:" + std::to_string(i));
-    EXPECT_EQ(w->state, "KILLED");
+    EXPECT_EQ(w->state, TaskState::kKilled);
     EXPECT_EQ(w->started_ms, 0);
     EXPECT_TRUE(w->container.empty());  // no container was ever asked for
     EXPECT_FALSE(fs::exists(dir / ("started-worker-" + std::to_string(i))));
@@ -236,7 +236,7 @@ TEST(TensorBoard, TheSidecarServesItsLogDirAndItsLinkAnswers) {
   // The submit follower printed both once known.
   EXPECT_THAT(r.out, HasSubstr("TensorBoard (tensorboard:0): " + view.tensorboard_url));
   EXPECT_THAT(r.out, HasSubstr("; dashboard: " + dashboard));
-  EXPECT_EQ(loom.View(id).FindTask("tensorboard:0")->state, "KILLED");  // a sidecar: stopped at the end
+  EXPECT_EQ(loom.View(id).FindTask("tensorboard:0")->state, TaskState::kKilled);  // a sidecar: stopped at the end
   EXPECT_TRUE(MiniLoom::JobProcesses(id).empty());
   // Once the job ended nothing answers at either link, and neither is shown any more.
   EXPECT_EQ(HttpGet(view.tensorboard_url), "");
@@ -460,7 +460,7 @@ TEST(YarnStages, TheTrainingStageIsAskedForAfterThePrepareStageOnYarn) {
         auto ids = cluster.loom().JobIds();
         if (ids.empty()) return false;
         id = ids[0];
-        return cluster.loom().View(id).FindTask("dbloader:0")->state == "RUNNING";
+        return cluster.loom().View(id).FindTask("dbloader:0")->state == TaskState::kRunning;
       },
       90s))
       << cluster.ContainerLogs("am.log");

@@ -76,7 +76,7 @@ TEST(Timeouts, IgnoredGroupDependencyTimeoutStopsItQuietly) {
   MiniLoom loom;
   Outcome o = RunJob(loom, DependencyJob(true));
   EXPECT_EQ(o.result.exit_code, 0) << o.result.out;
-  for (const auto& t : o.view.tasks) EXPECT_EQ(t.state, t.id == "evaluator:0" ? "KILLED" : "SUCCEEDED") << t.id;
+  for (const auto& t : o.view.tasks) EXPECT_EQ(t.state, t.id == "evaluator:0" ? TaskState::kKilled : TaskState::kSucceeded) << t.id;
 }
 
 TEST(FaultHooks, DroppedHeartbeatsMakeTheTaskLost) {

@@ -38,7 +38,7 @@ void ExpectOnlyHistoryLeft(YarnDoubleCluster& cluster) {
 
 void ExpectEveryTaskRowFinal(const history::JobView& view) {
   ASSERT_FALSE(view.tasks.empty());
-  for (const auto& t : view.tasks) EXPECT_TRUE(history::IsFinalTaskState(t.state)) << t.id << " " << t.state;
+  for (const auto& t : view.tasks) EXPECT_TRUE(IsTerminal(t.state)) << t.id << " " << t.state;
 }
 
 class StopSignal : public ::testing::TestWithParam<int> {};
@@ -197,9 +197,9 @@ TEST(YarnDaily, UntrackedTaskStoppedAtTheEndEndsLikeOnTheLocalBackend) {
   std::string id = cluster.loom().OnlyJobId();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
   history::JobView view = cluster.loom().View(id);
-  EXPECT_EQ(view.FindTask("worker:0")->state, "SUCCEEDED");
+  EXPECT_EQ(view.FindTask("worker:0")->state, TaskState::kSucceeded);
   history::TaskView* ps = view.FindTask("ps:0");
-  EXPECT_EQ(ps->state, "KILLED");
+  EXPECT_EQ(ps->state, TaskState::kKilled);
   EXPECT_EQ(ps->exit_code, 143) << ps->diagnostics;
   EXPECT_EQ(ps->diagnostics, "stopped by the AM: tracked tasks finished");
   RunResult status = cluster.loom().Run({"status", id}, cluster.Env());
@@ -322,7 +322,7 @@ TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
   // The task on the lost node failed (it was not stopped by Loom), and the record says why.
   for (const auto& t : view.tasks) {
     if (t.container != lost_container) continue;
-    EXPECT_NE(t.state, "KILLED") << t.id << ": " << t.diagnostics;
+    EXPECT_NE(t.state, TaskState::kKilled) << t.id << ": " << t.diagnostics;
   }
   EXPECT_THAT(view.diagnostics, HasSubstr("Container released on a *lost* node"));
   EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s));

@@ -39,7 +39,7 @@ TEST(YarnHadoop28, TwoShapesAndARestartRunToSuccess) {
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   ASSERT_EQ(view.tasks.size(), 4u);
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, "SUCCEEDED") << t.id << ": " << t.diagnostics;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, TaskState::kSucceeded) << t.id << ": " << t.diagnostics;
   // Each task ran in a container of its own size.
   std::map<std::string, int64_t> memory;
   for (const auto& c : cluster.yarn().Containers()) memory[c.id] = c.memory_mb;
@@ -90,7 +90,7 @@ TEST(YarnHadoop28, PyTorchDdpTrainsAcrossTwoNodes) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, "SUCCEEDED") << t.id;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, TaskState::kSucceeded) << t.id;
   std::string out = cluster.ContainerLogs("stdout");
   size_t at = out.find("test accuracy: ");
   ASSERT_NE(at, std::string::npos) << out;

@@ -65,7 +65,7 @@ TEST(YarnJob, PyTorchDdpTrainsToGoodAccuracyOnYarn) {
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   ASSERT_EQ(view.tasks.size(), 2u);
-  for (const auto& t : view.tasks) EXPECT_EQ(t.state, "SUCCEEDED") << t.id;
+  for (const auto& t : view.tasks) EXPECT_EQ(t.state, TaskState::kSucceeded) << t.id;
   // Staging keeps only what the history needs, and the `loom` binary shared by later jobs.
   for (const std::string& f : cluster.StagingFiles()) {
     EXPECT_TRUE(f.find("/history/") != std::string::npos || f.ends_with("/config.xml") ||

@@ -42,7 +42,7 @@ TEST(YarnRecord, ClientThatCannotReachTheAmFollowsItsRecordInHdfs) {
   EXPECT_EQ(view.state, "SUCCEEDED");
   ASSERT_EQ(view.tasks.size(), 2u);
   for (const history::TaskView& t : view.tasks) {
-    EXPECT_EQ(t.state, "SUCCEEDED") << t.id << ": " << t.diagnostics;
+    EXPECT_EQ(t.state, TaskState::kSucceeded) << t.id << ": " << t.diagnostics;
     EXPECT_FALSE(t.address.empty()) << t.id;
     EXPECT_FALSE(t.container.empty()) << t.id;
   }
