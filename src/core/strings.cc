@@ -113,6 +113,16 @@ std::string FormatMib(int64_t mib) {
   return std::to_string(mib) + "m";
 }
 
+std::string FormatSeconds(int64_t ms) {
+  std::string s = std::to_string(ms / 1000);
+  if (ms % 1000) {
+    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s;
+}
+
 Result<std::pair<std::string, std::string>> ParseKeyValue(std::string_view s) {
   size_t eq = s.find('=');
   std::string key = Trim(s.substr(0, eq == std::string_view::npos ? s.size() : eq));

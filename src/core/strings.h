@@ -30,6 +30,8 @@ Result<bool> ParseBool(std::string_view s);
 // Parses "2g", "512m", "1024" (MiB when no unit), "1.5g"; returns MiB.
 Result<int64_t> ParseMemoryMib(std::string_view s);
 std::string FormatMib(int64_t mib);
+// Milliseconds as the seconds of a *-sec key the user wrote: "2", "1.5".
+std::string FormatSeconds(int64_t ms);
 
 // Parses "K=V,K2=V2" (TonY's tony.execution.envs format) and a single "K=V".
 Result<std::pair<std::string, std::string>> ParseKeyValue(std::string_view s);

@@ -24,6 +24,14 @@ TEST(ParseMemoryMib, RejectsGarbage) {
   }
 }
 
+TEST(FormatSeconds, AsTheUserWouldWriteThem) {
+  EXPECT_EQ(FormatSeconds(0), "0");
+  EXPECT_EQ(FormatSeconds(2000), "2");
+  EXPECT_EQ(FormatSeconds(1500), "1.5");
+  EXPECT_EQ(FormatSeconds(1050), "1.05");
+  EXPECT_EQ(FormatSeconds(1), "0.001");
+}
+
 TEST(ParseInt, StrictWholeString) {
   EXPECT_EQ(*ParseInt("42"), 42);
   EXPECT_EQ(*ParseInt("-3"), -3);

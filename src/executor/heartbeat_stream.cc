@@ -4,11 +4,36 @@
 
 #include <spdlog/spdlog.h>
 
+#include "executor/timing_policy.h"
+
 namespace loom::executor {
 
-using Clock = std::chrono::steady_clock;
+namespace {
+int64_t Ns(Clock::TimePoint t) { return t.time_since_epoch().count(); }
+}  // namespace
 
-void HeartbeatStream::Start() { thread_ = std::thread([this] { Loop(); }); }
+void HeartbeatStream::Start() {
+  Clock& clock = *options_.clock;
+  // Here, not on the thread: a test that advances a fake clock right after Start counts from here.
+  last_heard_ns_ = Ns(clock.Now());
+  // A fake clock's jump may end a wait: the thread looks again.
+  clock_watch_ = clock.Watch([this] {
+    { std::lock_guard<std::mutex> l(mu_); }
+    cv_.notify_all();
+  });
+  thread_ = std::thread([this] { Loop(); });
+}
+
+template <typename Pred>
+void HeartbeatStream::WaitFor(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds d, Pred pred) {
+  Clock& clock = *options_.clock;
+  if (clock.IsReal()) {
+    cv_.wait_for(lock, d, pred);
+    return;
+  }
+  const Clock::TimePoint until = clock.Now() + d;
+  cv_.wait(lock, [&] { return pred() || clock.Now() >= until; });
+}
 
 void HeartbeatStream::Stop() {
   {
@@ -18,6 +43,8 @@ void HeartbeatStream::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  options_.clock->Unwatch(clock_watch_);
+  clock_watch_ = 0;
 }
 
 void HeartbeatStream::Offer(const MetricsSample& sample) {
@@ -30,11 +57,11 @@ void HeartbeatStream::Offer(const MetricsSample& sample) {
 }
 
 void HeartbeatStream::Loop() {
-  const std::chrono::milliseconds interval = std::max(options_.interval, std::chrono::milliseconds(10));
-  const auto lost_after = interval * std::max(1, options_.max_missed);
-  std::atomic<int64_t> last_ok{Clock::now().time_since_epoch().count()};
+  Clock& clock = *options_.clock;
+  const std::chrono::milliseconds interval = HeartbeatInterval(options_.interval);
   auto am_silent_too_long = [&] {
-    return Clock::now().time_since_epoch().count() - last_ok.load() >= std::chrono::nanoseconds(lost_after).count();
+    Clock::TimePoint last_heard{Clock::Duration(last_heard_ns_.load())};
+    return AmLost(options_.interval, options_.max_missed, last_heard, clock.Now());
   };
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
@@ -46,7 +73,7 @@ void HeartbeatStream::Loop() {
     std::thread reader([&] {
       control::HeartbeatResponse resp;
       while (stream->Read(&resp)) {
-        last_ok = Clock::now().time_since_epoch().count();
+        last_heard_ns_ = Ns(clock.Now());
         if (resp.stop() && !am_wants_stop_.exchange(true)) options_.wake();
       }
     });
@@ -63,7 +90,7 @@ void HeartbeatStream::Loop() {
       broken = !stream->Write(req);
       lock.lock();
       if (am_silent_too_long()) break;
-      if (!broken) cv_.wait_for(lock, interval, [this] { return stop_ || fresh_; });
+      if (!broken) WaitFor(lock, interval, [this] { return stop_ || fresh_; });
     }
     open_ = nullptr;
     lock.unlock();
@@ -73,12 +100,12 @@ void HeartbeatStream::Loop() {
     lock.lock();
     if (stop_) return;
     if (am_silent_too_long()) {
-      spdlog::error("AM unreachable for {} ms", lost_after.count());
+      spdlog::error("AM unreachable for {} ms", AmSilenceLimit(options_.interval, options_.max_missed).count());
       am_lost_ = true;
       options_.wake();
       return;
     }
-    cv_.wait_for(lock, interval, [this] { return stop_; });  // then open a new stream
+    WaitFor(lock, interval, [this] { return stop_; });  // then open a new stream
   }
 }
 

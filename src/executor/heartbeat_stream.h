@@ -4,7 +4,8 @@
 // AM has been silent for max-missed-heartbeats intervals. Each heartbeat carries the latest
 // metrics sample; a new sample is sent at once, so the AM sees it within
 // loom.task.metrics-interval-ms whatever the heartbeat interval. The AM answers whether the
-// task should stop.
+// task should stop. Its waits and the AM's silence are read on a Clock (core/clock.h): a test
+// finds the AM lost by advancing a FakeClock.
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "control/control_client.h"
+#include "core/clock.h"
 #include "executor/task_metrics.h"
 
 namespace loom::executor {
@@ -27,6 +29,7 @@ class HeartbeatStream {
     std::chrono::milliseconds interval{1000};
     int max_missed = 1;
     std::function<void()> wake;  // called when the AM asks to stop or is found lost
+    Clock* clock = &Clock::Real();  // outlives this
   };
 
   explicit HeartbeatStream(Options options) : options_(std::move(options)) {}
@@ -34,7 +37,7 @@ class HeartbeatStream {
   HeartbeatStream(const HeartbeatStream&) = delete;
   HeartbeatStream& operator=(const HeartbeatStream&) = delete;
 
-  // Starts the sending thread.
+  // Starts the sending thread; the AM's silence is counted from here.
   void Start();
   // Ends the stream and joins the thread; idempotent.
   void Stop();
@@ -45,9 +48,14 @@ class HeartbeatStream {
 
  private:
   void Loop();
+  // Waits on cv_ (`lock` held on mu_) until `pred` or `d` has passed on the clock.
+  template <typename Pred>
+  void WaitFor(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds d, Pred pred);
 
   const Options options_;
   std::thread thread_;
+  int clock_watch_ = 0;
+  std::atomic<int64_t> last_heard_ns_{0};  // when the AM last answered, on the clock
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;                   // guarded by mu_

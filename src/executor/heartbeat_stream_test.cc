@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "control/auth.h"
+#include "core/clock.h"
 #include "core/eventually.h"
 #include "core/testing.h"
 
@@ -109,13 +110,18 @@ TEST_F(HeartbeatStreamTest, TheAmsStopIsHeardAndWakesTheExecutor) {
   EXPECT_FALSE(beats.am_lost());
 }
 
-// Nobody answers: after max_missed intervals the AM is lost, said once.
+// Nobody answers: once max_missed intervals have passed on the clock the AM is lost, said once.
+// A minute's interval on a fake clock: the stream gives up when the clock says so, not sooner.
 TEST_F(HeartbeatStreamTest, AnAmThatNeverAnswersIsLost) {
   server_->Shutdown(std::chrono::system_clock::now());
   server_.reset();
   auto client = Client(port_);
-  HeartbeatStream beats(Options(client.get(), 50ms));
+  FakeClock clock;
+  HeartbeatStream::Options options = Options(client.get(), 60s);
+  options.clock = &clock;
+  HeartbeatStream beats(options);
   beats.Start();
+  clock.Advance(3min);  // 3 missed
   ASSERT_TRUE(Eventually([&] { return beats.am_lost(); }));
   EXPECT_EQ(wakes_.load(), 1);
   EXPECT_FALSE(beats.am_wants_stop());

@@ -25,6 +25,7 @@
 #include "control/executor_env.h"
 #include "control/control.grpc.pb.h"
 #include "control/control_client.h"
+#include "core/clock.h"
 #include "core/config/config.h"
 #include "core/files.h"
 #include "core/host_resolver.h"
@@ -40,17 +41,17 @@
 #include "executor/process_tree.h"
 #include "executor/task_metrics.h"
 #include "executor/task_processes.h"
+#include "executor/timing_policy.h"
 
 namespace loom::executor {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 class TaskExecutor {
  public:
-  TaskExecutor(std::map<std::string, std::string> env, std::optional<std::string> secret)
-      : env_(std::move(env)), given_secret_(std::move(secret)) {}
+  TaskExecutor(std::map<std::string, std::string> env, std::optional<std::string> secret, Clock& clock)
+      : env_(std::move(env)), given_secret_(std::move(secret)), clock_(clock) {}
   ~TaskExecutor();
   int Run();
 
@@ -83,7 +84,11 @@ class TaskExecutor {
   // Drains the signalfd; returns the first terminating signal seen (0 if none).
   int DrainSignals();
   // Waits up to `timeout_ms` for a signal or a Wake(); returns the terminating signal, if any.
+  // On a fake clock, until a signal, a Wake() or the clock's next jump (the timeout is the
+  // clock's to count).
   int WaitForEvent(int timeout_ms);
+  // Waits until `deadline` on the clock, unless a terminating signal comes first (returned).
+  int WaitUntil(Clock::TimePoint deadline);
   void ReapChildren();
   control::TaskRef Ref() const;
 
@@ -93,6 +98,8 @@ class TaskExecutor {
   std::string log_dir_;
   std::string secret_;
   std::optional<std::string> given_secret_;  // RunTaskExecutor's `secret`
+  Clock& clock_;                // every deadline and beat is read on it
+  int clock_watch_ = 0;
   std::unique_ptr<control::ControlClient> am_;  // the AM's control plane, the secret on every call
   ReservedPort port_;
   ReservedPort tb_port_;        // TB_PORT, for the task that serves TensorBoard (wiring_.reserve_tb_port)
@@ -116,6 +123,7 @@ class TaskExecutor {
 
 TaskExecutor::~TaskExecutor() {
   StopHeartbeats();
+  clock_.Unwatch(clock_watch_);
   if (signal_fd_ >= 0) ::close(signal_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
@@ -133,17 +141,6 @@ void TaskExecutor::Wake() {
 }
 
 namespace {
-
-// Milliseconds as the seconds of the key the user wrote: "2", "1.5".
-std::string FormatSeconds(int64_t ms) {
-  std::string s = std::to_string(ms / 1000);
-  if (ms % 1000) {
-    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
-    while (frac.back() == '0') frac.pop_back();
-    s += "." + frac;
-  }
-  return s;
-}
 
 // A backend that ships --src_dir as an archive (YARN unpacks it into its own directory) asks
 // for its entries to appear in the working dir, where the user's command and relative paths
@@ -212,15 +209,11 @@ Status TaskExecutor::Register() {
   // The AM may still be starting its server when the container comes up, or be out of reach
   // (or too busy to answer) for a while: retry, for loom.task.executor.registry-timeout-sec.
   const int64_t limit_ms = wiring_.registry_timeout_ms;  // 0: forever
-  const auto start = Clock::now();
-  auto left = [&] { return milliseconds(limit_ms) - std::chrono::duration_cast<milliseconds>(Clock::now() - start); };
-  milliseconds backoff(50);
+  RegistrationRetry retry{.limit = milliseconds(limit_ms), .start = clock_.Now()};
   while (true) {
-    milliseconds call_limit(10000);
-    if (limit_ms > 0) call_limit = std::clamp(left(), milliseconds(1), call_limit);
     grpc::ClientContext ctx;
     am_->Prepare(ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() + call_limit);
+    ctx.set_deadline(std::chrono::system_clock::now() + RegistrationCallLimit(retry, clock_.Now()));
     ctx.set_wait_for_ready(true);
     grpc::Status s;
     if (int sig = CallWatchingSignals(ctx, [&] { s = am_->stub().Register(&ctx, req, &params_); })) {
@@ -233,18 +226,18 @@ Status TaskExecutor::Register() {
     if (!unreachable) {
       return Status(static_cast<StatusCode>(s.error_code()), "register with the AM: " + s.error_message());
     }
-    if (limit_ms > 0 && left() <= milliseconds(0)) {
+    ++retry.failures;
+    RegistrationStep step = DecideRegistrationRetry(retry, clock_.Now());
+    if (step.give_up) {
       return Status::DeadlineExceeded(
           "gave up registering with the AM at " + wiring_.am_address + " after " + std::to_string(limit_ms) +
           " ms (" + config::Respell("loom.task.executor.registry-timeout-sec", wiring_.key_prefix) + "=" +
           FormatSeconds(limit_ms) + "): " + s.error_message());
     }
-    milliseconds wait = limit_ms > 0 ? std::min(backoff, left()) : backoff;
-    if (int sig = WaitForEvent(static_cast<int>(std::max<int64_t>(wait.count(), 0)))) {
+    if (int sig = WaitUntil(clock_.Now() + step.wait)) {
       stop_signal_ = sig;
       return Status::Aborted("stopped by " + SignalName(sig) + " while registering with the AM");
     }
-    backoff = std::min(backoff * 2, milliseconds(1000));
   }
 }
 
@@ -270,7 +263,7 @@ int TaskExecutor::CallWatchingSignals(grpc::ClientContext& ctx, const std::funct
 void TaskExecutor::StartHeartbeats() {
   heartbeats_ = std::make_unique<HeartbeatStream>(HeartbeatStream::Options{
       am_.get(), Ref(), milliseconds(params_.heartbeat_interval_ms()), params_.max_missed_heartbeats(),
-      [this] { Wake(); }});
+      [this] { Wake(); }, &clock_});
   if (TestHook(env_, "LOOM_TEST_DROP_HEARTBEATS", task_.ToString())) {
     spdlog::warn("test hook: sending no heartbeats");
     return;
@@ -290,12 +283,20 @@ int TaskExecutor::DrainSignals() {
 
 int TaskExecutor::WaitForEvent(int timeout_ms) {
   pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  ::poll(fds, 2, timeout_ms);
+  ::poll(fds, 2, clock_.IsReal() ? timeout_ms : -1);
   if (fds[1].revents & POLLIN) {
     uint64_t v;
     (void)!::read(wake_fd_, &v, sizeof(v));
   }
   return DrainSignals();
+}
+
+int TaskExecutor::WaitUntil(Clock::TimePoint deadline) {
+  while (true) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock_.Now());
+    if (left <= milliseconds(0)) return 0;
+    if (int sig = WaitForEvent(static_cast<int>(left.count()))) return sig;
+  }
 }
 
 void TaskExecutor::ReapChildren() {
@@ -392,8 +393,6 @@ Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec
 int TaskExecutor::Supervise() {
   const milliseconds grace(params_.stop_grace_ms());
   const bool watchdog = wiring_.memory_enforced_by == "watchdog" && params_.memory_limit_bytes() > 0;
-  std::optional<Clock::time_point> exec_deadline;
-  if (params_.execution_timeout_ms() > 0) exec_deadline = Clock::now() + milliseconds(params_.execution_timeout_ms());
   bool terminating = false, killed_for_memory = false;
   auto terminate = [&](const std::string& reason) {
     if (terminating) return;
@@ -405,24 +404,21 @@ int TaskExecutor::Supervise() {
 
   // Metrics every loom.task.metrics-interval-ms (the first at once); the memory watchdog reads
   // the RSS on its own, faster beat, whatever that interval; an announced TensorBoard port is
-  // probed until it answers.
-  const milliseconds metrics_every(std::max(10, wiring_.metrics_interval_ms));
-  constexpr milliseconds kWatchdogEvery(500), kTensorBoardProbeEvery(250);
-  auto next_sample = Clock::now(), next_watch = Clock::now(), next_tb_probe = Clock::now();
+  // probed until it answers (executor/timing_policy.h).
+  SupervisionPacer pacer({.metrics_every = milliseconds(wiring_.metrics_interval_ms),
+                          .watchdog = watchdog,
+                          .execution_timeout = milliseconds(params_.execution_timeout_ms())},
+                         clock_.Now());
+  auto state = [&] { return SupervisionPacer::State{terminating, tb_port_.port() && !tb_announced_}; };
   while (!processes_.AllEnded()) {
-    // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the
-    // sampling, the watchdog, the TensorBoard probe and the execution deadline.
-    auto wake_at = next_sample;
-    if (watchdog) wake_at = std::min(wake_at, next_watch);
-    if (!terminating && tb_port_.port() && !tb_announced_) wake_at = std::min(wake_at, next_tb_probe);
-    if (!terminating && exec_deadline) wake_at = std::min(wake_at, *exec_deadline);
-    auto timeout = std::chrono::duration_cast<milliseconds>(wake_at - Clock::now()).count();
-    int sig = WaitForEvent(static_cast<int>(std::clamp<int64_t>(timeout, 0, 60000)));
+    // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the beats.
+    int sig = WaitForEvent(static_cast<int>(pacer.Wait(state(), clock_.Now()).count()));
     if (processes_.AllEnded()) break;
+    const Clock::TimePoint now = clock_.Now();
     if (sig) terminate("stopped by " + SignalName(sig));
     if (AmWantsStop()) terminate("stopped by the AM");
     if (AmLost()) terminate("AM unreachable for " + std::to_string(int64_t{params_.heartbeat_interval_ms()} * params_.max_missed_heartbeats()) + " ms");
-    if (exec_deadline && Clock::now() >= *exec_deadline) {
+    if (pacer.DueAt(state(), now).timed_out) {
       terminate("execution timeout: ran longer than " +
                 config::Respell("loom.task.executor.execution-timeout-ms", wiring_.key_prefix) + "=" +
                 std::to_string(params_.execution_timeout_ms()));
@@ -433,17 +429,17 @@ int TaskExecutor::Supervise() {
       terminate(failed->label + " " + HowItEnded(*failed->exit));
     }
     if (processes_.AllEnded()) break;
-    auto now = Clock::now();
-    if (now >= next_sample) {
+    const SupervisionPacer::Due due = pacer.DueAt(state(), now);
+    if (due.sample) {
       SampleMetrics();
-      next_sample = Clock::now() + metrics_every;
+      pacer.Sampled(clock_.Now());
     }
-    if (!terminating && tb_port_.port() && !tb_announced_ && now >= next_tb_probe) {
+    if (due.tb_probe) {
       MaybeAnnounceTensorBoard();
-      next_tb_probe = Clock::now() + kTensorBoardProbeEvery;
+      pacer.Probed(clock_.Now());
     }
-    if (!watchdog || now < next_watch) continue;
-    next_watch = now + kWatchdogEvery;
+    if (!due.watch) continue;
+    pacer.Watched(now);
     std::vector<pid_t> groups = processes_.LiveGroups();
     int64_t rss = ProcessGroupsRssBytes(groups) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
     metrics_->NoteRss(rss);
@@ -537,6 +533,8 @@ int TaskExecutor::Run() {
   ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  // A fake clock's jump may make a deadline or a beat due: the waits look again.
+  clock_watch_ = clock_.Watch([this] { Wake(); });
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   Status s = Init();
@@ -590,8 +588,8 @@ int TaskExecutor::Run() {
 
 }  // namespace
 
-int RunTaskExecutor(const std::map<std::string, std::string>& env, std::optional<std::string> secret) {
-  return TaskExecutor(env, std::move(secret)).Run();
+int RunTaskExecutor(const std::map<std::string, std::string>& env, std::optional<std::string> secret, Clock& clock) {
+  return TaskExecutor(env, std::move(secret), clock).Run();
 }
 
 }  // namespace loom::executor

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace loom::executor {
@@ -26,6 +27,8 @@ inline constexpr int kExitAmUnreachable = 70;
 // `secret`: the job secret when the caller already holds it (YARN: read from the container's
 // credentials, so that it never lies in a file user code could read); without it, the executor
 // reads the file LOOM_SECRET_FILE names (the local backend's, shared by the job: never removed).
-int RunTaskExecutor(const std::map<std::string, std::string>& env, std::optional<std::string> secret = std::nullopt);
+// `clock`: what its deadlines and beats (registration, supervision, heartbeats) run on.
+int RunTaskExecutor(const std::map<std::string, std::string>& env, std::optional<std::string> secret = std::nullopt,
+                    Clock& clock = Clock::Real());
 
 }  // namespace loom::executor

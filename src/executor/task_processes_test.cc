@@ -1,8 +1,10 @@
 #include "executor/task_processes.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gmock/gmock.h>
 
@@ -85,17 +87,30 @@ void ReapAll(TaskProcesses& processes) {
 }
 
 TEST(TaskProcesses, TheFirstMemberToFailDecidesTheTasksExit) {
+  const std::string fifo = ::testing::TempDir() + "/task_processes_go_" + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   TaskProcesses processes;
   SpawnOptions ok = Base(), failing = Base(), slow = Base();
   failing.argv = {"/bin/sh", "-c", "exit 3"};
-  slow.argv = {"/bin/sh", "-c", "sleep 0.3; exit 5"};
+  // Fails too, but only once told to: after member 1, whatever the machine's load.
+  slow.argv = {"/bin/sh", "-c", "read go < " + fifo + "; exit 5"};
   ASSERT_OK(processes.Start(ok, "process 0"));
   ASSERT_OK(processes.Start(failing, "process 1"));
   ASSERT_OK(processes.Start(slow, "process 2"));
   EXPECT_FALSE(processes.AllEnded());
   EXPECT_EQ(processes.LiveGroups().size(), 3u);
-  // Member 2 fails later than member 1 whatever order the kernel reaps them in.
+  while (!processes.members()[1].exit) {
+    int wstatus = 0;
+    pid_t pid = ::waitpid(-1, &wstatus, 0);
+    ASSERT_GT(pid, 0);
+    processes.OnReaped(pid, wstatus);
+  }
+  {
+    std::ofstream go(fifo);  // opens once member 2's shell has opened its end
+    go << "go\n";
+  }
   ReapAll(processes);
+  std::filesystem::remove(fifo);
   ASSERT_NE(processes.FirstFailed(), nullptr);
   EXPECT_EQ(processes.FirstFailed()->label, "process 1");
   EXPECT_EQ(processes.Decisive().exit->exit_code, 3);
