@@ -13,10 +13,12 @@
 #include "core/strings.h"
 #include "fake_hdfs.h"
 #include "fake_hdfs_internal.h"
-#include "gss_acceptor.h"
+#include "hadoop/testing/gss_acceptor.h"
 #include "hadoop/wire/credentials.h"
 
 namespace loom::yarn_double {
+
+using hadoop::testing::GssAcceptor;  // shared with the IPC server (src/hadoop/testing)
 
 namespace {
 

@@ -1,12 +1,11 @@
-// The double's GSSAPI acceptor against a real MIT KDC (tests/kerberos/kdc_harness.h): a raw
+// The test servers' GSSAPI acceptor (src/hadoop/testing/gss_acceptor.h) against a real MIT KDC (tests/kerberos/kdc_harness.h): a raw
 // Kerberos initial token (SASL GSSAPI) and a SPNEGO one (HTTP Negotiate) from the user's
 // ticket cache are accepted and name the user; a ticket for another service is refused; wrap
 // and unwrap work both ways.
 
-#include "gss_acceptor.h"
-
 #include "core/testing.h"
 #include "gss_test_initiator.h"
+#include "hadoop/testing/gss_acceptor.h"
 #include "hadoop/wire/gssapi_library.h"
 #include "kerberos/kdc_harness.h"
 
@@ -17,6 +16,7 @@ using loom::testing::KdcHarness;
 using ::testing::HasSubstr;
 
 using Initiator = GssTestInitiator;
+using hadoop::testing::GssAcceptor;
 
 class GssAcceptorTest : public ::testing::Test {
  protected:

@@ -6,10 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <chrono>
 #include <string_view>
 #include <vector>
 
+#include "hadoop/testing/test_socket.h"
 #include "hadoop/wire/ipc_frame.h"
 #include "hadoop/wire/sasl_digest.h"
 
@@ -35,21 +36,40 @@ Socket::Socket(int port) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(port));
-  EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  EXPECT_TRUE(connected_) << "connect to port " << port;
 }
 
 Socket::~Socket() { ::close(fd_); }
 
 void Socket::Send(const std::string& b) { ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), ssize_t(b.size())); }
 
+void Socket::SendSasl(const RpcSaslProto& msg) {
+  auto header = hadoop::MakeRequestHeader(hadoop::kSaslCallId, "", -1);
+  Send(hadoop::EncodeFrame({&header, &msg}));
+}
+
 std::optional<std::string> Socket::ReadFrame() {
-  std::string len;
-  if (!ReadN(4, &len)) return std::nullopt;
-  uint32_t n = (uint32_t{static_cast<uint8_t>(len[0])} << 24) | (uint32_t{static_cast<uint8_t>(len[1])} << 16) |
-               (uint32_t{static_cast<uint8_t>(len[2])} << 8) | uint32_t{static_cast<uint8_t>(len[3])};
+  Result<std::string> frame = hadoop::testing::ReadFrameBytes(fd_, std::chrono::seconds(10));
+  if (!frame.ok()) return std::nullopt;
+  received_ += *frame;
+  return *std::move(frame);
+}
+
+bool Socket::Read(RpcResponseHeaderProto* header, std::string* body) {
+  std::optional<std::string> frame = ReadFrame();
+  if (!frame) return false;
+  Reply r = Decode(*frame);
+  *header = r.header;
+  *body = r.body.value_or("");
+  return true;
+}
+
+RpcSaslProto Socket::ReadSasl(RpcResponseHeaderProto* header) {
   std::string body;
-  if (!ReadN(n, &body)) return std::nullopt;
-  return len + body;
+  RpcSaslProto msg;
+  if (Read(header, &body)) msg.ParseFromString(body);
+  return msg;
 }
 
 bool Socket::ClosedByServer() {
@@ -57,19 +77,6 @@ bool Socket::ClosedByServer() {
   if (::poll(&p, 1, 5000) <= 0) return false;
   char c;
   return ::recv(fd_, &c, 1, 0) == 0;
-}
-
-bool Socket::ReadN(size_t n, std::string* out) {
-  out->clear();
-  while (out->size() < n) {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 10000) <= 0) return false;
-    char buf[65536];
-    ssize_t r = ::recv(fd_, buf, std::min(sizeof(buf), n - out->size()), 0);
-    if (r <= 0) return false;
-    out->append(buf, static_cast<size_t>(r));
-  }
-  return true;
 }
 
 void TestIpc::Simple(const std::string& user, const std::string& protocol) {

@@ -1,7 +1,9 @@
 #pragma once
-// The raw Hadoop IPC client of the double's own tests: no Loom backend in the way, so a test
-// sees the double's bytes as a Hadoop client would. Checks what it reads with gtest's
-// EXPECT/ASSERT as it goes. Tests only.
+// The raw Hadoop IPC client of the double's own tests (yarn_test_double_test,
+// yarn_double_input_test, the replays, kerberos_double_test): no Loom backend in the way, so a
+// test sees the double's bytes as a Hadoop client would. Checks what it reads with gtest's
+// EXPECT/ASSERT as it goes. Reads through the test servers' socket helpers
+// (hadoop/testing/test_socket.h). Tests only.
 
 #include <cstdint>
 #include <optional>
@@ -15,7 +17,6 @@
 #include "hadoop/wire/credentials.h"
 
 namespace loom::yarn_double {
-
 
 // A server frame: its header (parsed, and as sent) and the message after it, if any.
 struct Reply {
@@ -32,15 +33,25 @@ class Socket {
  public:
   explicit Socket(int port);
   ~Socket();
+  bool connected() const { return connected_; }
   void Send(const std::string& b);
+  // A SASL message as a client sends it (callId -33, no clientId, retryCount -1).
+  void SendSasl(const ::hadoop::common::RpcSaslProto& msg);
   // The next frame (with its length prefix); nullopt on EOF or after 10 s.
   std::optional<std::string> ReadFrame();
+  // The next frame's header and body ("" when it has none); false on EOF or after 10 s.
+  bool Read(::hadoop::common::RpcResponseHeaderProto* header, std::string* body);
+  // The next frame's SASL message (empty when none came).
+  ::hadoop::common::RpcSaslProto ReadSasl(::hadoop::common::RpcResponseHeaderProto* header);
+  // Every byte read so far, to compare with a recording.
+  const std::string& received() const { return received_; }
   // True when the server closed the connection (FIN) with nothing more to read.
   bool ClosedByServer();
 
  private:
-  bool ReadN(size_t n, std::string* out);
   int fd_ = -1;
+  bool connected_ = false;
+  std::string received_;
 };
 
 // A minimal Hadoop IPC client for the tests (no Loom backend): SIMPLE or TOKEN, then calls.

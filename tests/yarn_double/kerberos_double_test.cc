@@ -3,6 +3,7 @@
 // the NameNode RPC's delegation tokens (K5.5, rpc/02, rpc/05). The ResourceManager's renewal at
 // submission and cancellation at the end (K5.5-K5.6): secure_rm_double_test.cc.
 
+#include "ipc_test_client.h"
 #include "kerberos_double_fixture.h"
 
 using ::loom::testing::Eventually;
@@ -117,65 +118,11 @@ using ::hadoop::common::IpcConnectionContextProto;
 using ::hadoop::common::RpcResponseHeaderProto;
 using ::hadoop::common::RpcSaslProto;
 
-// One raw IPC connection: what it sent and received, frame by frame.
-class RawIpc {
- public:
-  explicit RawIpc(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    timeval tv{10, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~RawIpc() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  void Send(const std::string& bytes) { ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size())); }
-  void SendSasl(const RpcSaslProto& msg) {
-    auto header = hadoop::MakeRequestHeader(hadoop::kSaslCallId, "", -1);
-    Send(hadoop::EncodeFrame({&header, &msg}));
-  }
-  // The next reply: its header and, on SUCCESS, its body. False at EOF.
-  bool Read(RpcResponseHeaderProto* header, std::string* body) {
-    for (;;) {
-      auto next = reader_.Next();
-      if (!next.ok()) return false;
-      if (next->has_value()) {
-        auto parts = hadoop::SplitDelimited(**next);
-        if (!parts.ok() || parts->empty()) return false;
-        header->ParseFromArray((*parts)[0].data(), static_cast<int>((*parts)[0].size()));
-        body->assign(parts->size() > 1 ? std::string((*parts)[1]) : std::string());
-        return true;
-      }
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return false;
-      received_.append(buf, static_cast<size_t>(n));
-      reader_.Feed(std::string_view(buf, static_cast<size_t>(n)));
-    }
-  }
-  RpcSaslProto ReadSasl(RpcResponseHeaderProto* header) {
-    std::string body;
-    RpcSaslProto msg;
-    if (Read(header, &body)) msg.ParseFromString(body);
-    return msg;
-  }
-  const std::string& received() const { return received_; }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  hadoop::FrameReader reader_;
-  std::string received_;
-};
-
 class RawGssapiTest : public GssapiServerTest {
  protected:
   // Preamble, NEGOTIATE, INITIATE (AP-REQ), CHALLENGE (AP-REP), empty RESPONSE: returns the
   // server's unwrapped layer offer.
-  std::string UpToLayerOffer(RawIpc& c, GssTestInitiator& gss) {
+  std::string UpToLayerOffer(Socket& c, GssTestInitiator& gss) {
     c.Send(hadoop::Preamble(hadoop::AuthProtocol::kSasl));
     RpcSaslProto negotiate;
     negotiate.set_state(RpcSaslProto::NEGOTIATE);
@@ -202,7 +149,7 @@ class RawGssapiTest : public GssapiServerTest {
     EXPECT_EQ(sealed, 0);  // K4.6: signed, not sealed
     return plain.value_or("");
   }
-  void SendChoice(RawIpc& c, GssTestInitiator& gss, uint8_t layer) {
+  void SendChoice(Socket& c, GssTestInitiator& gss, uint8_t layer) {
     auto wrapped = gss.Wrap(hadoop::BuildGssapiLayerMessage(layer, hadoop::kGssapiMaxBuffer), false);
     ASSERT_OK(wrapped);
     c.SendSasl(hadoop::GssapiResponse(*wrapped));
@@ -229,7 +176,7 @@ TEST_F(RawGssapiTest, NegotiateIsTheRecordedBytes) {
   o.handle = [](const std::string&, std::string_view, const ConnectionInfo&) -> CallResult { return std::string(); };
   IpcServer recorded_server(o);
   ASSERT_OK(recorded_server.Start());
-  RawIpc r(recorded_server.port());
+  Socket r(recorded_server.port());
   ASSERT_TRUE(r.connected());
   r.Send(hadoop::Preamble(hadoop::AuthProtocol::kSasl));
   RpcSaslProto negotiate;
@@ -243,14 +190,14 @@ TEST_F(RawGssapiTest, NegotiateIsTheRecordedBytes) {
 TEST_F(RawGssapiTest, OfferFollowsProtectionAndAnUnofferedChoiceIsFatal) {
   StartServer("privacy,integrity");
   {
-    RawIpc c(server_->port());
+    Socket c(server_->port());
     GssTestInitiator gss(kRm);
     std::string offer = UpToLayerOffer(c, gss);
     EXPECT_EQ(offer, std::string("\x06\x01\x00\x00", 4));  // privacy | integrity, 65536
   }
   server_->Stop();
   StartServer("privacy");
-  RawIpc c(server_->port());
+  Socket c(server_->port());
   GssTestInitiator gss(kRm);
   EXPECT_EQ(UpToLayerOffer(c, gss), std::string("\x04\x01\x00\x00", 4));  // K4.6
   SendChoice(c, gss, hadoop::kGssapiLayerNone);  // not offered
@@ -266,7 +213,7 @@ TEST_F(RawGssapiTest, OfferFollowsProtectionAndAnUnofferedChoiceIsFatal) {
 
 TEST_F(RawGssapiTest, ContextMustNameTheAuthenticatedPrincipal) {
   StartServer("authentication");
-  RawIpc c(server_->port());
+  Socket c(server_->port());
   GssTestInitiator gss(kRm);
   EXPECT_EQ(UpToLayerOffer(c, gss), std::string("\x01\x01\x00\x00", 4));
   SendChoice(c, gss, hadoop::kGssapiLayerNone);

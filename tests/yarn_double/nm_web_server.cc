@@ -1,3 +1,4 @@
+#include "hadoop/testing/gss_acceptor.h"
 #include "nm_web_server.h"
 
 #include <dirent.h>
@@ -13,12 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
-#include "gss_acceptor.h"
 #include "hadoop/wire/credentials.h"
 #include "nm_gpus.h"
 #include "yarn_double_impl.h"
 
 namespace loom::yarn_double {
+
+using hadoop::testing::GssAcceptor;  // shared with the IPC server (src/hadoop/testing)
 namespace {
 
 using ordered_json = nlohmann::ordered_json;

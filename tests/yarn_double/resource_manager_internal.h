@@ -15,7 +15,7 @@
 #include <google/protobuf/message.h>
 
 #include "hadoop/proto/hadoop_rpc.pb.h"
-#include "ipc_server.h"
+#include "hadoop/testing/ipc_server.h"
 #include "yarn_records.h"
 
 namespace loom::yarn_double {

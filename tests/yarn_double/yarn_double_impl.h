@@ -19,7 +19,7 @@
 #include "core/subprocess.h"
 #include "hadoop/proto/yarn.pb.h"
 #include "hadoop/wire/credentials.h"
-#include "ipc_server.h"
+#include "hadoop/testing/ipc_server.h"
 #include "namenode_rpc.h"
 #include "yarn_records.h"
 #include "yarn_test_double.h"

@@ -8,11 +8,19 @@
 #include <vector>
 
 #include "hadoop/proto/yarn.pb.h"
-#include "ipc_server.h"
+#include "hadoop/testing/ipc_server.h"
 
 namespace loom::yarn_double {
 
 namespace yp = ::hadoop::yarn;
+
+// The double's IPC ports run the shared test server (src/hadoop/testing/ipc_server.h).
+using hadoop::testing::CallResult;
+using hadoop::testing::ConnectionInfo;
+using hadoop::testing::IpcServer;
+using hadoop::testing::IpcServerOptions;
+using hadoop::testing::PasswordLookup;
+using hadoop::testing::RpcError;
 
 // ---- ids ----------------------------------------------------------------------------------------
 

@@ -1,23 +1,21 @@
 #pragma once
-// A scriptable Hadoop IPC server for tests: SIMPLE, or TOKEN-only with DIGEST-MD5 like the RM
-// scheduler and NM ports. Every call goes to a handler that decides the reply: a response, a
-// remote error, a FATAL, nothing, raw bytes; after a delay (so replies overtake each other) and
-// optionally closing the connection afterwards.
+// A scriptable Hadoop IPC server for the IPC client's tests: SIMPLE, or TOKEN-only with
+// DIGEST-MD5 like the RM scheduler and NM ports. Every call goes to a handler that decides the
+// reply: a response, a remote error, a FATAL, nothing, raw bytes; after a delay (so replies
+// overtake each other) and optionally closing the connection afterwards. A thin layer over the
+// test double's server (ipc_server.h), which does the handshake and the framing.
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <google/protobuf/message_lite.h>
 
-#include "core/status.h"
+#include "hadoop/testing/ipc_server.h"
 #include "hadoop/wire/credentials.h"
 
 namespace loom::hadoop::testing {
@@ -58,40 +56,28 @@ class FakeIpcServer {
   FakeIpcServer(const FakeIpcServer&) = delete;
   FakeIpcServer& operator=(const FakeIpcServer&) = delete;
 
-  int port() const { return port_; }
-  int connections() const { return connections_.load(); }
+  int port() const { return server_.port(); }
+  int connections() const { return server_.connections(); }
   // How many times the server has closed a connection after a call or in CloseConnections().
-  int closes() const { return closes_.load(); }
+  int closes() const { return server_.closes(); }
   // Waits (up to 5 s) until closes() reaches `n`: the FIN is then queued at the client.
   bool WaitForCloses(int n) const;
   // The token later handshakes must use (the RM rolled its AMRMToken key).
   void SetToken(Token token);
   // Closes every open connection, as the server's idle timeout does.
-  void CloseConnections();
+  void CloseConnections() { server_.CloseConnections(); }
   // What each connection's context said: "user@protocol" ("@protocol" after TOKEN auth), or
   // "auth failed: ..." for a refused handshake.
   std::vector<std::string> contexts() const;
 
  private:
-  struct Conn;
-  void AcceptLoop();
-  void Serve(std::shared_ptr<Conn> conn);
-  Status Handshake(Conn& conn);
-  void Reply(std::shared_ptr<Conn> conn, FakeCall call, FakeReply reply);
+  IpcServerOptions ServerOptions(const FakeServerOptions& options, Handler handler);
 
-  Handler handler_;
-  const bool separate_challenge_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> connections_{0};
-  std::atomic<int> closes_{0};
-  std::thread acceptor_;
   mutable std::mutex mu_;
-  std::optional<Token> token_;                  // guarded by mu_
-  std::vector<std::weak_ptr<Conn>> open_;       // guarded by mu_
-  std::vector<std::thread> threads_;            // guarded by mu_
-  std::vector<std::string> contexts_;           // guarded by mu_
+  std::optional<Token> token_;         // guarded by mu_
+  std::vector<std::string> contexts_;  // guarded by mu_
+  // Last: it stops (joining its threads, which call back into the members above) first.
+  IpcServer server_;
 };
 
 }  // namespace loom::hadoop::testing

@@ -1,8 +1,8 @@
-// The double's Hadoop IPC server (ipc_server.h): the listener and its connection threads, and
-// a connection's socket I/O, framing (WRAP frames once SASL negotiated a layer) and calls. A
-// connection's set-up (preamble, SASL, connection context) is in ipc_server_sasl.cc.
+// The test servers' Hadoop IPC server (ipc_server.h): the listener and its connection threads,
+// and a connection's socket I/O, framing (WRAP frames once SASL negotiated a layer) and calls.
+// A connection's set-up (preamble, SASL, connection context) is in ipc_server_sasl.cc.
 
-#include "ipc_server.h"
+#include "hadoop/testing/ipc_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,12 +17,13 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
-#include "gss_acceptor.h"
+#include "hadoop/testing/gss_acceptor.h"
+#include "hadoop/testing/ipc_server_internal.h"
 #include "hadoop/wire/ipc_frame.h"
+#include "hadoop/wire/sasl_digest.h"
 #include "hadoop/wire/sasl_layer.h"
-#include "ipc_server_internal.h"
 
-namespace loom::yarn_double {
+namespace loom::hadoop::testing {
 
 namespace ipc_internal {
 
@@ -47,13 +48,28 @@ std::string BigEndian32(uint32_t v) {
 
 void Session::Run() {
   info_.peer_ip = PeerIp();
-  if (!Handshake()) return CloseGracefully();
+  bool set_up = Handshake();
+  ReportSetup(set_up);
+  if (!set_up) return CloseGracefully();
   while (!stopping_->load()) {
     std::optional<std::string> frame = ReadPlainFrame();
     if (!frame) break;
     if (!HandleFrame(*frame)) break;
   }
+  // The delayed replies still write to the socket: it is closed only after them.
+  for (std::thread& t : delayed_) t.join();
   CloseGracefully();
+}
+
+void Session::ReportSetup(bool ok) {
+  if (!options_.on_setup || stopping_->load()) return;
+  if (ok) return options_.on_setup(info_, Status::Ok());
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    why = refusal_.empty() ? "the connection ended during set-up" : refusal_;
+  }
+  options_.on_setup(info_, Status::Unauthenticated(why));
 }
 
 // ---- socket I/O ----------------------------------------------------------------------------
@@ -161,7 +177,8 @@ void Session::SendAll(const std::string& bytes) {
   }
 }
 
-// A response frame: the header, then the body (SUCCESS only), both varint-delimited.
+// A response frame: the header, then the body (SUCCESS only), both varint-delimited. Callers
+// hold write_mu_.
 void Session::SendResponse(const RpcResponseHeaderProto& header, const std::string* body) {
   std::string payload = VarintPrefixed(header.SerializeAsString());
   if (body) payload += VarintPrefixed(*body);
@@ -197,6 +214,7 @@ RpcResponseHeaderProto Session::Header(int32_t call_id, RpcResponseHeaderProto::
 }
 
 void Session::SendSuccess(int32_t call_id, const std::string& client_id, int32_t retry, const std::string& body) {
+  std::lock_guard<std::mutex> lock(write_mu_);
   SendResponse(Header(call_id, RpcResponseHeaderProto::SUCCESS, client_id, retry), &body);
 }
 
@@ -207,6 +225,8 @@ void Session::SendError(int32_t call_id, const std::string& client_id, int32_t r
   h.set_errormsg(e.message);
   h.set_errordetail(e.detail);
   // Field order on the wire is by number, so the error fields precede clientId as recorded.
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (e.fatal) refusal_ = e.message;
   SendResponse(h, nullptr);
 }
 
@@ -257,28 +277,53 @@ bool Session::HandleFrame(const std::string& frame) {
                     RpcResponseHeaderProto::FATAL_DESERIALIZING_REQUEST));
     return false;
   }
-  if (request_header.declaringclassprotocolname() != options_.protocol) {
+  if (!options_.protocol.empty() && request_header.declaringclassprotocolname() != options_.protocol) {
     SendError(call_id, header.clientid(), header.retrycount(),
               RpcError{"org.apache.hadoop.ipc.RpcNoSuchProtocolException",
                        "Unknown protocol: " + request_header.declaringclassprotocolname(),
                        RpcResponseHeaderProto::ERROR_NO_SUCH_PROTOCOL, false});
     return true;
   }
-  CallResult result = options_.handle(request_header.methodname(), (*parts)[2], info_);
-  if (auto* body = std::get_if<std::string>(&result)) {
-    SendSuccess(call_id, header.clientid(), header.retrycount(), *body);
-    return true;
+  CallReply reply = options_.respond(Call{call_id, request_header.methodname(), (*parts)[2], info_});
+  if (reply.delay.count() <= 0) return Reply(call_id, header.clientid(), header.retrycount(), reply);
+  // Later calls are read and answered meanwhile. A FATAL still ends the connection: shut it,
+  // which also ends the read loop.
+  delayed_.emplace_back([this, call_id, client_id = header.clientid(), retry = header.retrycount(),
+                         reply = std::move(reply)] {
+    std::this_thread::sleep_for(reply.delay);
+    if (!Reply(call_id, client_id, retry, reply) && !reply.close_after) ::shutdown(fd_, SHUT_RDWR);
+  });
+  return true;
+}
+
+bool Session::Reply(int32_t call_id, const std::string& client_id, int32_t retry, const CallReply& reply) {
+  bool fatal = false;
+  if (!reply.result) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    SendAll(reply.raw);
+  } else if (auto* body = std::get_if<std::string>(&*reply.result)) {
+    SendSuccess(call_id, client_id, retry, *body);
+  } else {
+    const RpcError& e = std::get<RpcError>(*reply.result);
+    SendError(call_id, client_id, retry, e);
+    fatal = e.fatal;
   }
-  const RpcError& e = std::get<RpcError>(result);
-  SendError(call_id, header.clientid(), header.retrycount(), e);
-  return !e.fatal;
+  if (reply.close_after) shut_();
+  return !fatal && !reply.close_after;
 }
 
 }  // namespace ipc_internal
 
 using ipc_internal::Session;
 
-IpcServer::IpcServer(IpcServerOptions options) : options_(std::move(options)) {}
+IpcServer::IpcServer(IpcServerOptions options) : options_(std::move(options)) {
+  if (!options_.respond && options_.handle) {
+    options_.respond = [handle = options_.handle](const Call& call) -> CallReply {
+      return handle(call.method, call.request, call.connection);
+    };
+  }
+  if (!options_.next_nonce) options_.next_nonce = [] { return NewCnonce(); };
+}
 
 IpcServer::~IpcServer() { Stop(); }
 
@@ -331,13 +376,27 @@ void IpcServer::AcceptLoop() {
     conn->fd = fd;
     Conn* raw = conn.get();
     conns_.push_back(std::move(conn));
-    raw->thread = std::thread([this, raw] { Serve(raw); });
+    int index = ++connections_;
+    raw->thread = std::thread([this, raw, index] { Serve(raw, index); });
   }
 }
 
-void IpcServer::Serve(Conn* conn) {
-  Session(conn->fd, options_, &stopping_).Run();
+void IpcServer::Serve(Conn* conn, int index) {
+  Session(conn->fd, index, options_, &stopping_, [this, conn] { Shut(conn); }).Run();
   conn->done.store(true);
+}
+
+void IpcServer::Shut(Conn* conn) {
+  if (conn->shut.exchange(true)) return;
+  ::shutdown(conn->fd, SHUT_RDWR);
+  ++closes_;
+}
+
+void IpcServer::CloseConnections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& c : conns_) {
+    if (!c->done.load()) Shut(c.get());
+  }
 }
 
 void IpcServer::ReapFinished() {
@@ -370,4 +429,4 @@ void IpcServer::Stop() {
   }
 }
 
-}  // namespace loom::yarn_double
+}  // namespace loom::hadoop::testing

@@ -1,4 +1,4 @@
-// The set-up of a connection to the double's IPC servers (a Session of ipc_server_internal.h):
+// The set-up of a connection to the test IPC server (a Session of ipc_server_internal.h):
 // the preamble, SASL (TOKEN/DIGEST-MD5 against the owner's passwords, KERBEROS/GSSAPI with a
 // service keytab, SIMPLE where allowed) and the connection context, as Hadoop 3.3.6's server
 // answers them (negative/01-04, dshell/04, kerberos/rpc/).
@@ -11,14 +11,14 @@
 #include <string_view>
 #include <vector>
 
-#include "gss_acceptor.h"
+#include "hadoop/testing/gss_acceptor.h"
+#include "hadoop/testing/ipc_server_internal.h"
 #include "hadoop/wire/ipc_frame.h"
 #include "hadoop/wire/sasl_digest.h"
 #include "hadoop/wire/sasl_gssapi.h"
 #include "hadoop/wire/sasl_layer.h"
-#include "ipc_server_internal.h"
 
-namespace loom::yarn_double::ipc_internal {
+namespace loom::hadoop::testing::ipc_internal {
 
 namespace {
 
@@ -105,6 +105,12 @@ bool Session::Sasl() {
       SendSaslFailure(Fatal(kSaslException, "malformed RpcSaslProto"));
       return false;
     }
+    if (msg.state() == RpcSaslProto::NEGOTIATE && simple_allowed() && !token_allowed()) {
+      RpcSaslProto success;  // a SIMPLE-only server's answer: "switch to simple"
+      success.set_state(RpcSaslProto::SUCCESS);
+      SendSaslReply(success);
+      return true;
+    }
     if (msg.state() == RpcSaslProto::NEGOTIATE) {
       nonce = options_.next_nonce();
       SendSaslReply(NegotiateReply(nonce));
@@ -121,7 +127,7 @@ bool Session::Sasl() {
       return false;
     }
     const RpcSaslProto::SaslAuth& chosen = msg.auths(0);
-    bool is_token = chosen.SerializeAsString() == TokenAuth().SerializeAsString();
+    bool is_token = token_allowed() && chosen.SerializeAsString() == TokenAuth().SerializeAsString();
     bool is_simple = simple_allowed() && chosen.SerializeAsString() == SimpleAuth().SerializeAsString();
     bool is_kerberos = kerberos() && chosen.SerializeAsString() == KerberosAuth().SerializeAsString();
     if (!is_token && !is_simple && !is_kerberos) {
@@ -137,8 +143,28 @@ bool Session::Sasl() {
     }
     if (is_simple) return true;  // recorded in dshell/04: no reply, the context follows
     if (is_kerberos) return AcceptGssapi(msg.token());
-    return VerifyDigest(msg.token(), nonce);
+    if (!options_.separate_challenge) return VerifyDigest(msg.token(), nonce);
+    if (!msg.token().empty()) {
+      SendSaslFailure(Fatal(kSaslException, "DIGEST-MD5: the INITIATE carries a token before the challenge"));
+      return false;
+    }
+    RpcSaslProto challenge;
+    challenge.set_state(RpcSaslProto::CHALLENGE);
+    challenge.set_token(hadoop::MakeDigestChallenge(nonce, qops_));
+    SendSaslReply(challenge);
+    std::optional<RpcSaslProto> response = ReadSaslResponse();
+    return response && VerifyDigest(response->token(), nonce);
   }
+}
+
+std::string Session::AvailableMethods() const {
+  std::vector<std::string> methods;
+  if (token_allowed()) methods.push_back("TOKEN");
+  if (kerberos()) methods.push_back("KERBEROS");
+  if (simple_allowed()) methods.push_back("SIMPLE");
+  std::string out = "[";
+  for (size_t i = 0; i < methods.size(); ++i) out += (i ? ", " : "") + methods[i];
+  return out + "]";
 }
 
 // The next SASL RESPONSE of the GSSAPI exchange; nullopt (after a FATAL reply where Hadoop
@@ -251,7 +277,8 @@ bool Session::VerifyDigest(const std::string& client_token, const std::string& n
     SendSaslFailure(Fatal(kInvalidToken, "Can't de-serialize tokenIdentifier"));
     return false;
   }
-  PasswordLookup password = options_.password_for(*identifier);
+  PasswordLookup password = options_.password_for ? options_.password_for(*identifier)
+                                                  : PasswordLookup(RpcError{kInvalidToken, "no token secrets here"});
   if (auto* e = std::get_if<RpcError>(&password)) {
     SendSaslFailure(Fatal(e->exception_class, e->message));
     return false;
@@ -309,9 +336,11 @@ RpcSaslProto::SaslAuth Session::SimpleAuth() {
 RpcSaslProto Session::NegotiateReply(const std::string& nonce) const {
   RpcSaslProto reply;
   reply.set_state(RpcSaslProto::NEGOTIATE);
-  RpcSaslProto::SaslAuth* token = reply.add_auths();
-  *token = TokenAuth();
-  token->set_challenge(hadoop::MakeDigestChallenge(nonce, qops_));
+  if (token_allowed()) {
+    RpcSaslProto::SaslAuth* token = reply.add_auths();
+    *token = TokenAuth();
+    if (!options_.separate_challenge) token->set_challenge(hadoop::MakeDigestChallenge(nonce, qops_));
+  }
   if (kerberos()) *reply.add_auths() = KerberosAuth();
   if (simple_allowed()) *reply.add_auths() = SimpleAuth();
   return reply;
@@ -362,4 +391,4 @@ bool Session::ReadContext() {
   return true;
 }
 
-}  // namespace loom::yarn_double::ipc_internal
+}  // namespace loom::hadoop::testing::ipc_internal

@@ -1,7 +1,8 @@
 #pragma once
-// GssAcceptor: the accepting side of one Kerberos security context, for the YARN TEST DOUBLE
-// only (SASL GSSAPI on its IPC ports, SPNEGO on its WebHDFS), on the real MIT GSSAPI library
-// and a service keytab, as Hadoop's servers use theirs. Loom itself never accepts Kerberos.
+// GssAcceptor: the accepting side of one Kerberos security context, for TEST SERVERS only
+// (SASL GSSAPI in ipc_server.h; SPNEGO on the YARN test double's WebHDFS and NM web), on the
+// real MIT GSSAPI library and a service keytab, as Hadoop's servers use theirs. Loom itself
+// never accepts Kerberos.
 // Accepts raw Kerberos (SASL GSSAPI) and SPNEGO-wrapped (HTTP Negotiate) initial tokens.
 //
 // Not thread-safe: one acceptor per connection (or per HTTP request).
@@ -12,7 +13,7 @@
 
 #include "core/status.h"
 
-namespace loom::yarn_double {
+namespace loom::hadoop::testing {
 
 class GssAcceptor {
  public:
@@ -43,4 +44,4 @@ class GssAcceptor {
   std::string client_principal_;
 };
 
-}  // namespace loom::yarn_double
+}  // namespace loom::hadoop::testing

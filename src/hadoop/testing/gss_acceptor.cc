@@ -1,9 +1,8 @@
-#include "gss_acceptor.h"
+#include "hadoop/testing/gss_acceptor.h"
 
 #include "hadoop/wire/gssapi_library.h"
 
-namespace loom::yarn_double {
-
+namespace loom::hadoop::testing {
 
 struct GssAcceptor::State {
   const hadoop::GssapiLibrary* gss = nullptr;
@@ -128,4 +127,4 @@ Result<std::string> GssAcceptor::Unwrap(std::string_view token, bool* conf_used)
   return Take(*s.gss, &out);
 }
 
-}  // namespace loom::yarn_double
+}  // namespace loom::hadoop::testing

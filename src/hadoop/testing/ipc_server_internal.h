@@ -5,18 +5,22 @@
 // exceptions both send. Not for other files.
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/status.h"
-#include "gss_acceptor.h"
 #include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/testing/gss_acceptor.h"
+#include "hadoop/testing/ipc_server.h"
+#include "hadoop/wire/ipc_frame.h"
 #include "hadoop/wire/sasl_layer.h"
-#include "ipc_server.h"
 
-namespace loom::yarn_double::ipc_internal {
+namespace loom::hadoop::testing::ipc_internal {
 
 using ::hadoop::common::IpcConnectionContextProto;
 using ::hadoop::common::RequestHeaderProto;
@@ -34,15 +38,18 @@ inline RpcError Fatal(std::string cls, std::string msg, ErrorCode detail = RpcRe
   return RpcError{std::move(cls), std::move(msg), detail, true};
 }
 
-// One connection, from preamble to close. Runs on its own thread.
+// One connection, from preamble to close. Runs on its own thread, plus one per delayed reply.
 class Session {
  public:
-  Session(int fd, const IpcServerOptions& options, std::atomic<bool>* stopping)
-      : fd_(fd), options_(options), stopping_(stopping) {
+  // `shut` shuts the connection both ways and counts it in IpcServer::closes() (once).
+  Session(int fd, int index, const IpcServerOptions& options, std::atomic<bool>* stopping, std::function<void()> shut)
+      : fd_(fd), options_(options), stopping_(stopping), shut_(std::move(shut)) {
+    info_.index = index;
     Result<std::vector<std::string>> qops = hadoop::QopsFromRpcProtection(options.rpc_protection);
     qops_ = qops.ok() ? *qops : std::vector<std::string>{"auth"};  // Start() has refused a bad value
   }
 
+  // Serves the connection until it ends; returns once the delayed replies are written too.
   void Run();
 
  private:
@@ -53,7 +60,7 @@ class Session {
   std::optional<std::string> ReadFrame();
   std::optional<std::string> ReadPlainFrame();
   std::nullopt_t Drop(const std::string& why);
-  void SendAll(const std::string& bytes);
+  void SendAll(const std::string& bytes);  // callers hold write_mu_
   void SendResponse(const RpcResponseHeaderProto& header, const std::string* body);
   static RpcResponseHeaderProto Header(int32_t call_id, RpcResponseHeaderProto::RpcStatusProto status,
                                        const std::string& client_id, int32_t retry);
@@ -66,9 +73,8 @@ class Session {
   bool kerberos() const { return !options_.kerberos_principal.empty(); }
   // A Kerberized Hadoop server never offers SIMPLE, on any port (K5.4).
   bool simple_allowed() const { return options_.allow_simple && !kerberos(); }
-  std::string AvailableMethods() const {
-    return kerberos() ? "[TOKEN, KERBEROS]" : simple_allowed() ? "[TOKEN, SIMPLE]" : "[TOKEN]";
-  }
+  bool token_allowed() const { return options_.token_auth; }
+  std::string AvailableMethods() const;
 
   bool Handshake();
   bool Sasl();
@@ -87,6 +93,10 @@ class Session {
   // ---- calls (ipc_server.cc) -----------------------------------------------------------------
 
   bool HandleFrame(const std::string& frame);
+  // Writes a handler's reply for `call_id`; false: the connection is over.
+  bool Reply(int32_t call_id, const std::string& client_id, int32_t retry, const CallReply& reply);
+  // The set-up's outcome to options_.on_setup.
+  void ReportSetup(bool ok);
 
   int fd_;
   const IpcServerOptions& options_;
@@ -96,6 +106,12 @@ class Session {
   std::unique_ptr<GssAcceptor> acceptor_;           // KERBEROS: the GSSAPI context (before layer_)
   std::unique_ptr<hadoop::SaslSecurityLayer> layer_;  // after SUCCESS with auth-int/auth-conf
   std::string plain_;                               // unwrapped bytes not yet a whole frame
+  std::function<void()> shut_;
+  std::string refusal_;                             // the last FATAL's message, for on_setup
+  // Replies are written by the connection's thread and by delayed replies' threads: one frame
+  // (and its WRAP, which numbers the tokens) at a time.
+  std::mutex write_mu_;
+  std::vector<std::thread> delayed_;                // only the connection's thread touches it
 };
 
-}  // namespace loom::yarn_double::ipc_internal
+}  // namespace loom::hadoop::testing::ipc_internal
