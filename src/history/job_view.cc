@@ -221,13 +221,6 @@ Status EndJob(const JobDir& dir, const std::string& state, const std::string& di
   return EndJobIfFirst(dir, state, diagnostics, extra, task_state).status();
 }
 
-Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics, const json& extra,
-              std::string_view task_state) {
-  std::optional<TaskState> parsed = ParseTaskState(task_state);
-  if (!parsed) return Status::InvalidArgument("no task state is spelled \"" + std::string(task_state) + "\"");
-  return EndJob(dir, state, diagnostics, extra, *parsed);
-}
-
 Result<bool> EndJobIfFirst(const JobDir& dir, const std::string& state, const std::string& diagnostics,
                            const json& extra, TaskState task_state) {
   if (PathExists(dir.status())) return false;

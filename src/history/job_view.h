@@ -105,11 +105,6 @@ Status WriteFinalStatus(const JobDir& dir, const std::string& state, const std::
 // wrote it first. Idempotent.
 Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
               const nlohmann::json& extra = nlohmann::json::object(), TaskState task_state = TaskState::kKilled);
-// The same with the tasks' end in text, for the YARN follower, which still names it so; to go
-// once it passes a TaskState. A spelling ParseTaskState does not know is InvalidArgument, and
-// nothing is written.
-Status EndJob(const JobDir& dir, const std::string& state, const std::string& diagnostics,
-              const nlohmann::json& extra, std::string_view task_state);
 // EndJob that says whether this call's end stands: true when it wrote status.json, false when
 // someone ended the job first (their state is the job's). Whoever's end stands writes the
 // JOB_FINISHED event, so that events.jsonl and status.json never disagree.

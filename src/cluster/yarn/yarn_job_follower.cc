@@ -12,6 +12,7 @@
 #include "cluster/yarn/yarn_job_submitter_internal.h"
 #include "control/auth.h"
 #include "core/files.h"
+#include "core/job_state.h"
 #include "core/strings.h"
 #include "hadoop/hdfs/webhdfs.h"
 #include "hadoop/ipc/yarn_clients.h"
@@ -93,7 +94,7 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     if (!record.imported) {
       if (Status s = catch_up_from_hdfs(); !s.ok()) spdlog::warn("the AM's record in HDFS: {}", s.ToString());
     }
-    (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? "LOST" : "KILLED");
+    (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? TaskState::kLost : TaskState::kKilled);
     ::unlink(dir.secret().c_str());
     Status up = RecordEndInHdfs(record, dir);
     Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir);
