@@ -71,6 +71,7 @@ Result<JobState> ApplicationMaster::Run() {
   loop_.Post([this] { RequestContainers(); });
   if (opts_.spec.application_timeout_ms > 0) {
     loop_.PostAfter(std::chrono::milliseconds(opts_.spec.application_timeout_ms), [this] {
+      if (!ApplicationTimeoutApplies({true, IsTerminal(tracker_->state())})) return;
       Fail("application timeout: the job ran longer than " + opts_.spec.KeyName("loom.application.timeout") + "=" +
                std::to_string(opts_.spec.application_timeout_ms) + " ms",
            /*retryable=*/false);
@@ -466,24 +467,18 @@ void ApplicationMaster::ArmAllocationTimeout() {
   // Each stage's gang gets the whole timeout from the moment its containers are asked for: the
   // training stage's clock does not run while the prepare stage works.
   loop_.PostAfter(std::chrono::milliseconds(ms), [this, ms, attempt = attempt_, stage = tracker_->stage()] {
-    if (attempt != attempt_ || stage != tracker_->stage() || IsTerminal(tracker_->state()) ||
-        tracker_->GangComplete()) {
-      return;
-    }
-    std::vector<std::string> never, unregistered;
+    std::vector<TaskRecord> started;
     for (const TaskRecord& r : tracker_->tasks()) {
-      if (!tracker_->Started(r.id)) continue;
-      if (r.state == TaskState::kPending) never.push_back(r.id.ToString());
-      if (r.state == TaskState::kLaunched) unregistered.push_back(r.id.ToString());
+      if (tracker_->Started(r.id)) started.push_back(r);
     }
     std::string gang = HasTrainingStage(opts_.spec) ? (stage ? "the training stage's gang" : "the prepare stage's gang")
                                                     : "the gang";
-    std::string why = "gang allocation timeout: " + gang + " was not complete after " + std::to_string(ms) +
-                      " ms (" + opts_.spec.KeyName("loom.container.allocation.timeout") + ")";
-    if (!never.empty()) why += "; never got resources: " + Join(never, ", ");
-    if (!unregistered.empty()) why += "; launched but not registered: " + Join(unregistered, ", ");
+    std::optional<std::string> why =
+        AllocationTimeoutWhy({attempt == attempt_ && stage == tracker_->stage(), IsTerminal(tracker_->state())},
+                             tracker_->GangComplete(), started, gang, ms,
+                             opts_.spec.KeyName("loom.container.allocation.timeout"));
     // Everything held is given back: the stop of every task releases its container.
-    Fail(why, /*retryable=*/false);
+    if (why) Fail(*why, /*retryable=*/false);
   });
 }
 
@@ -493,7 +488,7 @@ void ApplicationMaster::ArmRegistrationTimeout(const TaskId& id, const std::stri
   loop_.PostAfter(std::chrono::milliseconds(ms), [this, id, container_id, ms] {
     TaskSlot* slot = Slot(id);
     const TaskRecord* r = tracker_->Find(id);
-    if (!slot || !r || !slot->container || slot->container->id != container_id || r->state != TaskState::kLaunched) {
+    if (!slot || !r || !RegistrationTimeoutApplies(slot->container && slot->container->id == container_id, r->state)) {
       return;
     }
     std::string why = "did not register within " + std::to_string(ms) + " ms (" + opts_.spec.KeyName("loom.container.registration.timeout") + ")";
@@ -509,26 +504,18 @@ void ApplicationMaster::ArmDependencyTimeouts() {
   const auto& deps = opts_.spec.dependency_timeouts;
   for (size_t i = 0; i < deps.size(); ++i) {
     if (armed_dependencies_.count(i)) continue;
-    bool group_done = true;
-    for (const TaskRecord& r : tracker_->tasks()) {
-      bool in_group = std::find(deps[i].group_types.begin(), deps[i].group_types.end(), r.id.type) !=
-                      deps[i].group_types.end();
-      if (in_group && !IsTerminal(r.state)) group_done = false;
-    }
-    if (!group_done) continue;
+    if (!DependencyGroupDone(deps[i], tracker_->tasks())) continue;
     armed_dependencies_.insert(i);
     loop_.PostAfter(std::chrono::seconds(deps[i].seconds), [this, i, attempt = attempt_] {
-      if (attempt != attempt_ || IsTerminal(tracker_->state())) return;
       const DependencyTimeout& d = opts_.spec.dependency_timeouts[i];
       std::vector<TaskId> late;
-      for (const TaskRecord& r : tracker_->tasks()) {
-        if (r.id.type == d.type && !IsTerminal(r.state)) late.push_back(r.id);
-      }
-      if (late.empty()) return;
+      DependencyAction action =
+          DecideDependencyTimeout(d, {attempt == attempt_, IsTerminal(tracker_->state())}, tracker_->tasks(), &late);
+      if (action == DependencyAction::kNothing) return;
       std::string key = opts_.spec.KeyName("loom.application.dependency." + d.type + ".timeout.after." + d.group);
       std::string why = d.type + " still running " + std::to_string(d.seconds) + " s after group " + d.group + " (" +
                         Join(d.group_types, ",") + ") finished (" + key + ")";
-      if (d.ignored) {
+      if (action == DependencyAction::kStopLateTasks) {
         spdlog::warn("{}: stopping it, as .ignored=true asks", why);
         (void)events_.Append(history::events::kDependencyTimeout, {{"type", d.type}, {"group", d.group}, {"ignored", true}});
         // Stopped by Loom: KILLED, not a failure; its row and the job's end say why.

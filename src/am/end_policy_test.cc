@@ -91,5 +91,101 @@ TEST(HeartbeatLost, FromTheTable) {
   }
 }
 
+TaskRecord Task(const char* type, int index, TaskState state) {
+  TaskRecord r;
+  r.id = TaskId{type, index};
+  r.state = state;
+  return r;
+}
+
+TEST(ApplicationTimeout, FromTheTable) {
+  EXPECT_TRUE(ApplicationTimeoutApplies({true, false})) << "the job still runs: it fails";
+  EXPECT_FALSE(ApplicationTimeoutApplies({true, true})) << "the job already ended";
+}
+
+TEST(AllocationTimeout, FromTheTable) {
+  const std::vector<TaskRecord> waiting = {Task("worker", 0, TaskState::kRunning), Task("worker", 1, TaskState::kPending),
+                                           Task("worker", 2, TaskState::kLaunched)};
+  struct Row {
+    const char* what;
+    TimerScope scope;
+    bool gang_complete;
+    bool fails;
+  } rows[] = {
+      {"the gang is incomplete when it fires", {true, false}, false, true},
+      {"the gang completed in time", {true, false}, true, false},
+      {"armed for another attempt or stage", {false, false}, false, false},
+      {"the job already ended", {true, true}, false, false},
+  };
+  for (const Row& r : rows) {
+    std::optional<std::string> why = AllocationTimeoutWhy(r.scope, r.gang_complete, waiting, "the gang", 5000,
+                                                          "loom.container.allocation.timeout");
+    EXPECT_EQ(why.has_value(), r.fails) << r.what;
+  }
+  std::optional<std::string> why =
+      AllocationTimeoutWhy({true, false}, false, waiting, "the training stage's gang", 5000, "tony.x");
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why,
+            "gang allocation timeout: the training stage's gang was not complete after 5000 ms (tony.x); never got "
+            "resources: worker:1; launched but not registered: worker:2");
+}
+
+TEST(RegistrationTimeout, FromTheTable) {
+  struct Row {
+    const char* what;
+    bool same_container;
+    TaskState state;
+    bool applies;
+  } rows[] = {
+      {"still waiting for its executor", true, TaskState::kLaunched, true},
+      {"registered in time", true, TaskState::kRegistered, false},
+      {"running", true, TaskState::kRunning, false},
+      {"ended before", true, TaskState::kFailed, false},
+      {"restarted in another container since", false, TaskState::kLaunched, false},
+  };
+  for (const Row& r : rows) EXPECT_EQ(RegistrationTimeoutApplies(r.same_container, r.state), r.applies) << r.what;
+}
+
+TEST(DependencyTimeout, FromTheTable) {
+  DependencyTimeout d;
+  d.type = "evaluator";
+  d.group = "train";
+  d.group_types = {"chief", "worker"};
+  d.seconds = 30;
+  const std::vector<TaskRecord> group_running = {Task("chief", 0, TaskState::kSucceeded),
+                                                 Task("worker", 0, TaskState::kRunning),
+                                                 Task("evaluator", 0, TaskState::kRunning)};
+  const std::vector<TaskRecord> group_done = {Task("chief", 0, TaskState::kSucceeded),
+                                              Task("worker", 0, TaskState::kFailed),
+                                              Task("evaluator", 0, TaskState::kRunning)};
+  const std::vector<TaskRecord> nobody_late = {Task("chief", 0, TaskState::kSucceeded),
+                                               Task("worker", 0, TaskState::kSucceeded),
+                                               Task("evaluator", 0, TaskState::kSucceeded)};
+  EXPECT_FALSE(DependencyGroupDone(d, group_running)) << "a worker still runs: not armed";
+  EXPECT_TRUE(DependencyGroupDone(d, group_done)) << "every group task ended, however: armed";
+
+  struct Row {
+    const char* what;
+    bool ignored;
+    TimerScope scope;
+    const std::vector<TaskRecord>* tasks;
+    DependencyAction want;
+    size_t late;
+  } rows[] = {
+      {"the evaluator is late: the job fails", false, {true, false}, &group_done, DependencyAction::kFailJob, 1},
+      {".ignored=true: the late evaluator is stopped", true, {true, false}, &group_done,
+       DependencyAction::kStopLateTasks, 1},
+      {"nobody is late", false, {true, false}, &nobody_late, DependencyAction::kNothing, 0},
+      {"armed in another attempt", false, {false, false}, &group_done, DependencyAction::kNothing, 0},
+      {"the job already ended", false, {true, true}, &group_done, DependencyAction::kNothing, 0},
+  };
+  for (const Row& r : rows) {
+    d.ignored = r.ignored;
+    std::vector<TaskId> late;
+    EXPECT_EQ(DecideDependencyTimeout(d, r.scope, *r.tasks, &late), r.want) << r.what;
+    EXPECT_EQ(late.size(), r.late) << r.what;
+  }
+}
+
 }  // namespace
 }  // namespace loom::am
