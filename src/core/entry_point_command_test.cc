@@ -17,15 +17,21 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class EntryPointCommandTest : public testing::JobSpecFixture {};
+class EntryPointCommandTest : public testing::JobSpecFixture {
+ protected:
+  // What the worker runs in the spec built from conf_; "" (and a failure) if the build fails.
+  std::string WorkerCommand(bool check_files = true) {
+    Result<JobSpec> spec = BuildJobSpec(conf_, dir_.string(), check_files);
+    EXPECT_OK(spec);
+    return spec.ok() ? spec->FindType("worker")->command : "";
+  }
+};
 
 TEST_F(EntryPointCommandTest, CommandUsesPythonBinaryAndParams) {
   conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.python-binary-path", "/usr/bin/python3", "f");
   conf_.Set("loom.application.task-params", "--epochs 3", "f");
-  auto spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "/usr/bin/python3 train.py --epochs 3");
+  EXPECT_EQ(WorkerCommand(), "/usr/bin/python3 train.py --epochs 3");
 }
 
 TEST_F(EntryPointCommandTest, ThePythonEntryPointsInterpreterIsKept) {
@@ -44,9 +50,7 @@ TEST_F(EntryPointCommandTest, ExecutesMayStartWithTheSrcDir) {
   conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.src-dir", "src", "--src_dir");
   conf_.Set("loom.application.executes", "src/train.py", "--executes");
-  auto spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "python3 train.py");
+  EXPECT_EQ(WorkerCommand(), "python3 train.py");
 }
 
 TEST_F(EntryPointCommandTest, VenvFormatsAndTheirCommands) {
@@ -55,9 +59,7 @@ TEST_F(EntryPointCommandTest, VenvFormatsAndTheirCommands) {
   for (const char* name : {"env.zip", "env.tar.gz", "env.tgz"}) {
     std::ofstream(dir_ / name) << "x";
     conf_.Set("loom.application.python-venv", (dir_ / name).string(), "--python_venv");
-    auto spec = BuildJobSpec(conf_, dir_.string());
-    ASSERT_OK(spec);
-    EXPECT_EQ(spec->FindType("worker")->command, "venv/bin/python train.py") << name;
+    EXPECT_EQ(WorkerCommand(), "venv/bin/python train.py") << name;
   }
   // A pex is the interpreter's first argument; a path inside it cannot be the interpreter.
   std::ofstream(dir_ / "env.pex") << "x";
@@ -75,14 +77,10 @@ TEST_F(EntryPointCommandTest, ScriptWithoutSrcDirIsResolvedFromTheBaseDir) {
   conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.src-dir", "", "--src_dir");
   conf_.Set("loom.application.executes", "src/train.py --lr 1", "--executes");
-  auto spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "python3 " + (dir_ / "src/train.py").string() + " --lr 1");
+  EXPECT_EQ(WorkerCommand(), "python3 " + (dir_ / "src/train.py").string() + " --lr 1");
   std::ofstream(dir_ / "run.sh") << "echo hi\n";
   conf_.Set("loom.application.executes", "run.sh", "--executes");
-  spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, (dir_ / "run.sh").string());
+  EXPECT_EQ(WorkerCommand(), (dir_ / "run.sh").string());
 }
 
 TEST_F(EntryPointCommandTest, MissingScriptIsAnError) {
@@ -103,15 +101,11 @@ TEST_F(EntryPointCommandTest, TheAmRunsWhatSubmitDecided) {
   // On no PATH here, as when the AM's PATH lacks what the client found.
   conf_.Set("loom.application.executes", "loom-no-such-tool --x", "--executes");
   conf_.Set(kRecordedKey, "program", kRecordedSource);
-  auto spec = BuildJobSpec(conf_, dir_.string(), /*check_files=*/false);
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "loom-no-such-tool --x");
+  EXPECT_EQ(WorkerCommand(/*check_files=*/false), "loom-no-such-tool --x");
   // On this PATH (/usr/bin/env), but the client found no program: the shipped file runs.
   conf_.Set("loom.application.executes", "env", "--executes");
   conf_.Set(kRecordedKey, "script", kRecordedSource);
-  spec = BuildJobSpec(conf_, dir_.string(), /*check_files=*/false);
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "./env");
+  EXPECT_EQ(WorkerCommand(/*check_files=*/false), "./env");
 }
 
 TEST_F(EntryPointCommandTest, TheTasksPathDecidesWhatIsAProgram) {
@@ -121,9 +115,7 @@ TEST_F(EntryPointCommandTest, TheTasksPathDecidesWhatIsAProgram) {
   std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
   conf_.Set("loom.execution.envs", "PATH=" + (dir_ / "bin").string(), "--shell_env");
   conf_.Set("loom.application.executes", "loom-test-tool --x", "--executes");
-  auto spec = BuildJobSpec(conf_, dir_.string());
-  ASSERT_OK(spec);
-  EXPECT_EQ(spec->FindType("worker")->command, "loom-test-tool --x");
+  EXPECT_EQ(WorkerCommand(), "loom-test-tool --x");
   // `env` is on this process's PATH, but not on the one the tasks get.
   conf_.Set("loom.application.executes", "env", "--executes");
   EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,

@@ -4,7 +4,6 @@
 
 #include "fake_hdfs.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -18,6 +17,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "fake_hdfs_internal.h"
+#include "hadoop/testing/test_socket.h"
 
 namespace loom::yarn_double {
 
@@ -90,23 +90,6 @@ std::string Decode(std::string_view s, bool query) {
   return out;
 }
 
-Result<int> ListenLoopback(int* port, bool listen) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::FromErrno("socket", errno);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || (listen && ::listen(fd, 64) != 0) ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::FromErrno("fake HDFS: bind 127.0.0.1", err);
-  }
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
 Request ParseRequest(const std::string& head) {
   Request req;
   std::vector<std::string> lines = Split(head, '\n');
@@ -162,9 +145,9 @@ Status FakeHdfs::Start() {
     bytes_created_ = 0;
     nodes_["/"] = Node{Entry{true, 0, NowMs(), "755", "hdfs"}, 16385, 0};
   }
-  LOOM_ASSIGN_OR_RETURN(rpc_fd_, ListenLoopback(&rpc_port_, /*listen=*/false));
-  LOOM_ASSIGN_OR_RETURN(nn_fd_, ListenLoopback(&nn_port_, /*listen=*/true));
-  LOOM_ASSIGN_OR_RETURN(dn_fd_, ListenLoopback(&dn_port_, /*listen=*/true));
+  LOOM_ASSIGN_OR_RETURN(rpc_fd_, hadoop::testing::ListenLoopback(&rpc_port_, /*listen=*/false));
+  LOOM_ASSIGN_OR_RETURN(nn_fd_, hadoop::testing::ListenLoopback(&nn_port_, /*listen=*/true));
+  LOOM_ASSIGN_OR_RETURN(dn_fd_, hadoop::testing::ListenLoopback(&dn_port_, /*listen=*/true));
   stopping_ = false;
   nn_thread_ = std::thread([this] { AcceptLoop(nn_fd_, /*datanode=*/false); });
   dn_thread_ = std::thread([this] { AcceptLoop(dn_fd_, /*datanode=*/true); });
@@ -174,7 +157,7 @@ Status FakeHdfs::Start() {
 Status FakeHdfs::StartStandbyNameNode() {
   if (nn_fd_ < 0) return Status::FailedPrecondition("fake HDFS not started");
   if (sb_fd_ >= 0) return Status::Ok();
-  LOOM_ASSIGN_OR_RETURN(sb_fd_, ListenLoopback(&sb_port_, /*listen=*/true));
+  LOOM_ASSIGN_OR_RETURN(sb_fd_, hadoop::testing::ListenLoopback(&sb_port_, /*listen=*/true));
   sb_thread_ = std::thread([this] { AcceptLoop(sb_fd_, /*datanode=*/false, /*standby=*/true); });
   return Status::Ok();
 }

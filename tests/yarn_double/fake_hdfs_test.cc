@@ -3,16 +3,16 @@
 
 #include "fake_hdfs.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <random>
 
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/testing.h"
 #include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/testing/test_socket.h"
 
 namespace loom::yarn_double {
 namespace {
@@ -26,20 +26,11 @@ using ::testing::StartsWith;
 
 // Sends raw bytes and reads until the server closes.
 std::string RawExchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "";
-  }
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
+  Result<int> fd = hadoop::testing::ConnectLoopback(port);
+  if (!fd.ok()) return "";
+  EXPECT_OK(hadoop::testing::WriteAll(*fd, request));
+  std::string out = hadoop::testing::ReadUntilEof(*fd, std::chrono::seconds(30));
+  ::close(*fd);
   return out;
 }
 
@@ -172,7 +163,15 @@ TEST_F(FakeHdfsTest, StagingRoundTrip) {
 TEST_F(FakeHdfsTest, OverwriteReplacesBytesAndTimestamp) {
   ASSERT_OK(client_->Create("/f", "first version"));
   Result<FakeHdfs::Entry> before = hdfs_->Stat("/f");
-  usleep(5000);
+  ASSERT_OK(before);
+  // Timestamps are wall-clock milliseconds: the overwrite must come in a later one for its
+  // new timestamp to show.
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  ASSERT_TRUE(loom::testing::Eventually([&] { return now_ms() > before->mtime_ms; }, std::chrono::seconds(1),
+                                        std::chrono::milliseconds(1)));
   Result<HdfsFileStatus> second = client_->Create("/f", "v2");
   ASSERT_OK(second);
   ExpectSameAsFake(*second, "/f", 2);

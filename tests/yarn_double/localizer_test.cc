@@ -13,6 +13,7 @@
 #include "core/files.h"
 #include "core/subprocess.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 
 namespace loom::yarn_double {
 namespace {
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 std::string Fixture(const std::string& name) {
-  return std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/localization/" + name;
+  return hadoop::testing::CaptureDir() + "localization/" + name;
 }
 
 struct Found {

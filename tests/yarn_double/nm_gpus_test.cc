@@ -13,6 +13,7 @@
 #include "core/files.h"
 #include "core/testing.h"
 #include "hadoop/hdfs/curl_library.h"
+#include "hadoop/testing/captures.h"
 #include "yarn_test_double.h"
 
 namespace loom::yarn_double {
@@ -23,7 +24,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-const std::string kGpu = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/gpu/";
+const std::string kGpu = hadoop::testing::CaptureDir() + "gpu/";
 
 // A JSON value with every leaf replaced by its type and every list by its first element's
 // shape: what must match between the double and the recording.

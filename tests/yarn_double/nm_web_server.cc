@@ -13,6 +13,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "core/eventually.h"
 #include "core/strings.h"
 #include "hadoop/wire/credentials.h"
 #include "nm_gpus.h"
@@ -73,6 +74,16 @@ void Json(httplib::Response& res, int status, const std::string& body) {
   SetCommonHeaders(res);
   res.status = status;
   res.set_content(body, "application/json;charset=utf-8");
+}
+
+// The JSON routes' answer to a path that names no container id (NMWebServices' 400
+// BadRequestException); whether it was one.
+bool RefusedAsNoContainerId(const std::string& cid, httplib::Response& res) {
+  int64_t ts, app;
+  if (ParseContainerId(cid, &ts, &app)) return false;
+  Json(res, 400, RemoteException("BadRequestException", "java.lang.Exception: invalid container id, " + cid,
+                                 "org.apache.hadoop.yarn.webapp.BadRequestException"));
+  return true;
 }
 
 void Text(httplib::Response& res, int status, const std::string& body) {
@@ -268,11 +279,7 @@ Status NmWebServer::Start(const std::string& bind_ip, int port) {
   // NMWebServices.getContainerLogsInfo: the list, or 500 wrapping "Unknown container".
   s.Get(R"(/ws/v1/node/containers/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string cid = req.matches[1];
-    int64_t ts, app;
-    if (!ParseContainerId(cid, &ts, &app)) {
-      return Json(res, 400, RemoteException("BadRequestException", "java.lang.Exception: invalid container id, " + cid,
-                                            "org.apache.hadoop.yarn.webapp.BadRequestException"));
-    }
+    if (RefusedAsNoContainerId(cid, res)) return;
     View v = Lookup(d_, node_, cid);
     if (!v.served) {
       return Json(res, 500, RemoteException("WebApplicationException",
@@ -302,11 +309,7 @@ Status NmWebServer::Start(const std::string& bind_ip, int port) {
   // NMWebServices.getNodeContainer: the NM forgets a container as soon as it completes.
   s.Get(R"(/ws/v1/node/containers/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string cid = req.matches[1];
-    int64_t ts, app;
-    if (!ParseContainerId(cid, &ts, &app)) {
-      return Json(res, 400, RemoteException("BadRequestException", "java.lang.Exception: invalid container id, " + cid,
-                                            "org.apache.hadoop.yarn.webapp.BadRequestException"));
-    }
+    if (RefusedAsNoContainerId(cid, res)) return;
     View v = Lookup(d_, node_, cid);
     if (!v.in_memory) {
       return Json(res, 404, RemoteException("NotFoundException", "java.lang.Exception: container with id, " + cid + ", not found",
@@ -346,7 +349,7 @@ void NmWebServer::Stop() {
   if (server_ && thread_.joinable()) {
     // httplib's stop() does nothing before listen_after_bind() has started, which would then
     // accept forever: wait for it to run first (it sets is_running() as it starts).
-    for (int i = 0; i < 5000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    loom::testing::Eventually([&] { return server_->is_running(); }, std::chrono::seconds(5), std::chrono::milliseconds(1));
     server_->stop();
   }
   if (thread_.joinable()) thread_.join();

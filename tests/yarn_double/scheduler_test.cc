@@ -17,6 +17,8 @@
 #include "core/files.h"
 #include "core/testing.h"
 #include "hadoop/ipc/yarn_clients.h"
+#include "hadoop/testing/captures.h"
+#include "yarn_double_test_fixture.h"
 #include "yarn_test_double.h"
 
 using ::loom::testing::Eventually;
@@ -28,7 +30,7 @@ namespace ypb = ::hadoop::yarn;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
+const std::string kCaptures = hadoop::testing::CaptureDir();
 
 // The "diagnostics" value of a recorded /ws/v1/cluster/apps/{id} JSON body.
 std::string RecordedDiagnostics(const std::string& file) {
@@ -57,24 +59,9 @@ std::vector<ypb::ResourceRequestProto> LocalAsks(const std::string& host, int64_
   return {Ask(host, id, mb), Ask("/default-rack", id, mb), Ask("*", id, mb)};
 }
 
-class SchedulerTest : public ::testing::Test {
+// The double's fixture (its work dir, started and stopped), driven through Loom's own clients.
+class SchedulerTest : public YarnDoubleTest {
  protected:
-  void SetUp() override {
-    work_ = std::filesystem::temp_directory_path() /
-            ("loom-sched-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(work_);
-    std::filesystem::create_directories(work_);
-  }
-  void TearDown() override {
-    if (double_) {
-      double_->Stop();
-      EXPECT_TRUE(double_->LiveContainerProcesses().empty());
-    }
-    double_.reset();
-    std::filesystem::remove_all(work_);
-  }
-
   YarnTestDouble::Options Options(int nodes, int heartbeat_ms) {
     YarnTestDouble::Options o;
     o.work_dir = work_.string() + "/yarn";
@@ -122,6 +109,25 @@ class SchedulerTest : public ::testing::Test {
     return am;
   }
 
+  // An application whose AM the test plays, and one container its node-local asks got on
+  // node 1 (127.0.0.2).
+  struct OnNode1 {
+    ypb::ApplicationIdProto app;
+    std::unique_ptr<hadoop::AmRmClient> am;
+    ypb::ContainerProto container;
+  };
+  void PlaceOnNode1(OnNode1* out) {
+    out->app = Submit(128);
+    ASSERT_TRUE(Eventually([&] { return Report(out->app).yarn_application_state() == ypb::ACCEPTED; }));
+    ASSERT_OK(double_->NodeHeartbeatForTest(0));
+    out->am = Am(out->app);
+    ASSERT_OK(out->am->Allocate(LocalAsks("127.0.0.2", 1, 256), {}, 0));
+    ASSERT_EQ(*double_->NodeHeartbeatForTest(1), 1);
+    std::vector<ypb::ContainerProto> got = AllocateUntil(*out->am, 1);
+    ASSERT_EQ(got.size(), 1u);
+    out->container = got[0];
+  }
+
   // allocate until `n` containers came back in all (or the time is up).
   std::vector<ypb::ContainerProto> AllocateUntil(hadoop::AmRmClient& am, size_t n,
                                                  std::chrono::milliseconds timeout = 10s) {
@@ -137,8 +143,6 @@ class SchedulerTest : public ::testing::Test {
     return got;
   }
 
-  std::filesystem::path work_;
-  std::unique_ptr<YarnTestDouble> double_;
   std::unique_ptr<hadoop::ApplicationClient> rm_;
 };
 
@@ -410,15 +414,10 @@ TEST_F(SchedulerTest, Hadoop28KeepsOneAskPerPriorityAndLocation) {
 
 TEST_F(SchedulerTest, EachNodeManagerRunsItsOwnContainers) {
   Start(Options(2, -1));
-  ypb::ApplicationIdProto app = Submit(128);
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));
-  auto am = Am(app);
-  ASSERT_OK(am->Allocate(LocalAsks("127.0.0.2", 1, 256), {}, 0));
-  ASSERT_EQ(*double_->NodeHeartbeatForTest(1), 1);
-  auto got = AllocateUntil(*am, 1);
-  ASSERT_EQ(got.size(), 1u);
-  const ypb::ContainerProto& c = got[0];
+  OnNode1 placed;
+  ASSERT_NO_FATAL_FAILURE(PlaceOnNode1(&placed));
+  auto& am = placed.am;
+  const ypb::ContainerProto& c = placed.container;
   std::string node = hadoop::NodeIdString(c.nodeid());
   auto token = am->NmToken(node);
   ASSERT_TRUE(token.has_value());
@@ -450,20 +449,17 @@ TEST_F(SchedulerTest, LostNodeIsReportedAndItsContainersEndAborted) {
   YarnTestDouble::Options o = Options(2, -1);
   o.nm_liveness_expiry_ms = 300;
   Start(o);
-  ypb::ApplicationIdProto app = Submit(128);
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));
-  auto am = Am(app);
-  ASSERT_OK(am->Allocate(LocalAsks("127.0.0.2", 1, 256), {}, 0));
-  ASSERT_EQ(*double_->NodeHeartbeatForTest(1), 1);
-  auto got = AllocateUntil(*am, 1);
-  ASSERT_EQ(got.size(), 1u);
-  ASSERT_OK(hadoop::NmClient::StartContainer(got[0], *am->NmToken(hadoop::NodeIdString(got[0].nodeid())), [] {
+  OnNode1 placed;
+  ASSERT_NO_FATAL_FAILURE(PlaceOnNode1(&placed));
+  const ypb::ApplicationIdProto& app = placed.app;
+  auto& am = placed.am;
+  const ypb::ContainerProto& c = placed.container;
+  ASSERT_OK(hadoop::NmClient::StartContainer(c, *am->NmToken(hadoop::NodeIdString(c.nodeid())), [] {
     ypb::ContainerLaunchContextProto clc;
     clc.add_command("exec sleep 300");
     return clc;
   }()));
-  std::string id = hadoop::ContainerIdString(got[0].id());
+  std::string id = hadoop::ContainerIdString(c.id());
   pid_t pid = -1;
   ASSERT_TRUE(Eventually([&] {
     for (const auto& c : double_->Containers()) {

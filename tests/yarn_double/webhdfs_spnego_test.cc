@@ -3,13 +3,9 @@
 // (tests/kerberos/kdc_harness.h), and the double's answers against the recorded Kerberized
 // NameNode (tests/data/yarn-captures/kerberos/webhdfs/).
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "core/files.h"
@@ -18,6 +14,8 @@
 #include "fake_hdfs.h"
 #include "hadoop/hdfs/spnego.h"
 #include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/testing/captures.h"
+#include "hadoop/testing/test_socket.h"
 #include "hadoop/wire/kerberos_login.h"
 #include "kerberos/kdc_harness.h"
 
@@ -28,28 +26,16 @@ using loom::testing::KdcHarness;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/webhdfs/";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// A file of the recordings under kerberos/webhdfs/.
+std::string Capture(const std::string& name) { return hadoop::testing::ReadCapture("kerberos/webhdfs/" + name); }
 
 // Sends raw bytes and reads one response (head and Content-Length body), or until the server
 // closes.
 std::string RawExchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "";
-  }
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  Result<int> connected = hadoop::testing::ConnectLoopback(port);
+  if (!connected.ok()) return "";
+  int fd = *connected;
+  EXPECT_OK(hadoop::testing::WriteAll(fd, request));
   std::string out;
   char buf[4096];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
@@ -256,7 +242,7 @@ TEST_F(WebHdfsSpnegoTest, DataNodeWantsTheNameNodesToken) {
 }
 
 TEST_F(WebHdfsSpnegoTest, UnauthenticatedAnswerIsShapedLikeTheRecording) {
-  std::string recorded = ReadFile(kCaptures + "01-nn-19871-LISTSTATUS-noauth.s2c.bin");
+  std::string recorded = Capture("01-nn-19871-LISTSTATUS-noauth.s2c.bin");
   ASSERT_FALSE(recorded.empty());
   std::string answer = RawExchange(hdfs_->namenode_http_port(),
                                    "GET /webhdfs/v1/user/root?op=LISTSTATUS HTTP/1.1\r\nHost: localhost\r\n"
@@ -298,19 +284,13 @@ TEST_F(WebHdfsSpnegoTest, NegotiatedAnswerCarriesMutualTokenAndSignedCookie) {
 // recorded in webhdfs/02, made with another session key) is not the service the ticket was
 // for: the answer is refused even though it is a 200.
 TEST_F(WebHdfsSpnegoTest, BadMutualAuthTokenIsRefused) {
-  std::string recorded = ReadFile(kCaptures + "02-nn-19871-LISTSTATUS-spnego.s2c.bin");
+  std::string recorded = Capture("02-nn-19871-LISTSTATUS-spnego.s2c.bin");
   std::string mutual = HeaderValue(recorded, "WWW-Authenticate");
   ASSERT_THAT(mutual, ::testing::StartsWith("Negotiate oY"));
   int port = 0;
-  int listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ASSERT_EQ(::listen(listen_fd, 4), 0);
-  ASSERT_EQ(::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  port = ntohs(addr.sin_port);
+  Result<int> listening = hadoop::testing::ListenLoopback(&port);
+  ASSERT_OK(listening);
+  int listen_fd = *listening;
   std::string seen;
   std::thread server([&] {
     int fd = ::accept(listen_fd, nullptr, nullptr);

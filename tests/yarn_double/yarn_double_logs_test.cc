@@ -25,6 +25,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 #include "fake_hdfs.h"
 #include "hadoop/conf/hadoop_conf.h"
 #include "hadoop/ipc/yarn_clients.h"
@@ -44,14 +45,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
-
-std::string Capture(const std::string& name) {
-  Result<std::string> bytes = ReadFile(kCaptures + name);
-  EXPECT_OK(bytes);
-  return bytes.value_or("");
-}
+using hadoop::testing::ReadCapture;
 
 // ---- the writers against the recorded files -----------------------------------------------------
 
@@ -88,7 +82,7 @@ NodeLogsToAggregate FromRecorded(const hadoop::AggregatedLogFile& file, const st
 }
 
 TEST(LogAggregationWriters, TFileIsTheRecordedFile) {
-  std::string recorded = Capture("log-aggregation/tfile-localhost_45454.bin");
+  std::string recorded = ReadCapture("log-aggregation/tfile-localhost_45454.bin");
   Result<hadoop::AggregatedLogFile> file = hadoop::ParseTFileLogs(recorded);
   ASSERT_OK(file);
   std::string written = WriteTFileLogs(FromRecorded(*file, "application_1795374029814_0002"));
@@ -98,7 +92,7 @@ TEST(LogAggregationWriters, TFileIsTheRecordedFile) {
 }
 
 TEST(LogAggregationWriters, IFileIsTheRecordedFile) {
-  std::string recorded = Capture("log-aggregation/ifile-localhost_45454.bin");
+  std::string recorded = ReadCapture("log-aggregation/ifile-localhost_45454.bin");
   Result<hadoop::AggregatedLogFile> file = hadoop::ParseIFileLogs(recorded);
   ASSERT_OK(file);
   NodeLogsToAggregate logs = FromRecorded(*file, "application_1795374306301_0001");
@@ -208,7 +202,7 @@ HttpAnswer Get(int port, const std::string& target, const std::string& ip = "127
 
 // A recorded answer's body with the recorded container id, node and time replaced by ours.
 std::string RecordedBody(const std::string& s2c, const std::vector<std::pair<std::string, std::string>>& replace) {
-  std::string body = ParseHttp(Capture(s2c)).body;
+  std::string body = ParseHttp(ReadCapture(s2c)).body;
   for (const auto& [from, to] : replace) {
     for (size_t at; (at = body.find(from)) != std::string::npos;) body.replace(at, from.size(), to);
   }

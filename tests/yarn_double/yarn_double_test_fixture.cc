@@ -6,8 +6,6 @@
 
 namespace loom::yarn_double {
 
-std::string CaptureDir() { return std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/"; }
-
 std::string MustRead(const std::string& path) {
   Result<std::string> r = ReadFile(path);
   EXPECT_TRUE(r.ok()) << path;

@@ -1,8 +1,8 @@
 #pragma once
 // The fixture of the YARN test double's own tests (yarn_test_double_test.cc: behaviour,
-// yarn_test_double_replay_test.cc: the recorded exchanges): a work dir of the test's own, the
-// double (and a FakeHdfs) on it, the recordings of tests/data/yarn-captures/, and the steps
-// both kinds of test take. Tests only.
+// yarn_test_double_replay_test.cc: the recorded exchanges, scheduler_test.cc: through Loom's
+// YARN clients): a work dir of the test's own, the double (and a FakeHdfs) on it, the
+// recordings of tests/data/yarn-captures/, and the steps these tests take. Tests only.
 
 #include <unistd.h>
 
@@ -13,13 +13,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "core/eventually.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
 #include "hadoop/proto/hadoop_rpc.pb.h"
 #include "hadoop/proto/yarn.pb.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/wire/credentials.h"
 #include "hadoop/wire/ipc_frame.h"
 #include "ipc_test_client.h"
@@ -35,7 +36,7 @@ constexpr char kClientProtocol[] = "org.apache.hadoop.yarn.api.ApplicationClient
 constexpr char kNmProtocol[] = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB";
 
 // tests/data/yarn-captures/ of the source tree.
-std::string CaptureDir();
+using hadoop::testing::CaptureDir;
 // The file's bytes; a file that cannot be read fails the test (and gives "").
 std::string MustRead(const std::string& path);
 
@@ -120,13 +121,23 @@ class YarnDoubleTest : public ::testing::Test {
     return std::nullopt;
   }
 
-  bool WaitComplete(const std::string& id, int timeout_ms = 10000) {
-    for (int waited = 0; waited < timeout_ms; waited += 20) {
-      auto c = FindContainer(id);
-      if (c && c->state == yp::C_COMPLETE) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+  // Whether container `id`'s process has started (its pid is known) within 5 s.
+  bool WaitStarted(const std::string& id) {
+    return loom::testing::Eventually(
+        [&] {
+          auto c = FindContainer(id);
+          return c && c->pid > 0;
+        },
+        std::chrono::seconds(5), std::chrono::milliseconds(20));
+  }
+
+  bool WaitComplete(const std::string& id, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return loom::testing::Eventually(
+        [&] {
+          auto c = FindContainer(id);
+          return c && c->state == yp::C_COMPLETE;
+        },
+        timeout, std::chrono::milliseconds(20));
   }
 
   // startContainers through the NM with `nm_token`, running `command`.

@@ -1,9 +1,9 @@
 #include "cluster/local/local_container_broker.h"
 #include "cluster/local/local_am_side.h"
 #include "cluster/local/job_processes.h"
+#include "cluster/recording_container_events.h"
 
 #include <filesystem>
-#include <mutex>
 
 #include "core/eventually.h"
 #include "core/files.h"
@@ -13,30 +13,6 @@ namespace loom::cluster::local {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Records broker callbacks for the test to wait on.
-class RecordingEvents : public ContainerEvents {
- public:
-  void OnAllocated(const Container& c) override {
-    std::lock_guard<std::mutex> l(mu_);
-    allocated.push_back(c);
-    cv_.notify_all();
-  }
-  void OnCompleted(const ContainerExit& e) override {
-    std::lock_guard<std::mutex> l(mu_);
-    completed.push_back(e);
-    cv_.notify_all();
-  }
-  void OnContainerError(const TaskId&, const Status& s) override {}
-  bool WaitFor(std::function<bool()> pred, std::chrono::milliseconds t = 10s) {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, t, pred);
-  }
-  std::vector<Container> allocated;
-  std::vector<ContainerExit> completed;
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
 
 class LocalBrokerTest : public ::testing::Test {
  protected:
@@ -64,7 +40,7 @@ class LocalBrokerTest : public ::testing::Test {
 };
 
 TEST_F(LocalBrokerTest, GrantsWhatFitsAndPinsGpus) {
-  RecordingEvents ev;
+  RecordingContainerEvents ev;
   LocalContainerBroker broker(inv_, history::JobDir(root_.string()));
   ASSERT_OK(broker.Start(&ev));
   ASSERT_OK(broker.Request({{"worker", 0}, {2000, 1, 1}, ""}));
@@ -82,14 +58,14 @@ TEST_F(LocalBrokerTest, GrantsWhatFitsAndPinsGpus) {
 }
 
 TEST_F(LocalBrokerTest, RequestThatCanNeverFitIsRefused) {
-  RecordingEvents ev;
+  RecordingContainerEvents ev;
   LocalContainerBroker broker(inv_, history::JobDir(root_.string()));
   ASSERT_OK(broker.Start(&ev));
   EXPECT_STATUS(broker.Request({{"worker", 0}, {100, 1, 3}, ""}), kResourceExhausted, ::testing::HasSubstr("3 GPUs"));
 }
 
 TEST_F(LocalBrokerTest, StopEscalatesAndLeavesNoProcess) {
-  RecordingEvents ev;
+  RecordingContainerEvents ev;
   LocalContainerBroker broker(inv_, history::JobDir(root_.string()));
   ASSERT_OK(broker.Start(&ev));
   ASSERT_OK(broker.Request({{"ps", 0}, {100, 1, 0}, ""}));
@@ -113,7 +89,7 @@ TEST_F(LocalBrokerTest, StopEscalatesAndLeavesNoProcess) {
 // The executor's secret comes through a pipe that only it holds, never as a file's path: a
 // task's user code shares the machine and the Unix user with the job dir's secret file.
 TEST_F(LocalBrokerTest, TheExecutorGetsItsSecretThroughAPipeNotAFile) {
-  RecordingEvents ev;
+  RecordingContainerEvents ev;
   const std::string secret(64, 'e');
   LocalContainerBroker broker(inv_, history::JobDir(root_.string()), false, -1, secret);
   ASSERT_OK(broker.Start(&ev));
@@ -133,7 +109,7 @@ TEST_F(LocalBrokerTest, TheExecutorGetsItsSecretThroughAPipeNotAFile) {
 // Each executor is recorded in the job dir while it runs, which is how a user who is not root
 // finds it (job_processes.h), and no longer once it is reaped.
 TEST_F(LocalBrokerTest, RecordsEachExecutorUntilItIsReaped) {
-  RecordingEvents ev;
+  RecordingContainerEvents ev;
   const history::JobDir dir(root_.string());
   LocalContainerBroker broker(inv_, dir);
   ASSERT_OK(broker.Start(&ev));

@@ -5,6 +5,7 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/wire/ipc_frame.h"
 
 namespace loom::cluster::yarn {
@@ -13,7 +14,7 @@ namespace {
 namespace ypb = ::hadoop::yarn;
 using ::testing::HasSubstr;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
+const std::string kCaptures = hadoop::testing::CaptureDir();
 
 ypb::NodeReportProto Node(const std::string& host, int64_t mb, int vcores, int64_t gpus = 0,
                           ypb::NodeStateProto state = ypb::NS_RUNNING) {

@@ -2,6 +2,7 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 
 namespace loom::cluster::yarn {
 namespace {
@@ -10,7 +11,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-const std::string kGpu = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/gpu/";
+const std::string kGpu = hadoop::testing::CaptureDir() + "gpu/";
 constexpr char kUuid0[] = "GPU-5f8c2a1e-93b4-7d06-e1a2-4c7b9d03f6a8";
 constexpr char kUuid1[] = "GPU-b31d7e94-0c6a-58f2-a7d9-e26f1b8c4053";
 

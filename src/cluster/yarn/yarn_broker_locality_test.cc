@@ -4,12 +4,12 @@
 // asked for on a node that is lost are asked for elsewhere.
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <mutex>
 
+#include "cluster/recording_container_events.h"
 #include "cluster/yarn/yarn_container_broker.h"
 #include "core/eventually.h"
 #include "core/testing.h"
@@ -24,38 +24,6 @@ namespace {
 namespace ypb = ::hadoop::yarn;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-// ContainerEvents that remember what happened.
-class Recorder : public ContainerEvents {
- public:
-  void OnAllocated(const Container& c) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    allocated_.push_back(c);
-    cv_.notify_all();
-  }
-  void OnCompleted(const ContainerExit&) override {}
-  void OnContainerError(const TaskId& task, const Status& error) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    errors_.push_back(task.ToString() + ": " + error.ToString());
-    cv_.notify_all();
-  }
-  // Waits until `n` containers arrived; what arrived by then.
-  std::vector<Container> WaitAllocated(size_t n, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return allocated_.size() >= n; });
-    return allocated_;
-  }
-  std::vector<std::string> errors() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return errors_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Container> allocated_;
-  std::vector<std::string> errors_;
-};
 
 class BrokerLocalityTest : public ::testing::Test {
  protected:
@@ -151,7 +119,7 @@ class BrokerLocalityTest : public ::testing::Test {
   std::unique_ptr<yarn_double::YarnTestDouble> double_;
   std::unique_ptr<hadoop::ApplicationClient> rm_;
   ypb::ApplicationIdProto app_;
-  Recorder events_;
+  RecordingContainerEvents events_;
   std::unique_ptr<YarnContainerBroker> broker_;
 };
 
@@ -211,7 +179,7 @@ TEST_P(OnEveryHadoopTest, GangSpreadOverTheNodesArrivesInOneHeartbeatRound) {
 
   // The same gang of another application asking for "*" only (no node snapshot): one
   // container per heartbeat.
-  Recorder any_events;
+  RecordingContainerEvents any_events;
   auto o = Options(SubmitApp(false), /*with_nodes=*/false);
   broker_ = std::make_unique<YarnContainerBroker>(std::move(o));
   ASSERT_OK(broker_->Start(&any_events));
@@ -334,7 +302,7 @@ TEST_P(GangHeartbeatTest, ContainersOfTwoShapesReachTasksOfTheirShape) {
     EXPECT_EQ(memory[c.id], c.task.type == "ps" ? 2048 : 1024) << c.task.ToString() << " got " << c.id;
   }
   EXPECT_TRUE(Eventually([&] { return double_->AskedForTest(app_.id(), "*") == 0; }));
-  EXPECT_TRUE(events_.errors().empty());
+  EXPECT_TRUE(events_.Errors().empty());
 }
 
 
@@ -360,7 +328,7 @@ TEST_P(GangHeartbeatTest, TasksAskedOnALostNodeAreAskedForElsewhere) {
   std::vector<Container> got = events_.WaitAllocated(2);
   ASSERT_EQ(got.size(), 2u);
   for (const Container& c : got) EXPECT_EQ(c.host, "localhost");
-  EXPECT_TRUE(events_.errors().empty());
+  EXPECT_TRUE(events_.Errors().empty());
 }
 
 std::string HadoopName(const ::testing::TestParamInfo<bool>& info) {

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 
+#include "hadoop/testing/captures.h"
 #include "hadoop/wire/credentials.h"
 
 namespace loom::cluster::yarn {
@@ -35,7 +36,7 @@ namespace loom::cluster::yarn {
 namespace {
 
 const std::string kAmTokens =
-    std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/container/am-container_tokens.bin";
+    hadoop::testing::CaptureDir() + "kerberos/container/am-container_tokens.bin";
 
 // The real AM's credentials (an HDFS delegation token and the AMRMToken): tasks get the HDFS
 // token, never the AMRMToken, beside the job secret.

@@ -8,6 +8,7 @@
 #include "core/files.h"
 #include "core/testing.h"
 #include "hadoop/hdfs/tls_test_util.h"
+#include "hadoop/testing/captures.h"
 
 namespace loom::hadoop {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kCapturedConf =
-    std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/cluster-conf";
+    testing::CaptureDir() + "cluster-conf";
 
 std::string Site(const std::string& properties) {
   return "<?xml version=\"1.0\"?>\n<configuration>\n" + properties + "</configuration>\n";
@@ -190,7 +191,7 @@ TEST_F(HadoopConfTest, ExplicitSiteFileMustExistAndParse) {
 
 // The recorded Kerberized cluster (kerberos/ K1): dfs.http.policy=HTTPS_ONLY, WebHDFS on
 // https://127.0.0.1:19871 only, ssl-client.xml naming /hadoop/ssl/truststore.jks ("loomtest").
-const std::string kKerberosConf = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/cluster-conf";
+const std::string kKerberosConf = testing::CaptureDir() + "kerberos/cluster-conf";
 
 TEST(HadoopConfKerberosCaptured, TheRecordedTruststoreIsNotHereAndSaysSo) {
   EXPECT_STATUS(HadoopConf::Load(kKerberosConf), kFailedPrecondition,

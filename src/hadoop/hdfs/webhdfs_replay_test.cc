@@ -5,8 +5,6 @@
 
 #include "hadoop/hdfs/webhdfs.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,19 +20,16 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
+#include "hadoop/testing/test_socket.h"
 
 namespace loom::hadoop {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/webhdfs/";
-
-std::string Capture(const std::string& name) {
-  Result<std::string> bytes = ReadFile(kCaptures + name);
-  EXPECT_OK(bytes);
-  return bytes.value_or("");
-}
+// A file of the recordings under webhdfs/.
+std::string Capture(const std::string& name) { return testing::ReadCapture("webhdfs/" + name); }
 
 // One HTTP request as it arrived on the wire.
 struct Request {
@@ -131,16 +126,9 @@ class ReplayServer {
 
  private:
   static int Listen(int* port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(::listen(fd, 8), 0);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    *port = ntohs(addr.sin_port);
-    return fd;
+    Result<int> fd = testing::ListenLoopback(port);
+    EXPECT_OK(fd);
+    return fd.value_or(-1);
   }
 
   void Loop() {

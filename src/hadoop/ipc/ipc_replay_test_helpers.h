@@ -15,10 +15,12 @@
 #include "hadoop/ipc/ipc_test_hooks.h"
 #include "hadoop/ipc/yarn_clients.h"
 #include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/testing/replay_server.h"
 #include "hadoop/wire/credentials.h"
 #include "hadoop/wire/ipc_frame.h"
 #include "hadoop/wire/sasl_digest.h"
+#include "hadoop/wire/test_hex.h"
 
 namespace loom::hadoop::replay_test {
 
@@ -35,15 +37,7 @@ using testing::ReplaySteps;
 // which protobuf writes back in its original order, so the bytes are the recorded ones.
 using RawMessage = google::protobuf::Empty;
 
-inline const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures";
-
-inline std::string FromHex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  }
-  return out;
-}
+inline const std::string kCaptures = testing::CaptureDir();
 
 inline Capture Load(const std::string& stem) {
   Result<Capture> c = LoadCapture(kCaptures, stem);
@@ -77,7 +71,7 @@ inline std::string RecordedCnonce(const Capture& cap) {
 
 // The token the recorded client used, from digest-vectors.json.
 inline Token RecordedToken(const std::string& stem) {
-  Result<std::string> text = ReadFile(kCaptures + "/digest-vectors.json");
+  Result<std::string> text = ReadFile(kCaptures + "digest-vectors.json");
   EXPECT_OK(text);
   for (const auto& v : nlohmann::json::parse(text.value_or("[]"))) {
     if (v["connection"] != stem || !v.contains("token_identifier_hex")) continue;
@@ -89,7 +83,7 @@ inline Token RecordedToken(const std::string& stem) {
 }
 
 inline Token AmRmTokenFromFile(const std::string& file) {
-  Result<Credentials> creds = ReadCredentialsFile(kCaptures + "/" + file);
+  Result<Credentials> creds = ReadCredentialsFile(kCaptures + file);
   EXPECT_OK(creds);
   if (!creds.ok()) return {};
   std::optional<Token> t = creds->FindKind("YARN_AM_RM_TOKEN");

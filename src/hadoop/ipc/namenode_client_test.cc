@@ -9,6 +9,7 @@
 #include "core/testing.h"
 #include "hadoop/ipc/rm_failover.h"
 #include "hadoop/proto/hadoop_rpc.pb.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/testing/fake_ipc_server.h"
 #include "hadoop/testing/replay_server.h"
 #include "hadoop/wire/ipc_frame.h"
@@ -25,11 +26,10 @@ using testing::ReplayServer;
 using testing::ReplaySteps;
 namespace hc = ::hadoop::common;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures";
 const std::string kFetchdt = "kerberos/rpc/02-client-nn-19000-fetchdt.plain";
 
 Capture LoadFetchdt() {
-  Result<Capture> c = testing::LoadCapture(kCaptures, kFetchdt);
+  Result<Capture> c = testing::LoadCapture(testing::CaptureDir(), kFetchdt);
   EXPECT_OK(c);
   return c.ok() ? *c : Capture{};
 }

@@ -9,6 +9,7 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/logs/aggregated_logs.h"
 #include "hadoop/logs/java_serialization.h"
 
@@ -18,13 +19,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::string kDir = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/log-aggregation/";
-
-std::string Capture(const std::string& name) {
-  Result<std::string> bytes = ReadFile(kDir + name);
-  EXPECT_OK(bytes);
-  return bytes.value_or("");
-}
+// A file of the recordings under log-aggregation/.
+std::string Capture(const std::string& name) { return testing::ReadCapture("log-aggregation/" + name); }
 
 // The HDFS file's modificationTime from the recorded LISTSTATUS of its app dir
 // (tfile-http-08): TFile stores no time, `yarn logs` prints this one.

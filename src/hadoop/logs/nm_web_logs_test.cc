@@ -5,8 +5,6 @@
 
 #include "hadoop/logs/nm_web_logs.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,25 +17,21 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
+#include "hadoop/testing/test_socket.h"
 
 namespace loom::hadoop {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::ReadCapture;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
 const std::string kCid = "container_1795372454004_0017_01_000002";
-
-std::string Capture(const std::string& name) {
-  Result<std::string> bytes = ReadFile(kCaptures + name);
-  EXPECT_OK(bytes);
-  return bytes.value_or("");
-}
 
 // The request line of a recorded c2s file, e.g. "GET /ws/v1/node/... HTTP/1.1".
 std::string RecordedRequestLine(const std::string& c2s) {
-  std::string bytes = Capture(c2s);
+  std::string bytes = ReadCapture(c2s);
   return bytes.substr(0, bytes.find("\r\n"));
 }
 
@@ -58,15 +52,9 @@ std::string Wrapped(const std::string& cid, const std::string& file, const std::
 class ReplayServer {
  public:
   ReplayServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(::listen(fd_, 8), 0);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    Result<int> fd = testing::ListenLoopback(&port_);
+    EXPECT_OK(fd);
+    fd_ = fd.value_or(-1);
     thread_ = std::thread([this] { Loop(); });
   }
   ~ReplayServer() {
@@ -150,7 +138,7 @@ class NmWebLogsReplay : public ::testing::Test {
   // against its c2s.
   NmLogContent Read(const std::string& stem, const std::string& cid, const std::string& file,
                     std::optional<int64_t> size) {
-    server_.Answer(Capture(stem + ".s2c.bin"));
+    server_.Answer(ReadCapture(stem + ".s2c.bin"));
     Result<NmLogContent> got = client_.ReadLog(cid, file, size);
     EXPECT_OK(got);
     EXPECT_THAT(server_.TakeRequestLines(), ElementsAre(RecordedRequestLine(stem + ".c2s.bin")));
@@ -222,7 +210,7 @@ TEST_F(NmWebLogsReplay, Lists) {
   for (const char* stem : {"nm-web/02-nm-8042-running-container-logs-json", "nm-web/14-nm-8042-finished-container-logs-json",
                            "nm-web/29-nm-8042-late-container-logs-json"}) {
     SCOPED_TRACE(stem);
-    server_.Answer(Capture(std::string(stem) + ".s2c.bin"));
+    server_.Answer(ReadCapture(std::string(stem) + ".s2c.bin"));
     Result<NmLogListing> list = client_.ListLogs(kCid);
     ASSERT_OK(list);
     EXPECT_THAT(server_.TakeRequestLines(), ElementsAre(RecordedRequestLine(std::string(stem) + ".c2s.bin")));
@@ -248,7 +236,7 @@ TEST_F(NmWebLogsReplay, ListOfAnUnknownContainer) {
                           // also means the NM does not have it.
                           "nm-web/22-nm-8042-never-existed-container.s2c.bin"}) {
     SCOPED_TRACE(s2c);
-    server_.Answer(Capture(s2c));
+    server_.Answer(ReadCapture(s2c));
     Result<NmLogListing> list = client_.ListLogs("container_1795372454004_9999_01_000001");
     ASSERT_OK(list);
     server_.TakeRequestLines();
@@ -259,10 +247,10 @@ TEST_F(NmWebLogsReplay, ListOfAnUnknownContainer) {
 
 TEST_F(NmWebLogsReplay, BadContainerIdIsInvalidArgument) {
   // 27: the NM's 400 BadRequestException for "container_bogus".
-  server_.Answer(Capture("nm-web/27-nm-8042-malformed-container-id.s2c.bin"));
+  server_.Answer(ReadCapture("nm-web/27-nm-8042-malformed-container-id.s2c.bin"));
   EXPECT_STATUS(client_.ReadLog("container_bogus", "stdout"), kInvalidArgument,
                 HasSubstr("invalid container id, container_bogus"));
-  server_.Answer(Capture("nm-web/27-nm-8042-malformed-container-id.s2c.bin"));
+  server_.Answer(ReadCapture("nm-web/27-nm-8042-malformed-container-id.s2c.bin"));
   EXPECT_STATUS(client_.ListLogs("container_bogus"), kInvalidArgument, HasSubstr("invalid container id"));
   EXPECT_EQ(server_.TakeRequestLines().size(), 2u);
 }
@@ -282,15 +270,10 @@ TEST_F(NmWebLogsReplay, UserNameAndEscaping) {
 
 TEST(NmWebLogs, UnreachableNodeManager) {
   // A port that was just free: nothing listens there.
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  ::close(fd);
+  int port = 0;
+  Result<int> fd = testing::ListenLoopback(&port, /*listen=*/false);
+  ASSERT_OK(fd);
+  ::close(*fd);
   NmWebLogs client("127.0.0.1:" + std::to_string(port), "");
   EXPECT_STATUS(client.ReadLog(kCid, "stdout"), kUnavailable, HasSubstr("NodeManager 127.0.0.1:"));
   EXPECT_STATUS(client.ListLogs(kCid), kUnavailable, HasSubstr("NodeManager 127.0.0.1:"));

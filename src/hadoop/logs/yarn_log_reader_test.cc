@@ -6,8 +6,6 @@
 
 #include "hadoop/logs/yarn_log_reader.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,20 +19,15 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
+#include "hadoop/testing/test_socket.h"
 
 namespace loom::hadoop {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
-
-std::string Capture(const std::string& name) {
-  Result<std::string> bytes = ReadFile(kCaptures + name);
-  EXPECT_OK(bytes);
-  return bytes.value_or("");
-}
+using testing::ReadCapture;
 
 std::string Http(const std::string& status, const std::string& type, const std::string& body) {
   return "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
@@ -71,15 +64,9 @@ struct Request {
 class ScriptedServer {
  public:
   explicit ScriptedServer(std::function<std::string(const Request&)> handler) : handler_(std::move(handler)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(::listen(fd_, 16), 0);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    Result<int> fd = testing::ListenLoopback(&port_);
+    EXPECT_OK(fd);
+    fd_ = fd.value_or(-1);
     thread_ = std::thread([this] { Loop(); });
   }
   ~ScriptedServer() {
@@ -157,10 +144,10 @@ std::string NameNode(const Request& r) {
   const std::string prefix = "/webhdfs/v1";
   std::string path = r.path.substr(prefix.size());
   std::string op = r.query.count("op") ? r.query.at("op") : "";
-  if (op == "LISTSTATUS" && path == kTDir) return Capture("log-aggregation/tfile-http-08-nn-9870-LISTSTATUS-app-dir.s2c.bin");
-  if (op == "LISTSTATUS" && path == kIDir) return Capture("log-aggregation/ifile-http-03-nn-9870-LISTSTATUS-app-dir.s2c.bin");
+  if (op == "LISTSTATUS" && path == kTDir) return ReadCapture("log-aggregation/tfile-http-08-nn-9870-LISTSTATUS-app-dir.s2c.bin");
+  if (op == "LISTSTATUS" && path == kIDir) return ReadCapture("log-aggregation/ifile-http-03-nn-9870-LISTSTATUS-app-dir.s2c.bin");
   if (op == "OPEN" && (path == std::string(kTDir) + "/localhost_45454" || path == std::string(kIDir) + "/localhost_45454")) {
-    std::string bytes = Capture(path == std::string(kTDir) + "/localhost_45454" ? "log-aggregation/tfile-localhost_45454.bin"
+    std::string bytes = ReadCapture(path == std::string(kTDir) + "/localhost_45454" ? "log-aggregation/tfile-localhost_45454.bin"
                                                                                  : "log-aggregation/ifile-localhost_45454.bin");
     int64_t offset = r.query.count("offset") ? ParseInt(r.query.at("offset")).value_or(0) : 0;
     int64_t length = r.query.count("length") ? ParseInt(r.query.at("length")).value_or(-1) : -1;
@@ -218,7 +205,7 @@ class YarnLogReaderTest : public ::testing::Test {
 TEST_F(YarnLogReaderTest, RunningContainerFromTheNodeManager) {
   YarnLogReader reader = Reader();
   const std::string cid = "container_1795372454004_0017_01_000002";
-  Nm(Capture("nm-web/04-nm-8042-running-containerlogs-stdout.s2c.bin"));
+  Nm(ReadCapture("nm-web/04-nm-8042-running-containerlogs-stdout.s2c.bin"));
   Result<std::string> all = reader.Read("application_1795372454004_0017", Where(cid), "stdout");
   ASSERT_OK(all);
   EXPECT_EQ(*all, "out-line\n");
@@ -261,14 +248,14 @@ TEST_F(YarnLogReaderTest, FollowingPastTheTailWindowReadsTheWholeFile) {
 
 TEST_F(YarnLogReaderTest, AggregatedTFileOnceTheNodeManagerForgetsTheContainer) {
   YarnLogReader reader = Reader();
-  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  Nm(ReadCapture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
   Result<LogChunk> c = reader.ReadFrom(kTApp, Where(kTCid), "stdout", 0);
   ASSERT_OK(c);
   EXPECT_EQ(c->bytes, std::string("stdout line 1 from ") + kTCid + "\nstdout line 2\n");
   EXPECT_EQ(c->source, LogSource::kAggregated);
   EXPECT_TRUE(c->complete);
   // The list: the NM answers 500 Unknown container, the aggregated file has the names.
-  Nm(Capture("log-aggregation/tfile-http-03-nm-8042-container-logs-after-aggregation.s2c.bin"));
+  Nm(ReadCapture("log-aggregation/tfile-http-03-nm-8042-container-logs-after-aggregation.s2c.bin"));
   Result<std::vector<std::string>> names = reader.List(kTApp, Where(kTCid));
   ASSERT_OK(names);
   EXPECT_THAT(*names, ElementsAre("directory.info", "launch_container.sh", "prelaunch.err", "prelaunch.out", "stderr", "stdout"));
@@ -280,7 +267,7 @@ TEST_F(YarnLogReaderTest, AggregatedTFileOnceTheNodeManagerForgetsTheContainer) 
   conf_.nm_webapp.port = std::stoi(server_.address().substr(server_.address().find(':') + 1));
   YarnLogReader derived = Reader();
   server_.ClearTargets();
-  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  Nm(ReadCapture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
   am = derived.Read(kTApp, {"container_1795374029814_0002_01_000001", "localhost:45454", ""}, "AppMaster.stderr");
   ASSERT_OK(am);
   EXPECT_EQ(am->size(), 5729u);
@@ -290,7 +277,7 @@ TEST_F(YarnLogReaderTest, AggregatedTFileOnceTheNodeManagerForgetsTheContainer) 
 TEST_F(YarnLogReaderTest, AggregatedIFile) {
   conf_.log_aggregation_file_formats = {"IFile"};
   YarnLogReader reader = Reader();
-  Nm(Capture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
+  Nm(ReadCapture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
   Result<std::string> err = reader.Read(kIApp, Where("container_1795374306301_0001_01_000003"), "stderr");
   ASSERT_OK(err);
   EXPECT_EQ(*err, "stderr line from container_1795374306301_0001_01_000003\n");
@@ -321,12 +308,12 @@ TEST_F(YarnLogReaderTest, LargeIFileIsReadInPieces) {
 TEST_F(YarnLogReaderTest, NotFoundSaysWhy) {
   YarnLogReader reader = Reader();
   // No such file on a container the NM serves: the files it has are named.
-  Nm(Capture("nm-web/09-nm-8042-running-containerlogs-nosuchfile.s2c.bin"));
-  Nm(Capture("nm-web/02-nm-8042-running-container-logs-json.s2c.bin"));
+  Nm(ReadCapture("nm-web/09-nm-8042-running-containerlogs-nosuchfile.s2c.bin"));
+  Nm(ReadCapture("nm-web/02-nm-8042-running-container-logs-json.s2c.bin"));
   EXPECT_STATUS(reader.Read("application_1795372454004_0017", Where("container_1795372454004_0017_01_000002"), "nosuchfile"),
                 kNotFound, HasSubstr("(it has: launch_container.sh, prelaunch.err, stderr, directory.info"));
   // Unknown to the NM, and HDFS has nothing: aggregation on -> "not uploaded yet".
-  Nm(Capture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
+  Nm(ReadCapture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
   EXPECT_STATUS(reader.Read("application_1795372454004_9999", Where("container_1795372454004_9999_01_000001"), "stdout"),
                 kNotFound,
                 ::testing::AllOf(HasSubstr("no longer serves"), HasSubstr("once it has uploaded them"),
@@ -335,15 +322,15 @@ TEST_F(YarnLogReaderTest, NotFoundSaysWhy) {
   // ... aggregation off -> "the NM deleted them".
   conf_.log_aggregation_enable = false;
   YarnLogReader off = Reader();
-  Nm(Capture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
+  Nm(ReadCapture("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"));
   EXPECT_STATUS(off.Read("application_1795372454004_9999", Where("container_1795372454004_9999_01_000001"), "stdout"),
                 kNotFound, HasSubstr("log aggregation is off (yarn.log-aggregation-enable is not true in /etc/hadoop/yarn-site.xml)"));
   // In HDFS, but not that file.
-  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  Nm(ReadCapture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
   EXPECT_STATUS(reader.Read(kTApp, Where(kTCid), "am.log"), kNotFound,
                 HasSubstr("has no log file 'am.log' in the aggregated logs (it has: directory.info"));
   // A node that has no aggregated file.
-  Nm(Capture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
+  Nm(ReadCapture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
   EXPECT_STATUS(reader.Read(kTApp, {kTCid, "otherhost:45454", server_.address()}, "stdout"), kNotFound,
                 HasSubstr("no file for node otherhost:45454 (there are: localhost_45454)"));
   EXPECT_STATUS(reader.Read(kTApp, Where(""), "stdout"), kInvalidArgument, HasSubstr("no container id"));
@@ -353,15 +340,11 @@ TEST_F(YarnLogReaderTest, NotFoundSaysWhy) {
 TEST_F(YarnLogReaderTest, UnreachableNodeManager) {
   YarnLogReader reader = Reader();
   // A port nothing listens on.
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  std::string dead = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-  ::close(fd);
+  int port = 0;
+  Result<int> fd = testing::ListenLoopback(&port, /*listen=*/false);
+  ASSERT_OK(fd);
+  ::close(*fd);
+  std::string dead = "127.0.0.1:" + std::to_string(port);
   // Its logs are in HDFS: read from there.
   Result<std::string> out = reader.Read(kTApp, {kTCid, "localhost:45454", dead}, "stderr");
   ASSERT_OK(out);

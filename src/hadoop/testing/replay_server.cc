@@ -46,7 +46,7 @@ Result<std::vector<CapturedFrame>> SplitFrames(std::string_view stream, bool req
 }  // namespace
 
 Result<Capture> LoadCapture(const std::string& dir, const std::string& stem) {
-  const std::string base = dir + "/" + stem;
+  const std::string base = dir.ends_with('/') ? dir + stem : dir + "/" + stem;
   LOOM_ASSIGN_OR_RETURN(std::string c2s, ReadFile(base + ".c2s.bin"));
   LOOM_ASSIGN_OR_RETURN(std::string s2c, ReadFile(base + ".s2c.bin"));
   Capture cap;

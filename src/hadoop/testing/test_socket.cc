@@ -31,20 +31,35 @@ bool WaitReadable(int fd, Clock::time_point deadline) {
 }
 }  // namespace
 
-Result<int> ListenLoopback(int* port) {
+Result<int> ListenLoopback(int* port, bool listen) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno("socket", errno);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0 || ::listen(fd, 16) < 0 ||
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0 || (listen && ::listen(fd, 64) < 0) ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) < 0) {
-    Status s = Status::FromErrno("bind/listen", errno);
+    Status s = Status::FromErrno("bind/listen on 127.0.0.1", errno);
     ::close(fd);
     return s;
   }
   *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+Result<int> ConnectLoopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::FromErrno("socket", errno);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    Status s = Status::FromErrno("connect 127.0.0.1:" + std::to_string(port), errno);
+    ::close(fd);
+    return s;
+  }
   return fd;
 }
 

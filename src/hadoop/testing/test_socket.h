@@ -9,8 +9,11 @@
 
 namespace loom::hadoop::testing {
 
-// A listening socket on 127.0.0.1 with a kernel-chosen port.
-Result<int> ListenLoopback(int* port);
+// A listening socket on 127.0.0.1 with a kernel-chosen port. listen=false: the port only
+// bound, reserved (FakeHdfs's NameNode RPC address, never served unless something takes it over).
+Result<int> ListenLoopback(int* port, bool listen = true);
+// A connection to 127.0.0.1:port.
+Result<int> ConnectLoopback(int port);
 // Accepts one connection, waiting at most `timeout`.
 Result<int> AcceptWithin(int listen_fd, std::chrono::milliseconds timeout);
 // Reads exactly `n` bytes; kUnavailable at end of stream, kDeadlineExceeded on timeout.

@@ -6,19 +6,15 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 
 namespace loom::hadoop {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::ReadCapture;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
-
-std::string Capture(const std::string& rel) {
-  Result<std::string> bytes = ReadFile(kCaptures + rel);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
-  return bytes.value_or("");
-}
+const std::string kCaptures = testing::CaptureDir();
 
 std::string EncodeVLong(int64_t v) {
   std::string out;
@@ -125,7 +121,7 @@ TEST(Text, RoundTripAndTruncation) {
 
 // README section 9: every field of the AM's credentials file.
 TEST(Credentials, ParsesTheAmContainerTokens) {
-  std::string file = Capture("container/am-container_tokens.bin");
+  std::string file = ReadCapture("container/am-container_tokens.bin");
   ASSERT_EQ(file.size(), 74u);
   Result<Credentials> creds = ParseCredentials(file);
   ASSERT_OK(creds);
@@ -148,7 +144,7 @@ TEST(Credentials, ParsesTheAmContainerTokens) {
 }
 
 TEST(Credentials, ParsesApp2Tokens) {
-  Result<Credentials> creds = ParseCredentials(Capture("negative/app2-am-container_tokens.bin"));
+  Result<Credentials> creds = ParseCredentials(ReadCapture("negative/app2-am-container_tokens.bin"));
   ASSERT_OK(creds);
   std::optional<Token> t = creds->FindKind("YARN_AM_RM_TOKEN");
   ASSERT_TRUE(t.has_value());
@@ -158,12 +154,12 @@ TEST(Credentials, ParsesApp2Tokens) {
 
 // README fact 18: the same 74 bytes travel inside the ContainerLaunchContexts sent to the NM.
 TEST(Credentials, BlobsInsideCapturedLaunchContexts) {
-  std::string file = Capture("container/am-container_tokens.bin");
+  std::string file = ReadCapture("container/am-container_tokens.bin");
   for (const auto& [rel, offset] : {std::pair{"dshell/03-rm-nm-45454-startContainers-AM.c2s.bin", 847},
                                     {"dshell/06-am-nm-45454-startContainers-c02.c2s.bin", 588},
                                     {"dshell/08-am-nm-45454-startContainers-c03.c2s.bin", 588}}) {
     SCOPED_TRACE(rel);
-    std::string blob = Capture(rel).substr(offset, file.size());
+    std::string blob = ReadCapture(rel).substr(offset, file.size());
     EXPECT_EQ(blob, file);
     ASSERT_OK(ParseCredentials(blob));
   }
@@ -172,7 +168,7 @@ TEST(Credentials, BlobsInsideCapturedLaunchContexts) {
 TEST(Credentials, WritableReserializesByteForByte) {
   for (const char* rel : {"container/am-container_tokens.bin", "negative/app2-am-container_tokens.bin"}) {
     SCOPED_TRACE(rel);
-    std::string file = Capture(rel);
+    std::string file = ReadCapture(rel);
     Result<Credentials> creds = ParseCredentials(file);
     ASSERT_OK(creds);
     EXPECT_EQ(SerializeCredentials(*creds), file);
@@ -200,7 +196,7 @@ TEST(Credentials, BothFormatsRoundTrip) {
     EXPECT_EQ(*back, c);
   }
   // The protobuf form of the captured file parses to the same credentials.
-  Result<Credentials> am = ParseCredentials(Capture("container/am-container_tokens.bin"));
+  Result<Credentials> am = ParseCredentials(ReadCapture("container/am-container_tokens.bin"));
   ASSERT_OK(am);
   Result<Credentials> back = ParseCredentials(SerializeCredentials(*am, CredentialsFormat::kProtobuf));
   ASSERT_OK(back);
@@ -219,7 +215,7 @@ TEST(Credentials, Empty) {
 }
 
 TEST(Credentials, EveryTruncationFailsCleanly) {
-  for (std::string file : {Capture("container/am-container_tokens.bin"),
+  for (std::string file : {ReadCapture("container/am-container_tokens.bin"),
                            SerializeCredentials(Sample(), CredentialsFormat::kWritable),
                            SerializeCredentials(Sample(), CredentialsFormat::kProtobuf)}) {
     for (size_t len = 0; len < file.size(); ++len) {
@@ -231,7 +227,7 @@ TEST(Credentials, EveryTruncationFailsCleanly) {
 }
 
 TEST(Credentials, NamesWhatIsWrongAndWhere) {
-  std::string file = Capture("container/am-container_tokens.bin");
+  std::string file = ReadCapture("container/am-container_tokens.bin");
   EXPECT_STATUS(ParseCredentials(std::string_view(file).substr(0, 40)), kInvalidArgument,
                 HasSubstr("token password at offset 34: 20 bytes, only 5 left"));
   std::string bad = file;

@@ -17,14 +17,16 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/wire/ipc_frame.h"
 #include "hadoop/wire/sasl_gssapi.h"
 #include "hadoop/wire/test_hex.h"
+#include "hadoop/wire/test_sasl_frames.h"
 
 namespace loom::hadoop {
 namespace {
 
-const std::string kKerberos = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/";
+const std::string kKerberos = testing::CaptureDir() + "kerberos/";
 
 // RFC 4121 section 2 key usages.
 constexpr krb5_keyusage kAcceptorSeal = 22;
@@ -37,56 +39,6 @@ uint64_t BigEndian(std::string_view b) {
   uint64_t v = 0;
   for (char c : b) v = (v << 8) | static_cast<uint8_t>(c);
   return v;
-}
-
-// One SASL frame as recorded: its header's call id and its RpcSaslProto.
-struct SaslFrame {
-  int32_t call_id = 0;
-  int32_t retry_count = 0;  // requests only
-  std::string client_id;    // requests only
-  RpcSaslProto sasl;
-};
-
-// Every frame of one recorded direction, walked with Loom's frame parser (the c2s stream starts
-// with the 7-byte preamble). Every frame of a SASL connection, before and after SUCCESS, is a
-// callId -33 RpcSaslProto.
-std::vector<SaslFrame> Frames(const std::string& stream, bool client_to_server) {
-  FrameReader reader;
-  if (client_to_server) {
-    Result<AuthProtocol> auth = ParsePreamble(std::string_view(stream).substr(0, 7));
-    EXPECT_OK(auth);
-    EXPECT_EQ(auth.ok() ? *auth : AuthProtocol::kNone, AuthProtocol::kSasl);
-  }
-  reader.Feed(client_to_server ? std::string_view(stream).substr(7) : std::string_view(stream));
-  std::vector<SaslFrame> out;
-  for (;;) {
-    Result<std::optional<std::string>> frame = reader.Next();
-    EXPECT_OK(frame);
-    if (!frame.ok() || !*frame) break;
-    Result<std::vector<std::string_view>> parts = SplitDelimited(**frame);
-    EXPECT_OK(parts);
-    if (!parts.ok() || parts->size() != 2) {
-      ADD_FAILURE() << "frame of " << (parts.ok() ? parts->size() : 0) << " messages";
-      break;
-    }
-    SaslFrame f;
-    if (client_to_server) {
-      RpcRequestHeaderProto h;
-      EXPECT_TRUE(h.ParseFromArray((*parts)[0].data(), static_cast<int>((*parts)[0].size())));
-      f.call_id = h.callid();
-      f.retry_count = h.retrycount();
-      f.client_id = h.clientid();
-    } else {
-      RpcResponseHeaderProto h;
-      EXPECT_TRUE(h.ParseFromArray((*parts)[0].data(), static_cast<int>((*parts)[0].size())));
-      EXPECT_EQ(h.status(), RpcResponseHeaderProto::SUCCESS);
-      f.call_id = ResponseCallId(h);
-    }
-    EXPECT_TRUE(f.sasl.ParseFromArray((*parts)[1].data(), static_cast<int>((*parts)[1].size())));
-    out.push_back(std::move(f));
-  }
-  EXPECT_EQ(reader.buffered(), 0u);
-  return out;
 }
 
 // The 16-byte RFC 4121 section 4.2.6.2 header.
@@ -182,8 +134,8 @@ Result<Recording> Load(const std::string& stem) {
   LOOM_ASSIGN_OR_RETURN(std::string s2c, ReadFile(kKerberos + stem + ".s2c.bin"));
   LOOM_ASSIGN_OR_RETURN(r.plain_c2s, ReadFile(kKerberos + stem + ".plain.c2s.bin"));
   LOOM_ASSIGN_OR_RETURN(r.plain_s2c, ReadFile(kKerberos + stem + ".plain.s2c.bin"));
-  r.c2s = Frames(c2s, true);
-  r.s2c = Frames(s2c, false);
+  r.c2s = RecordedSaslFrames(c2s, true);
+  r.s2c = RecordedSaslFrames(s2c, false);
   return r;
 }
 

@@ -20,6 +20,7 @@
 #include "core/files.h"
 #include "core/testing.h"
 #include "hadoop/proto/yarn.pb.h"
+#include "hadoop/testing/captures.h"
 
 namespace loom::hadoop {
 namespace {
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 namespace pb = google::protobuf;
 using ::testing::HasSubstr;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
+const std::string kCaptures = testing::CaptureDir();
 
 // One varint-delimited message as the .txt describes it.
 struct Described {

@@ -7,34 +7,23 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/wire/ipc_frame.h"
 #include "hadoop/wire/sasl_digest.h"
 #include "hadoop/wire/test_hex.h"
+#include "hadoop/wire/test_sasl_frames.h"
 
 namespace loom::hadoop {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kKerberos = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/";
+const std::string kKerberos = testing::CaptureDir() + "kerberos/";
 
-// The SASL messages of one recorded direction, in order (the c2s stream starts with the preamble).
+// The SASL messages of one recorded direction, in order.
 std::vector<RpcSaslProto> SaslMessages(const std::string& stream, bool client_to_server) {
-  FrameReader reader;
-  reader.Feed(client_to_server ? std::string_view(stream).substr(7) : std::string_view(stream));
   std::vector<RpcSaslProto> out;
-  for (;;) {
-    Result<std::optional<std::string>> frame = reader.Next();
-    EXPECT_OK(frame);
-    if (!frame.ok() || !*frame) break;
-    Result<std::vector<std::string_view>> parts = SplitDelimited(**frame);
-    EXPECT_OK(parts);
-    EXPECT_EQ(parts->size(), 2u);
-    RpcSaslProto sasl;
-    EXPECT_TRUE(sasl.ParseFromArray((*parts)[1].data(), static_cast<int>((*parts)[1].size())));
-    out.push_back(std::move(sasl));
-  }
-  EXPECT_EQ(reader.buffered(), 0u);
+  for (SaslFrame& f : RecordedSaslFrames(stream, client_to_server)) out.push_back(std::move(f.sasl));
   return out;
 }
 

@@ -6,13 +6,14 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 
 namespace loom::hadoop {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kCaptures = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/";
+const std::string kCaptures = testing::CaptureDir();
 constexpr std::string_view kMismatch = "DIGEST-MD5: digest response format violation. Mismatched response.";
 
 std::string Slice(const std::string& file, const nlohmann::json& range) {

@@ -11,12 +11,13 @@
 
 #include "core/files.h"
 #include "core/testing.h"
+#include "hadoop/testing/captures.h"
 #include "hadoop/wire/ipc_frame.h"
 
 namespace loom::hadoop {
 namespace {
 
-const std::string kRpc01 = std::string(LOOM_TEST_SOURCE_DIR) + "/tests/data/yarn-captures/kerberos/rpc/01-client-rm-18032-app-list";
+const std::string kRpc01 = testing::CaptureDir() + "kerberos/rpc/01-client-rm-18032-app-list";
 
 // The RpcSaslProto bodies of the SASL frames of one direction, in order (stops at the first
 // frame that is not SASL-shaped: after SUCCESS every frame is a WRAP, still callId -33).
