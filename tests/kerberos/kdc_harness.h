@@ -21,9 +21,9 @@
 #include <fstream>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "core/eventually.h"
 #include "core/status.h"
 #include "core/subprocess.h"
 
@@ -83,10 +83,8 @@ class KdcHarness {
     o.stderr_path = dir_ + "/krb5kdc.out";
     LOOM_ASSIGN_OR_RETURN(kdc_, Subprocess::Spawn(o));
     // Ready once it accepts on its TCP port.
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-         std::chrono::steady_clock::now() < until;) {
-      if (Accepts(port_)) return Status::Ok();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (loom::testing::Eventually([&] { return Accepts(port_); }, std::chrono::seconds(10), std::chrono::milliseconds(20))) {
+      return Status::Ok();
     }
     return Status::Unavailable("krb5kdc did not listen on 127.0.0.1:" + p + " within 10 s (see " + dir_ + "/krb5kdc.out)");
   }

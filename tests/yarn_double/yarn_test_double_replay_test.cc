@@ -218,7 +218,7 @@ TEST_F(YarnDoubleTest, FollowsTheRecordedNmExchanges) {
   const std::string c2 = "container_1795263045862_0001_01_000002";
   ASSERT_EQ(got.allocated_containers(0).id().id(), 2);
   ASSERT_EQ(StartOnNm(NmTokenOf(got), got.allocated_containers(0), "exec sleep 60").succeeded_requests_size(), 1);
-  for (int i = 0; i < 250 && FindContainer(c2)->pid <= 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(WaitStarted(c2));
 
   // The NMToken the recorded RM issued (dshell/05, allocate reply 3).
   yp::AllocateResponseProto recorded;

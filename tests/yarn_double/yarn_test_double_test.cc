@@ -16,9 +16,9 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
@@ -86,12 +86,9 @@ Status WebHdfsPut(int nn_port, const std::string& path, const std::string& data)
   return Status::Ok();
 }
 
-bool WaitForFile(const std::string& path, int timeout_ms = 15000) {
-  for (int waited = 0; waited < timeout_ms; waited += 20) {
-    if (PathExists(path)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+bool WaitForFile(const std::string& path) {
+  return loom::testing::Eventually([&] { return PathExists(path); }, std::chrono::seconds(15),
+                                   std::chrono::milliseconds(20));
 }
 
 std::map<std::string, std::string> ReadEnvFile(const std::string& path) {
@@ -308,7 +305,7 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   std::string app = Submit(rm, "exec sleep 300");
   std::string am = "container_" + app.substr(12) + "_01_000001";
   ASSERT_OK(double_->WaitForAppState(app, yp::ACCEPTED, std::chrono::seconds(5)));
-  for (int i = 0; i < 250 && FindContainer(am)->pid <= 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(WaitStarted(am));
 
   TestIpc am_client(double_->scheduler_port());
   ASSERT_OK(am_client.Token(*double_->AmRmToken(app), kAmProtocol));
@@ -408,9 +405,7 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   EXPECT_THAT(refused.failed_requests(0).exception().message(), HasSubstr("Invalid container token"));
 
   std::string stopped_id = "container_" + app.substr(12) + "_01_00000" + std::to_string(stopped.id().id());
-  for (int i = 0; i < 250 && FindContainer(stopped_id)->pid <= 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(WaitStarted(stopped_id));
   {
     TestIpc nm(double_->nm_port());
     ASSERT_OK(nm.Token(nm_token, kNmProtocol));
@@ -422,10 +417,13 @@ TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   ASSERT_TRUE(WaitComplete(stopped_id));
   allocate({}, {released.id()});
 
-  for (int i = 0; i < 200 && ends.size() < 4; ++i) {
-    allocate({});
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+  // Completions reach the AM in allocate replies: ask until all four have come.
+  loom::testing::Eventually(
+      [&] {
+        allocate({});
+        return ends.size() >= 4;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(25));
   ASSERT_EQ(ends.size(), 4u);
   EXPECT_EQ(ends[fails.id().id()].exit_status(), 3);
   EXPECT_THAT(ends[fails.id().id()].diagnostics(), HasSubstr("Exception from container-launch."));

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/eventually.h"
 #include "core/testing.h"
 #include "hadoop/proto/yarn.pb.h"
 #include "hadoop/testing/fake_ipc_server.h"
@@ -185,7 +186,8 @@ TEST(IpcClient, LateResponseToATimedOutCallIsIgnored) {
   IpcClient client(o);
   ypb::GetApplicationReportResponseProto resp;
   EXPECT_STATUS(client.Call("slow", ReportRequest(1), &resp), kDeadlineExceeded, HasSubstr("slow"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The late reply is on its way to the client before the next call.
+  ASSERT_TRUE(loom::testing::Eventually([&] { return server.delayed_replies() == 1; }));
   EXPECT_OK(CallReport(client, 2));
 }
 

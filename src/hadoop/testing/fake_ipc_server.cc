@@ -1,8 +1,8 @@
 #include "hadoop/testing/fake_ipc_server.h"
 
-#include <thread>
-
 #include <spdlog/spdlog.h>
+
+#include "core/eventually.h"
 
 namespace loom::hadoop::testing {
 
@@ -87,8 +87,7 @@ void FakeIpcServer::SetToken(Token token) {
 }
 
 bool FakeIpcServer::WaitForCloses(int n) const {
-  for (int i = 0; i < 500 && closes() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return closes() >= n;
+  return loom::testing::Eventually([&] { return closes() >= n; }, std::chrono::seconds(5));
 }
 
 std::vector<std::string> FakeIpcServer::contexts() const {

@@ -62,6 +62,8 @@ class FakeIpcServer {
   int closes() const { return server_.closes(); }
   // Waits (up to 5 s) until closes() reaches `n`: the FIN is then queued at the client.
   bool WaitForCloses(int n) const;
+  // Replies with a FakeReply::delay written so far (their bytes are then sent to the client).
+  int delayed_replies() const { return server_.delayed_replies(); }
   // The token later handshakes must use (the RM rolled its AMRMToken key).
   void SetToken(Token token);
   // Closes every open connection, as the server's idle timeout does.

@@ -290,8 +290,10 @@ bool Session::HandleFrame(const std::string& frame) {
   // which also ends the read loop.
   delayed_.emplace_back([this, call_id, client_id = header.clientid(), retry = header.retrycount(),
                          reply = std::move(reply)] {
-    std::this_thread::sleep_for(reply.delay);
-    if (!Reply(call_id, client_id, retry, reply) && !reply.close_after) ::shutdown(fd_, SHUT_RDWR);
+    std::this_thread::sleep_for(reply.delay);  // the script's delay, not a wait of a test
+    bool open = Reply(call_id, client_id, retry, reply);
+    ++*delayed_written_;  // after the write: a test waiting for it finds the bytes sent
+    if (!open && !reply.close_after) ::shutdown(fd_, SHUT_RDWR);
   });
   return true;
 }
@@ -382,7 +384,7 @@ void IpcServer::AcceptLoop() {
 }
 
 void IpcServer::Serve(Conn* conn, int index) {
-  Session(conn->fd, index, options_, &stopping_, [this, conn] { Shut(conn); }).Run();
+  Session(conn->fd, index, options_, &stopping_, [this, conn] { Shut(conn); }, &delayed_replies_).Run();
   conn->done.store(true);
 }
 

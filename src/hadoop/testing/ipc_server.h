@@ -156,6 +156,9 @@ class IpcServer {
   int connections() const { return connections_.load(); }
   // Connections the server shut: after a reply with close_after, or in CloseConnections().
   int closes() const { return closes_.load(); }
+  // Replies with a delay (CallReply::delay) written so far: a test waits for a late reply to
+  // have been sent instead of sleeping out its delay.
+  int delayed_replies() const { return delayed_replies_.load(); }
   // Shuts every open connection, as the server's idle timeout does.
   void CloseConnections();
 
@@ -177,6 +180,7 @@ class IpcServer {
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
   std::atomic<int> closes_{0};
+  std::atomic<int> delayed_replies_{0};
   std::thread accept_thread_;
   std::mutex mu_;
   std::list<std::unique_ptr<Conn>> conns_;

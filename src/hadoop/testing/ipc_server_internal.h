@@ -41,9 +41,11 @@ inline RpcError Fatal(std::string cls, std::string msg, ErrorCode detail = RpcRe
 // One connection, from preamble to close. Runs on its own thread, plus one per delayed reply.
 class Session {
  public:
-  // `shut` shuts the connection both ways and counts it in IpcServer::closes() (once).
-  Session(int fd, int index, const IpcServerOptions& options, std::atomic<bool>* stopping, std::function<void()> shut)
-      : fd_(fd), options_(options), stopping_(stopping), shut_(std::move(shut)) {
+  // `shut` shuts the connection both ways and counts it in IpcServer::closes() (once);
+  // `delayed_written` counts the delayed replies written (IpcServer::delayed_replies()).
+  Session(int fd, int index, const IpcServerOptions& options, std::atomic<bool>* stopping, std::function<void()> shut,
+          std::atomic<int>* delayed_written)
+      : fd_(fd), options_(options), stopping_(stopping), delayed_written_(delayed_written), shut_(std::move(shut)) {
     info_.index = index;
     Result<std::vector<std::string>> qops = hadoop::QopsFromRpcProtection(options.rpc_protection);
     qops_ = qops.ok() ? *qops : std::vector<std::string>{"auth"};  // Start() has refused a bad value
@@ -101,6 +103,7 @@ class Session {
   int fd_;
   const IpcServerOptions& options_;
   std::atomic<bool>* stopping_;
+  std::atomic<int>* delayed_written_;
   ConnectionInfo info_;
   std::vector<std::string> qops_;                   // what the DIGEST challenge offers
   std::unique_ptr<GssAcceptor> acceptor_;           // KERBEROS: the GSSAPI context (before layer_)
