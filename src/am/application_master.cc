@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -27,6 +28,7 @@ ApplicationMaster::ApplicationMaster(AmOptions options, cluster::ContainerBroker
     : opts_(std::move(options)), broker_(broker), events_(events), loop_(*opts_.clock) {
   tracker_.emplace(opts_.spec);
   for (const TaskId& id : opts_.spec.AllTasks()) slots_[id];
+  if (!opts_.job_dir.root().empty()) metrics_log_.emplace(opts_.job_dir.metrics());
 }
 
 ApplicationMaster::~ApplicationMaster() {
@@ -309,6 +311,11 @@ void ApplicationMaster::TaskEnded(const cluster::ContainerExit& exit, bool conta
     extra["max_gpu_utilization_percent"] = slot->report->max_gpu_utilization_percent();
     extra["peak_gpu_memory_bytes"] = slot->report->peak_gpu_memory_bytes();
   }
+  if (slot->report && slot->report->cpu_samples() > 0) {  // two samples at least: one interval
+    auto cores = [](float c) { return std::round(static_cast<double>(c) * 100) / 100; };
+    extra["peak_cpu_cores"] = cores(slot->report->peak_cpu_cores());
+    extra["avg_cpu_cores"] = cores(slot->report->avg_cpu_cores());
+  }
   RecordTask(exit.task, extra);
   if (container_gone) {
     slot->container.reset();
@@ -356,6 +363,7 @@ bool ApplicationMaster::MaybeRestartTask(const TaskId& id, int exit_code, const 
   slot->report.reset();
   slot->rss_bytes = 0;
   slot->recorded_rss = 0;  // the new run's first sample is recorded at once
+  slot->sample_seq = 0;
   for (auto& waiter : slot->spec_waiters) waiter(Status::Aborted("task restarting"), {});
   slot->spec_waiters.clear();
   tracker_->RestartTask(id);
@@ -446,6 +454,7 @@ void ApplicationMaster::StartNextAttempt() {
     slot.stop_reason.clear();
     slot.rss_bytes = 0;
     slot.recorded_rss = 0;
+    slot.sample_seq = 0;
     slot.stop = false;
     slot.restarts = 0;
     slot.previous_port = 0;

@@ -39,6 +39,7 @@
 #include "core/job_state.h"
 #include "history/event_log.h"
 #include "history/job_dir.h"
+#include "history/metrics_log.h"
 #include "runtime/framework_env.h"
 
 namespace loom::am {
@@ -123,6 +124,9 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
     int64_t recorded_rss_ns = 0;
     std::atomic<int32_t> gpu_utilization_percent{0};  // latest GPU sample (gpu-metrics), 0: none
     std::atomic<int64_t> gpu_memory_bytes{0};
+    // The executor's last sample recorded in metrics.jsonl (HeartbeatRequest.sample_seq): a
+    // heartbeat repeats it until the next. 0 again for a new run.
+    std::atomic<uint32_t> sample_seq{0};
     std::atomic<bool> stop{false};  // answered to heartbeats: stop_requested, or the job is over
   };
 
@@ -168,6 +172,9 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   // while they run: a task's first sample at once, then a change of 10% at most every 10 s
   // (25% and 16 MiB at most every second, while it grows fast).
   void RecordMetrics();
+  // Appends the heartbeat's sample to metrics.jsonl (history/metrics_log.h); any thread. When
+  // the file is full, says so once (JOB_WARNING).
+  void RecordSample(const TaskId& id, const control::HeartbeatRequest& req);
   void AnswerSpecWaiters();
   // Builds the cluster spec from the registrations so far and answers whoever may have it.
   void PublishClusterSpec();
@@ -188,6 +195,8 @@ class ApplicationMaster : public cluster::ContainerEvents, public ControlHandler
   AmOptions opts_;
   cluster::ContainerBroker& broker_;
   history::EventLog& events_;
+  std::optional<history::MetricsLog> metrics_log_;  // none without a job dir (some tests)
+  std::atomic<bool> metrics_log_failed_{false};      // warned once
   EventLoop loop_;
   std::optional<JobTracker> tracker_;  // one per attempt
   int attempt_ = 0;                     // 0 for the first run, then one more per gang restart

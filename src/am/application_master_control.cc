@@ -2,6 +2,8 @@
 // exit report, TensorBoard) and clients make (job state), each run on the event loop but the
 // heartbeat; the cluster spec they are answered with; and the liveness their heartbeats show.
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "am/application_master.h"
@@ -240,8 +242,32 @@ Status ApplicationMaster::HandleHeartbeat(const control::HeartbeatRequest& req, 
   slot->rss_bytes = req.rss_bytes();
   slot->gpu_utilization_percent = req.gpu_utilization_percent();
   slot->gpu_memory_bytes = req.gpu_memory_bytes();
+  // Each sample once: between two, the executor's heartbeats repeat the last one.
+  if (req.sample_seq() != 0 && slot->sample_seq.exchange(req.sample_seq()) != req.sample_seq()) {
+    RecordSample(FromRef(req.task()), req);
+  }
   resp->set_stop(slot->stop || job_over_);
   return Status::Ok();
+}
+
+void ApplicationMaster::RecordSample(const TaskId& id, const control::HeartbeatRequest& req) {
+  if (!metrics_log_) return;
+  history::TaskSample sample;
+  sample.ms = history::NowMillis();
+  sample.task = id.ToString();
+  if (req.has_cpu_cores()) sample.cpu_cores = req.cpu_cores();
+  sample.rss_bytes = std::max<int64_t>(0, req.rss_bytes());
+  for (const control::GpuDevice& g : req.gpus()) {
+    sample.gpus.push_back({g.index(), std::clamp(g.utilization_percent(), 0, 100), std::max<int64_t>(0, g.memory_bytes())});
+  }
+  Status s = metrics_log_->Append(sample);
+  if (s.ok() || metrics_log_failed_.exchange(true)) return;
+  // Samples are what a person looks at afterwards, not what the job needs: it runs on.
+  std::string message = "task metrics are no longer recorded: " + s.ToString();
+  loop_.Post([this, message] {
+    spdlog::warn("{}", message);
+    (void)events_.Append(history::events::kJobWarning, {{"message", message}});
+  });
 }
 
 void ApplicationMaster::HandleReportExit(const control::ExitReport& req, Reply<control::Ack> reply) {

@@ -513,5 +513,39 @@ INSTANTIATE_TEST_SUITE_P(
                     "group dependency timeout: evaluator still running 30 s after group trainers (worker) finished"}),
     [](const ::testing::TestParamInfo<TimeoutCase>& info) { return std::string(info.param.name); });
 
+// metrics.jsonl: each executor's sample once, however many heartbeats repeat it between two.
+TEST_F(AmTest, EachSampleIsRecordedOnceInMetricsJsonl) {
+  StartAm();
+  auto beat = [&](uint32_t seq, std::optional<float> cpu) {
+    control::HeartbeatRequest req;
+    req.mutable_task()->set_type("worker");
+    req.mutable_task()->set_index(0);
+    req.set_rss_bytes(1000 + seq);
+    if (cpu) req.set_cpu_cores(*cpu);
+    if (seq == 2) {
+      control::GpuDevice* g = req.add_gpus();
+      g->set_index(1);
+      g->set_utilization_percent(50);
+      g->set_memory_bytes(7);
+    }
+    req.set_sample_seq(seq);
+    control::HeartbeatResponse resp;
+    ASSERT_OK(am_->HandleHeartbeat(req, &resp));
+  };
+  beat(0, std::nullopt);  // before the executor's first sample: nothing to record
+  beat(1, std::nullopt);  // the first: no CPU measured yet
+  beat(1, std::nullopt);
+  beat(2, 1.5f);
+  beat(2, 1.5f);
+  std::vector<history::TaskSample> samples = history::ReadSamples(history::JobDir(root_.string()).metrics());
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].task, "worker:0");
+  EXPECT_EQ(samples[0].rss_bytes, 1001);
+  EXPECT_FALSE(samples[0].cpu_cores);
+  EXPECT_DOUBLE_EQ(*samples[1].cpu_cores, 1.5);
+  EXPECT_THAT(samples[1].gpus, ::testing::ElementsAre(history::GpuValue{1, 50, 7}));
+  EXPECT_GE(samples[1].ms, samples[0].ms);
+}
+
 }  // namespace
 }  // namespace loom::am

@@ -19,14 +19,21 @@ Result<GpuSample> ParseNvidiaSmi(const std::string& text) {
     std::string line = Trim(raw);
     if (line.empty()) continue;
     auto fields = Split(line, ',');
-    if (fields.size() != 2) return Status::InvalidArgument("nvidia-smi: unexpected line '" + line + "'");
+    if (fields.size() != 2 && fields.size() != 3) {
+      return Status::InvalidArgument("nvidia-smi: unexpected line '" + line + "'");
+    }
     auto number = [](const std::string& f) -> int64_t {
       auto n = ParseInt(Trim(f));
       return n.ok() && *n >= 0 ? *n : 0;  // "[N/A]", "[Not Supported]"
     };
+    GpuDevice d;
+    d.index = fields.size() == 3 ? static_cast<int>(std::min<int64_t>(number(fields[2]), 1 << 20)) : s.gpus;
+    d.utilization_percent = static_cast<int>(std::min<int64_t>(number(fields[0]), 100));
+    d.memory_used_bytes = std::min<int64_t>(number(fields[1]), int64_t{1} << 30) * 1024 * 1024;
     ++s.gpus;
-    s.max_utilization_percent = std::max<int>(s.max_utilization_percent, static_cast<int>(number(fields[0])));
-    s.memory_used_bytes += number(fields[1]) * 1024 * 1024;
+    s.max_utilization_percent = std::max(s.max_utilization_percent, d.utilization_percent);
+    s.memory_used_bytes += d.memory_used_bytes;
+    s.devices.push_back(d);
   }
   if (s.gpus == 0) return Status::InvalidArgument("nvidia-smi reported no GPU");
   return s;
@@ -40,7 +47,9 @@ Result<GpuSample> SampleGpus(const std::string& nvidia_smi, const std::string& v
   if (out_fd < 0) return Status::FromErrno("mkstemp", errno);
   ::close(out_fd);
   SpawnOptions o;
-  o.argv = {program, "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"};
+  // The index last: the site wrappers that answer a discovery query (--query-gpu=index) by
+  // its prefix are not mistaken.
+  o.argv = {program, "--query-gpu=utilization.gpu,memory.used,index", "--format=csv,noheader,nounits"};
   if (!visible.empty()) o.argv.push_back("--id=" + visible);
   o.env = {{"PATH", path_env}};
   o.stdout_path = out_path;

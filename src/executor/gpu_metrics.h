@@ -7,20 +7,31 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
 namespace loom::executor {
 
+// One GPU's values in a sample.
+struct GpuDevice {
+  int index = 0;  // nvidia-smi's index of the device on its host
+  int utilization_percent = 0;
+  int64_t memory_used_bytes = 0;
+  bool operator==(const GpuDevice&) const = default;
+};
+
 struct GpuSample {
   int gpus = 0;                     // how many GPUs answered
   int max_utilization_percent = 0;  // the busiest one's
   int64_t memory_used_bytes = 0;    // on all of them together
+  std::vector<GpuDevice> devices;   // each of them, in nvidia-smi's order (metrics.jsonl keeps them)
 };
 
-// Parses the output of `nvidia-smi --query-gpu=utilization.gpu,memory.used
-// --format=csv,noheader,nounits` (one "percent, MiB" line per GPU). A value nvidia-smi cannot
-// give ("[N/A]", as under MIG) counts as 0; InvalidArgument when no line has the shape.
+// Parses the output of `nvidia-smi --query-gpu=utilization.gpu,memory.used,index
+// --format=csv,noheader,nounits` (one "percent, MiB, index" line per GPU; without the index, as
+// an older query asked, a GPU's index is its line's position). A value nvidia-smi cannot give
+// ("[N/A]", as under MIG) counts as 0; InvalidArgument when no line has the shape.
 Result<GpuSample> ParseNvidiaSmi(const std::string& text);
 
 // Runs `nvidia_smi` (looked up in PATH) for the GPUs in `visible` (CUDA_VISIBLE_DEVICES, indices

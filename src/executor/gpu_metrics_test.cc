@@ -25,6 +25,13 @@ TEST(GpuMetrics, ParsesOneLinePerGpu) {
   ASSERT_OK(mig);
   EXPECT_EQ(mig->max_utilization_percent, 0);
   EXPECT_EQ(mig->memory_used_bytes, int64_t{512} << 20);
+  EXPECT_THAT(s->devices, ::testing::ElementsAre(GpuDevice{0, 37, int64_t{1024} << 20}, GpuDevice{1, 92, int64_t{30000} << 20}));
+  // With the index asked for (the query's third field): the devices' own numbers.
+  auto indexed = ParseNvidiaSmi("12, 100, 2\n[N/A], 200, 7\n");
+  ASSERT_OK(indexed);
+  EXPECT_THAT(indexed->devices, ::testing::ElementsAre(GpuDevice{2, 12, int64_t{100} << 20}, GpuDevice{7, 0, int64_t{200} << 20}));
+  EXPECT_EQ(indexed->memory_used_bytes, int64_t{300} << 20);
+  EXPECT_FALSE(ParseNvidiaSmi("1, 2, 3, 4\n").ok());
   EXPECT_FALSE(ParseNvidiaSmi("").ok());
   EXPECT_FALSE(ParseNvidiaSmi("No devices were found\n").ok());
 }
@@ -54,7 +61,7 @@ TEST_F(FakeSmi, AsksOnlyAboutTheTasksGpus) {
   std::ifstream args(dir_ / "args");
   std::string line;
   std::getline(args, line);
-  EXPECT_THAT(line, HasSubstr("--query-gpu=utilization.gpu,memory.used"));
+  EXPECT_THAT(line, HasSubstr("--query-gpu=utilization.gpu,memory.used,index"));
   EXPECT_THAT(line, HasSubstr("--id=1,3"));
 }
 

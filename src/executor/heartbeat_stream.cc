@@ -86,6 +86,14 @@ void HeartbeatStream::Loop() {
       req.set_rss_bytes(latest_.rss_bytes);
       req.set_gpu_utilization_percent(latest_.gpu_utilization_percent);
       req.set_gpu_memory_bytes(latest_.gpu_memory_bytes);
+      if (latest_.cpu_cores) req.set_cpu_cores(static_cast<float>(*latest_.cpu_cores));
+      for (const GpuDevice& d : latest_.gpus) {
+        control::GpuDevice* g = req.add_gpus();
+        g->set_index(d.index);
+        g->set_utilization_percent(d.utilization_percent);
+        g->set_memory_bytes(d.memory_used_bytes);
+      }
+      req.set_sample_seq(latest_.seq);
       lock.unlock();
       broken = !stream->Write(req);
       lock.lock();

@@ -95,6 +95,17 @@ TEST_F(HeartbeatStreamTest, ASampleIsSentAtOnceWithTheTask) {
   EXPECT_EQ(last.rss_bytes(), 123456);
   EXPECT_EQ(last.gpu_utilization_percent(), 40);
   EXPECT_EQ(last.gpu_memory_bytes(), 2048);
+  EXPECT_FALSE(last.has_cpu_cores());  // not measured yet: absent, not 0
+  EXPECT_EQ(last.sample_seq(), 0u);
+  beats.Offer({7, 50, 3, 1.5, {{4, 50, 3}}, 2});
+  ASSERT_TRUE(Eventually([&] { return am_.received().size() == 3; }, 5s));
+  last = am_.received().back();
+  EXPECT_FLOAT_EQ(last.cpu_cores(), 1.5f);
+  ASSERT_EQ(last.gpus_size(), 1);
+  EXPECT_EQ(last.gpus(0).index(), 4);
+  EXPECT_EQ(last.gpus(0).utilization_percent(), 50);
+  EXPECT_EQ(last.gpus(0).memory_bytes(), 3);
+  EXPECT_EQ(last.sample_seq(), 2u);
   EXPECT_FALSE(beats.am_wants_stop());
   EXPECT_FALSE(beats.am_lost());
   beats.Stop();

@@ -113,6 +113,7 @@ class TaskExecutor {
   std::optional<ExitInfo> task_exit_;   // the task's: the first failed member's, else member 0's
   std::string report_stderr_path_;      // whose stderr tail the exit report carries
   std::optional<TaskMetrics> metrics_;  // made in Init, once the wiring is known
+  CpuMeter cpu_meter_;                   // the task's process groups, from sample to sample
   std::string stop_reason_;
 
   std::unique_ptr<HeartbeatStream> heartbeats_;  // once registered
@@ -475,8 +476,10 @@ int TaskExecutor::Supervise() {
 }
 
 void TaskExecutor::SampleMetrics() {
-  int64_t rss = ProcessGroupsRssBytes(processes_.LiveGroups()) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
-  MetricsSample sample = metrics_->Sample(rss);
+  const double now_s = SecondsSinceBoot();  // before /proc is read (CpuMeter::Update)
+  std::vector<ProcStat> procs = MembersOf(ReadProcStats(/*with_zombies=*/true), processes_.LiveGroups(), {});
+  int64_t rss = SumRssBytes(procs) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
+  MetricsSample sample = metrics_->Sample(rss, cpu_meter_.Update(procs, now_s));
   if (heartbeats_) heartbeats_->Offer(sample);
 }
 

@@ -1,14 +1,18 @@
 #pragma once
-// What a task's executor measures of it, every loom.task.metrics-interval-ms: the RSS of its
-// processes and, with loom.task.gpu-metrics.enabled, its GPUs (executor/gpu_metrics.h). The
-// latest sample rides on the heartbeats; the peaks go into the exit report.
+// What a task's executor measures of it, every loom.task.metrics-interval-ms: the RSS and CPU
+// of its processes (executor/process_tree.h) and, with loom.task.gpu-metrics.enabled, its GPUs
+// (executor/gpu_metrics.h). The latest sample rides on the heartbeats (the AM keeps each in
+// metrics.jsonl); the peaks and the CPU's average go into the exit report.
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "control/control.pb.h"
 #include "core/status.h"
 #include "executor/gpu_metrics.h"
+#include "executor/process_tree.h"
 
 namespace loom::executor {
 
@@ -16,6 +20,9 @@ struct MetricsSample {
   int64_t rss_bytes = 0;
   int32_t gpu_utilization_percent = 0;  // the busiest GPU's, 0 without GPU metrics
   int64_t gpu_memory_bytes = 0;         // on all the task's GPUs together
+  std::optional<double> cpu_cores;      // none on the first sample (process_tree.h's CpuMeter)
+  std::vector<GpuDevice> gpus;          // each GPU, empty without GPU metrics
+  uint32_t seq = 0;                     // 1 for the first sample, then one more each
 };
 
 class TaskMetrics {
@@ -26,9 +33,9 @@ class TaskMetrics {
   // `sample_gpus` asks the task's GPUs; empty: no GPU metrics.
   explicit TaskMetrics(std::function<Result<GpuSample>()> sample_gpus) : sample_gpus_(std::move(sample_gpus)) {}
 
-  // One sample, the processes' RSS being `rss_bytes`: the GPUs are asked too (their last answer
-  // stands while they fail). Returns it.
-  MetricsSample Sample(int64_t rss_bytes);
+  // One sample, the processes' RSS being `rss_bytes` and their CPU `cpu` (none: not measured
+  // yet): the GPUs are asked too (their last answer stands while they fail). Returns it.
+  MetricsSample Sample(int64_t rss_bytes, std::optional<CpuReading> cpu = std::nullopt);
   // An RSS measured elsewhere (the memory watchdog, the reaped children's rusage): for the peak.
   void NoteRss(int64_t rss_bytes) { peak_rss_ = std::max(peak_rss_, rss_bytes); }
   // The peaks, into the task's exit report.
@@ -42,6 +49,9 @@ class TaskMetrics {
   int gpu_samples_ = 0;
   int max_gpu_utilization_ = 0;
   int64_t peak_gpu_memory_ = 0;
+  int cpu_samples_ = 0;
+  double peak_cpu_cores_ = 0;
+  double cpu_seconds_ = 0, cpu_measured_s_ = 0;  // the average's: CPU time over the time measured
 };
 
 }  // namespace loom::executor

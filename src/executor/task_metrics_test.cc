@@ -50,6 +50,31 @@ TEST(TaskMetrics, GpuSamplingStopsAfterTenFailuresInARowAndTheLastAnswerStands) 
   EXPECT_EQ(report.gpu_samples(), 2);
 }
 
+TEST(TaskMetrics, CpuIsNoneUntilMeasuredThenPeakAndTimeWeightedAverage) {
+  TaskMetrics metrics(nullptr);
+  MetricsSample first = metrics.Sample(10, std::nullopt);  // the meter's first reading
+  EXPECT_EQ(first.seq, 1u);
+  EXPECT_FALSE(first.cpu_cores);
+  MetricsSample s = metrics.Sample(10, CpuReading{2.0, 1.0});
+  EXPECT_EQ(s.seq, 2u);
+  EXPECT_DOUBLE_EQ(*s.cpu_cores, 2.0);
+  metrics.Sample(10, CpuReading{0.5, 3.0});
+  control::ExitReport report;
+  metrics.FillReport(&report);
+  EXPECT_EQ(report.cpu_samples(), 2);
+  EXPECT_FLOAT_EQ(report.peak_cpu_cores(), 2.0f);
+  EXPECT_FLOAT_EQ(report.avg_cpu_cores(), 0.875f);  // (2 x 1 s + 0.5 x 3 s) / 4 s
+}
+
+TEST(TaskMetrics, EachGpuOfTheSampleIsKept) {
+  GpuSample two{2, 90, 3 << 20, {{0, 90, 1 << 20}, {5, 10, 2 << 20}}};
+  TaskMetrics metrics([&]() -> Result<GpuSample> { return two; });
+  MetricsSample s = metrics.Sample(1);
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_EQ(s.gpus[1], (GpuDevice{5, 10, 2 << 20}));
+  EXPECT_EQ(s.gpu_utilization_percent, 90);
+}
+
 TEST(TaskMetrics, WithoutGpuMetricsOnlyTheRss) {
   TaskMetrics metrics(nullptr);
   MetricsSample s = metrics.Sample(42);
@@ -59,6 +84,8 @@ TEST(TaskMetrics, WithoutGpuMetricsOnlyTheRss) {
   metrics.FillReport(&report);
   EXPECT_EQ(report.gpu_samples(), 0);
   EXPECT_EQ(report.peak_rss_bytes(), 42);
+  EXPECT_EQ(report.cpu_samples(), 0);
+  EXPECT_TRUE(s.gpus.empty());
 }
 
 }  // namespace

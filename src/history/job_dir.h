@@ -8,6 +8,8 @@
 //       ├── job.json          what was submitted: id, name, user, backend, submit time, command
 //       ├── events.jsonl      append-only job and task transitions, one JSON object per line
 //       │                     (their kinds and fields: history/events.h)
+//       ├── metrics.jsonl     each task's samples over time (CPU, RSS, GPUs), written by the AM,
+//       │                     one JSON object per line (history/metrics_log.h)
 //       ├── status.json       final status, written once by whoever ends the job
 //       ├── secret            the job's control-plane secret (0600), removed once the job ended
 //       ├── kill_cause        why the job is being killed, written before the kill is sent
@@ -44,6 +46,7 @@ class JobDir {
   std::string config() const { return root_ + "/config.xml"; }
   std::string job_json() const { return root_ + "/job.json"; }
   std::string events() const { return root_ + "/events.jsonl"; }
+  std::string metrics() const { return root_ + "/metrics.jsonl"; }
   std::string status() const { return root_ + "/status.json"; }
   std::string secret() const { return root_ + "/secret"; }
   std::string kill_cause() const { return root_ + "/kill_cause"; }

@@ -16,6 +16,17 @@ namespace loom::history {
 
 using nlohmann::json;
 
+namespace {
+// A count of cores in an event: a finite number in [0, 2^20]; nothing otherwise.
+std::optional<double> Cores(const json& e, const char* key) {
+  auto it = e.find(key);
+  if (it == e.end() || !it->is_number()) return std::nullopt;
+  double v = it->get<double>();
+  if (!(v >= 0 && v <= double(1 << 20))) return std::nullopt;
+  return v;
+}
+}  // namespace
+
 std::string TaskView::StateText() const { return unknown_state.empty() ? TaskStateName(state) : unknown_state; }
 
 TaskView* JobView::FindTask(const std::string& task_id) {
@@ -78,6 +89,9 @@ void JobView::ApplyChecked(const json& e) {
     if (e.contains("node_http")) t->node_http = e.value("node_http", "");
     if (e.contains("gpus")) t->gpus = e.value("gpus", "");
     if (e.contains("peak_rss_bytes")) t->peak_rss_bytes = EventInt(e, "peak_rss_bytes", 0, 0, int64_t{1} << 60);
+    if (auto cores = Cores(e, "peak_cpu_cores")) t->peak_cpu_cores = cores;
+    if (auto cores = Cores(e, "avg_cpu_cores")) t->avg_cpu_cores = cores;
+    if (now && IsTerminal(*now)) t->latest.reset();
     if (now == TaskState::kRunning) t->started_ms = ts;
     if (now && IsTerminal(*now)) {
       t->finished_ms = ts;
@@ -156,6 +170,23 @@ void JobView::MarkEnded() {
   tensorboard_task.clear();
 }
 
+void JobView::ApplySamples(const std::map<std::string, TaskSample>& samples) {
+  for (TaskView& t : tasks) {
+    auto s = samples.find(t.id);
+    if (s == samples.end() || IsTerminal(t.state) || final || s->second.ms < t.started_ms) continue;
+    t.latest = s->second;
+  }
+}
+
+std::set<std::string> JobView::RunningTasks() const {
+  std::set<std::string> ids;
+  if (final) return ids;
+  for (const TaskView& t : tasks) {
+    if (t.started_ms > 0 && !IsTerminal(t.state)) ids.insert(t.id);
+  }
+  return ids;
+}
+
 Result<JobView> LoadJobView(const JobDir& dir) {
   if (!IsDirectory(dir.root())) return Status::NotFound("no job directory " + dir.root());
   JobView view;
@@ -176,6 +207,10 @@ Result<JobView> LoadJobView(const JobDir& dir) {
       view.MarkEnded();
     } catch (const json::exception&) {
     }
+  }
+  // Only while tasks run: an ended job's view (`loom list` reads thousands) reads no samples.
+  if (std::set<std::string> running = view.RunningTasks(); !running.empty()) {
+    view.ApplySamples(ReadLatestSamples(dir.metrics(), running));
   }
   return view;
 }
@@ -258,6 +293,21 @@ json ToJson(const JobView& v) {
     if (!t.node_id.empty()) task["node_id"] = t.node_id;
     if (!t.waiting.empty()) task["waiting"] = t.waiting;
     if (!t.gpus.empty()) task["gpus"] = t.gpus;
+    if (t.latest) {
+      json m = {{"ms", t.latest->ms}};
+      if (t.latest->cpu_cores) m["cpu_cores"] = *t.latest->cpu_cores;
+      m["rss_bytes"] = t.latest->rss_bytes;
+      if (!t.latest->gpus.empty()) {
+        json gpus = json::array();
+        for (const GpuValue& g : t.latest->gpus) {
+          gpus.push_back({{"index", g.index}, {"utilization_percent", g.utilization_percent}, {"memory_bytes", g.memory_bytes}});
+        }
+        m["gpus"] = std::move(gpus);
+      }
+      task["metrics"] = std::move(m);
+    }
+    if (t.peak_cpu_cores) task["peak_cpu_cores"] = *t.peak_cpu_cores;
+    if (t.avg_cpu_cores) task["avg_cpu_cores"] = *t.avg_cpu_cores;
     tasks.push_back(std::move(task));
   }
   json j = {{"job_id", v.id},
@@ -292,24 +342,54 @@ std::string FormatDuration(int64_t ms) {
   return buf;
 }
 
+namespace {
+std::string FormatCores(std::optional<double> cores) {
+  if (!cores) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), *cores < 10 ? "%.2f" : "%.1f", *cores);
+  return buf;
+}
+
+// "87% 15.2G" a device, several separated by commas.
+std::string FormatGpus(const std::vector<GpuValue>& gpus) {
+  std::string out;
+  for (const GpuValue& g : gpus) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s%d%% %.1fG", out.empty() ? "" : ", ", g.utilization_percent,
+                  static_cast<double>(g.memory_bytes) / (1 << 30));
+    out += buf;
+  }
+  return out;
+}
+}  // namespace
+
 std::string RenderTaskTable(const JobView& view) {
   size_t w = 4;
-  for (const auto& t : view.tasks) w = std::max(w, t.id.size());
+  bool gpus = false;
+  for (const auto& t : view.tasks) {
+    w = std::max(w, t.id.size());
+    gpus = gpus || (t.latest && !t.latest->gpus.empty());
+  }
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, "TASK", "STATE", "ADDRESS",
-                "EXIT", "RSS", "TIME");
+  std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-5s  %-8s  %-8s%s\n", (int)w, "TASK", "STATE", "ADDRESS",
+                "EXIT", "CPU", "RSS", "TIME", gpus ? "  GPU" : "");
   out += line;
   for (const auto& t : view.tasks) {
     bool done = t.finished_ms > 0;
     std::string exit = done ? std::to_string(t.exit_code) : "";
-    int64_t rss_bytes = done || !t.rss_bytes ? t.peak_rss_bytes : t.rss_bytes;  // now while it runs, then the peak
+    // Now while it runs, then the peak (RSS) and the average (CPU).
+    int64_t rss_bytes = done ? t.peak_rss_bytes : t.latest ? t.latest->rss_bytes : t.rss_bytes ? t.rss_bytes : t.peak_rss_bytes;
     std::string rss = rss_bytes ? std::to_string(rss_bytes >> 20) + "M" : "";
+    std::string cpu = FormatCores(done ? t.avg_cpu_cores : t.latest ? t.latest->cpu_cores : std::nullopt);
     int64_t end = done ? t.finished_ms : NowMillis();
     std::string time = t.started_ms ? FormatDuration(end - t.started_ms) : "";
-    std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %s\n", (int)w, t.id.c_str(), t.StateText().c_str(),
-                  t.address.c_str(), exit.c_str(), rss.c_str(), time.c_str());
-    out += line;
+    std::string gpu = gpus && !done && t.latest ? "  " + FormatGpus(t.latest->gpus) : "";
+    std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-5s  %-8s  %-8s%s", (int)w, t.id.c_str(), t.StateText().c_str(),
+                  t.address.c_str(), exit.c_str(), cpu.c_str(), rss.c_str(), time.c_str(), gpu.c_str());
+    std::string row = line;
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    out += row + "\n";
   }
   return out;
 }

@@ -3,6 +3,9 @@
 // (job.json, events.jsonl and status.json), so it works whether the AM is alive or not.
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +14,7 @@
 
 #include "core/job_state.h"
 #include "history/job_dir.h"
+#include "history/metrics_log.h"
 
 namespace loom::history {
 
@@ -42,6 +46,12 @@ struct TaskView {
   std::string waiting;    // while PENDING: why it has no container yet, as the backend says
   std::string gpus;       // its CUDA_VISIBLE_DEVICES, where the backend pinned them at start-up
   std::vector<PastContainer> earlier;  // oldest first; their logs stay the task's (`loom logs`)
+  // Its latest sample in metrics.jsonl (CPU, RSS, GPUs) while it runs: none before its first,
+  // once it ended, or where the record has no metrics.jsonl (a job of an older Loom).
+  std::optional<TaskSample> latest;
+  // Its CPU in cores over its run, from its exit report: the busiest interval and the average
+  // (none where not measured).
+  std::optional<double> peak_cpu_cores, avg_cpu_cores;
 
   // The state as `loom status`, its --json and the status page show it: TaskStateName, or the
   // unreadable spelling as written.
@@ -85,6 +95,11 @@ struct JobView {
   void Apply(const nlohmann::json& event);
   // The job's record says it ended (status.json): what served it answers no more.
   void MarkEnded();
+  // Gives each running task its latest sample of `samples` (ReadLatestSamples), unless the
+  // sample is older than the task's start (a restarted task's earlier run).
+  void ApplySamples(const std::map<std::string, TaskSample>& samples);
+  // The tasks ApplySamples has use for: those that run, in a job not ended.
+  std::set<std::string> RunningTasks() const;
 
  private:
   void ApplyChecked(const nlohmann::json& event);
@@ -124,8 +139,9 @@ std::string KillCause(const JobDir& dir);
 // /status.json and the history.
 nlohmann::json ToJson(const JobView& view);
 
-// A fixed-width table of the tasks: TASK STATE ADDRESS EXIT RSS TIME. RSS is the last sample
-// while a task runs, its peak once it ended.
+// A fixed-width table of the tasks: TASK STATE ADDRESS EXIT CPU RSS TIME, and GPU where a task
+// has GPU samples. CPU (cores) and RSS are the latest sample while a task runs; once it ended,
+// CPU is its average and RSS its peak. GPU: each device's utilisation and memory used.
 std::string RenderTaskTable(const JobView& view);
 std::string FormatDuration(int64_t ms);
 

@@ -30,7 +30,21 @@ Status UploadHistory(const std::string& webhdfs, const std::string& user, const 
     if (f == dir.status() && !replace_status && fs.GetFileStatus(to).ok()) continue;
     LOOM_RETURN_IF_ERROR(fs.Upload(f, to, "600").status());
   }
+  // The AM's samples (metrics.jsonl), never replaced with less: a client's copy is the one it
+  // fetched from there (FetchMetrics), or none.
+  if (struct stat st {}; ::stat(dir.metrics().c_str(), &st) == 0) {
+    const std::string to = staging_dir + "/history/metrics.jsonl";
+    auto there = fs.GetFileStatus(to);
+    if (!there.ok() || there->length <= st.st_size) LOOM_RETURN_IF_ERROR(fs.Upload(dir.metrics(), to, "600").status());
+  }
   return Status::Ok();
+}
+
+Status FetchMetrics(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                    const history::JobDir& dir) {
+  auto bytes = hadoop::WebHdfs(webhdfs, user).Open(staging_dir + "/history/metrics.jsonl");
+  if (!bytes.ok()) return bytes.status().code() == StatusCode::kNotFound ? Status::Ok() : bytes.status();
+  return WriteFileAtomic(dir.metrics(), *bytes);
 }
 
 Result<int64_t> CatchUpFromHdfs(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,

@@ -1,5 +1,7 @@
 #pragma once
-// The job's record in HDFS (<staging>/history/: job.json, events.jsonl, status.json), readable
+// The job's record in HDFS (<staging>/history/: job.json, events.jsonl, status.json, and the
+// AM's metrics.jsonl, uploaded as the job ends, not while it runs: it grows by a line per task
+// per sample, and HistoryUploader rewrites whole files), readable
 // from any machine with the cluster's configuration, so that `loom status|logs <application id>`
 // sees the job's tasks without the job's secret. The AM's events.jsonl there is the truth: the
 // AM rewrites it while the job runs (HistoryUploader) and once more as it ends; a client
@@ -17,7 +19,7 @@
 
 namespace loom::cluster::yarn {
 
-// `dir`'s job.json, events.jsonl and status.json under <staging_dir>/history/. The AM passes
+// `dir`'s job.json, events.jsonl, status.json and metrics.jsonl under <staging_dir>/history/. The AM passes
 // `replace_status` false: a client's status.json, once there, is the record (it knows why a
 // killed job was killed; the AM only sees SIGTERM). `delegation`: the AM's HDFS delegation
 // token on a Kerberized cluster (WebHdfs::UseDelegationToken). `with_events` false leaves
@@ -25,6 +27,11 @@ namespace loom::cluster::yarn {
 Status UploadHistory(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
                      const history::JobDir& dir, bool replace_status = true,
                      const std::optional<hadoop::Token>& delegation = std::nullopt, bool with_events = true);
+
+// The AM's metrics.jsonl in HDFS into `dir`, for a client's copy of the record once the job
+// ended (none there yet: nothing done).
+Status FetchMetrics(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
+                    const history::JobDir& dir);
 
 // Appends to `dir`'s events what the AM's events.jsonl in HDFS holds past `am_events_offset`
 // (whole lines only: the AM may be rewriting it) and returns the new offset. The AM's events

@@ -94,6 +94,7 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     if (!record.imported) {
       if (Status s = catch_up_from_hdfs(); !s.ok()) spdlog::warn("the AM's record in HDFS: {}", s.ToString());
     }
+    (void)FetchMetrics(record.webhdfs, record.user, record.staging_dir, dir);  // uploaded by the AM as it ended
     (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? TaskState::kLost : TaskState::kKilled);
     ::unlink(dir.secret().c_str());
     Status up = RecordEndInHdfs(record, dir);

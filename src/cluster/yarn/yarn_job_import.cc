@@ -105,6 +105,7 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   };
   (void)fetch({record.staging_dir + "/history/job.json", record.staging_dir + "/" + kJobJsonResource}, dir.job_json());
   (void)fetch({record.staging_dir + "/history/events.jsonl"}, dir.events());
+  (void)fetch({record.staging_dir + "/history/metrics.jsonl"}, dir.metrics());
   (void)fetch({record.staging_dir + "/history/status.json"}, dir.status());
   if (!PathExists(dir.job_json())) {
     history::JobRecord job;
