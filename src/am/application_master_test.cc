@@ -9,11 +9,11 @@
 
 #include "cluster/fake_container_broker.h"
 #include "control/auth.h"
-#include "core/files.h"
 #include "core/clock.h"
+#include "core/eventually.h"
+#include "core/files.h"
 #include "core/testing.h"
 #include "history/job_view.h"
-#include "core/eventually.h"
 
 using ::loom::testing::Eventually;
 

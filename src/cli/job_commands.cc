@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "cli/am_startup.h"
-#include "cli/commands.h"
 #include "cli/backends.h"
+#include "cli/commands.h"
 #include "core/config/config.h"
 #include "core/files.h"
 #include "core/job_state.h"

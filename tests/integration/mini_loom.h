@@ -20,10 +20,10 @@
 #include <gtest/gtest.h>
 
 #include "cluster/local/job_processes.h"
+#include "core/eventually.h"
 #include "core/files.h"
 #include "core/subprocess.h"
 #include "history/job_view.h"
-#include "core/eventually.h"
 
 namespace loom::testing {
 
