@@ -372,8 +372,9 @@ std::string RenderTaskTable(const JobView& view) {
   }
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-5s  %-8s  %-8s%s\n", (int)w, "TASK", "STATE", "ADDRESS",
-                "EXIT", "CPU", "RSS", "TIME", gpus ? "  GPU" : "");
+  // CPU after RSS: what reads RSS right after the address of a running task still finds it.
+  std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %-5s  %-8s%s\n", (int)w, "TASK", "STATE", "ADDRESS",
+                "EXIT", "RSS", "CPU", "TIME", gpus ? "  GPU" : "");
   out += line;
   for (const auto& t : view.tasks) {
     bool done = t.finished_ms > 0;
@@ -385,8 +386,8 @@ std::string RenderTaskTable(const JobView& view) {
     int64_t end = done ? t.finished_ms : NowMillis();
     std::string time = t.started_ms ? FormatDuration(end - t.started_ms) : "";
     std::string gpu = gpus && !done && t.latest ? "  " + FormatGpus(t.latest->gpus) : "";
-    std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-5s  %-8s  %-8s%s", (int)w, t.id.c_str(), t.StateText().c_str(),
-                  t.address.c_str(), exit.c_str(), cpu.c_str(), rss.c_str(), time.c_str(), gpu.c_str());
+    std::snprintf(line, sizeof(line), "  %-*s  %-10s  %-21s  %-5s  %-8s  %-5s  %-8s%s", (int)w, t.id.c_str(), t.StateText().c_str(),
+                  t.address.c_str(), exit.c_str(), rss.c_str(), cpu.c_str(), time.c_str(), gpu.c_str());
     std::string row = line;
     while (!row.empty() && row.back() == ' ') row.pop_back();
     out += row + "\n";

@@ -139,7 +139,7 @@ std::string KillCause(const JobDir& dir);
 // /status.json and the history.
 nlohmann::json ToJson(const JobView& view);
 
-// A fixed-width table of the tasks: TASK STATE ADDRESS EXIT CPU RSS TIME, and GPU where a task
+// A fixed-width table of the tasks: TASK STATE ADDRESS EXIT RSS CPU TIME, and GPU where a task
 // has GPU samples. CPU (cores) and RSS are the latest sample while a task runs; once it ended,
 // CPU is its average and RSS its peak. GPU: each device's utilisation and memory used.
 std::string RenderTaskTable(const JobView& view);
