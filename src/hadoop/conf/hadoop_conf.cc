@@ -63,6 +63,15 @@ Status MergeSiteFile(const std::string& path, Props& props) {
   return Status::Ok();
 }
 
+// Hadoop's defaults, then `files` in order over them (an empty path: none).
+Result<Props> MergeSiteFiles(const std::vector<std::string>& files) {
+  Props props = Defaults();
+  for (const std::string& file : files) {
+    if (!file.empty()) LOOM_RETURN_IF_ERROR(MergeSiteFile(file, props));
+  }
+  return props;
+}
+
 // Hadoop's substituteVars: ${key} is another property, ${env.NAME} an environment variable;
 // an unresolvable reference stays as written. Hadoop stops after 20 rounds, which also
 // catches cycles.
@@ -387,10 +396,7 @@ std::string WebHdfsBaseList(const HadoopConf& conf) {
 }
 
 Result<SiteProperties> ReadSiteProperties(const std::vector<std::string>& files) {
-  Props props = Defaults();
-  for (const std::string& file : files) {
-    if (!file.empty()) LOOM_RETURN_IF_ERROR(MergeSiteFile(file, props));
-  }
+  LOOM_ASSIGN_OR_RETURN(Props props, MergeSiteFiles(files));
   SiteProperties site;
   for (const auto& [name, value] : props) {
     if (value.source == kDefaultSource) continue;
@@ -407,13 +413,10 @@ Result<HadoopConf> HadoopConf::Load(const std::string& conf_dir, const ExtraSite
   for (const std::string& file : {extra.hdfs_site, extra.yarn_site}) {
     if (!file.empty() && !PathExists(file)) return Status::FailedPrecondition(file + " does not exist");
   }
-  Props props = Defaults();
   // Same order as a Hadoop client: core first, then the HDFS and YARN layers over it, each
   // followed by the file named for its kind (as TonY adds it to its hdfs / yarn Configuration).
-  for (const std::string& file : {conf_dir + "/core-site.xml", conf_dir + "/hdfs-site.xml", extra.hdfs_site,
-                                  conf_dir + "/yarn-site.xml", extra.yarn_site}) {
-    if (!file.empty()) LOOM_RETURN_IF_ERROR(MergeSiteFile(file, props));
-  }
+  LOOM_ASSIGN_OR_RETURN(Props props, MergeSiteFiles({conf_dir + "/core-site.xml", conf_dir + "/hdfs-site.xml",
+                                                     extra.hdfs_site, conf_dir + "/yarn-site.xml", extra.yarn_site}));
   HadoopConf conf;
   conf.conf_dir = conf_dir;
   LOOM_RETURN_IF_ERROR(Fill(props, conf));

@@ -1,6 +1,5 @@
 // IpcClient's SASL handshakes, as Java's SaslRpcClient runs them: TOKEN (DIGEST-MD5) and
 // KERBEROS (GSSAPI), up to SUCCESS and the security layer they negotiate.
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
