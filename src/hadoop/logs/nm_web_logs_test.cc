@@ -1,23 +1,18 @@
 // NmWebLogs against the bytes a real Hadoop 3.3.6 NodeManager sent (tests/data/yarn-captures/
-// nm-web/ and log-aggregation/tfile-http-0*): a tiny server replays each recorded answer
-// (headers, chunked body and all) and keeps the request line, which is compared with the one
-// curl sent to the real NodeManager.
+// nm-web/ and log-aggregation/tfile-http-0*): the scripted HTTP server replays each recorded
+// answer (headers, chunked body and all) and keeps the request line, which is compared with
+// the one curl sent to the real NodeManager.
 
 #include "hadoop/logs/nm_web_logs.h"
 
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-#include <atomic>
-#include <deque>
-#include <mutex>
-#include <thread>
 
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/logs/nm_log_test_util.h"
 #include "hadoop/testing/captures.h"
+#include "hadoop/testing/scripted_http_server.h"
 #include "hadoop/testing/test_socket.h"
 
 namespace loom::hadoop {
@@ -25,7 +20,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::HttpRequest;
+using testing::NmWrapped;
 using testing::ReadCapture;
+using testing::ScriptedHttpServer;
 
 const std::string kCid = "container_1795372454004_0017_01_000002";
 
@@ -35,102 +33,12 @@ std::string RecordedRequestLine(const std::string& c2s) {
   return bytes.substr(0, bytes.find("\r\n"));
 }
 
-// The NM's text around a file's bytes (NMWebServices.getLogs in 3.3): rules as long as the
-// line above / "End of LogType:<file>" + 50.
-std::string Wrapped(const std::string& cid, const std::string& file, const std::string& bytes, int64_t length,
-                    bool running) {
-  std::string head = "Container: " + cid + " on localhost:45454";
-  std::string end = "End of LogType:" + file;
-  return head + "\nLogAggregationType: LOCAL\n" + std::string(head.size(), '=') + "\nLogType:" + file +
-         "\nLogLastModifiedTime:Sun Nov 22 18:46:25 +0000 2026\nLogLength:" + std::to_string(length) +
-         "\nLogContents:\n" + bytes + end + "." +
-         (running ? "This log file belongs to a running container (" + cid + ") and so may not be complete.\n" : "\n") +
-         std::string(end.size() + 50, '*') + "\n\n";
+// The request line of each request the server got since the last call.
+std::vector<std::string> RequestLines(ScriptedHttpServer& server) {
+  std::vector<std::string> out;
+  for (const HttpRequest& r : server.TakeRequests()) out.push_back(r.line);
+  return out;
 }
-
-// Serves scripted answers, one per connection, and keeps each request line.
-class ReplayServer {
- public:
-  ReplayServer() {
-    Result<int> fd = testing::ListenLoopback(&port_);
-    EXPECT_OK(fd);
-    fd_ = fd.value_or(-1);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~ReplayServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  void Answer(std::string s2c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    script_.push_back(std::move(s2c));
-  }
-  std::vector<std::string> TakeRequestLines() {
-    std::lock_guard<std::mutex> lock(mu_);
-    EXPECT_TRUE(script_.empty()) << script_.size() << " scripted answers were never asked for";
-    std::vector<std::string> out(lines_.begin(), lines_.end());
-    lines_.clear();
-    script_.clear();
-    return out;
-  }
-  std::vector<std::string> TakeAcceptHeaders() {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::string> out(accepts_.begin(), accepts_.end());
-    accepts_.clear();
-    return out;
-  }
-
- private:
-  void Loop() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn < 0) continue;
-      Serve(conn);
-      ::close(conn);
-    }
-  }
-  void Serve(int fd) {
-    std::string in;
-    char buf[4096];
-    while (in.find("\r\n\r\n") == std::string::npos) {
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) return;
-      in.append(buf, static_cast<size_t>(n));
-    }
-    std::string s2c;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      lines_.push_back(in.substr(0, in.find("\r\n")));
-      for (const std::string& line : Split(in, '\n')) {
-        if (StartsWith(ToLower(line), "accept:")) accepts_.push_back(Trim(line.substr(7)));
-      }
-      if (script_.empty()) {
-        ADD_FAILURE() << "unscripted request " << lines_.back();
-        return;
-      }
-      s2c = std::move(script_.front());
-      script_.pop_front();
-    }
-    std::string_view rest = s2c;
-    while (!rest.empty()) {
-      ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
-      if (n <= 0) return;
-      rest.remove_prefix(static_cast<size_t>(n));
-    }
-    ::shutdown(fd, SHUT_WR);
-  }
-
-  int fd_ = -1, port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::deque<std::string> script_;
-  std::deque<std::string> lines_, accepts_;
-  std::thread thread_;
-};
 
 class NmWebLogsReplay : public ::testing::Test {
  protected:
@@ -141,11 +49,11 @@ class NmWebLogsReplay : public ::testing::Test {
     server_.Answer(ReadCapture(stem + ".s2c.bin"));
     Result<NmLogContent> got = client_.ReadLog(cid, file, size);
     EXPECT_OK(got);
-    EXPECT_THAT(server_.TakeRequestLines(), ElementsAre(RecordedRequestLine(stem + ".c2s.bin")));
+    EXPECT_THAT(RequestLines(server_), ElementsAre(RecordedRequestLine(stem + ".c2s.bin")));
     return got.ok() ? *got : NmLogContent{};
   }
 
-  ReplayServer server_;
+  ScriptedHttpServer server_;
   NmWebLogs client_{server_.address(), ""};
 };
 
@@ -213,8 +121,10 @@ TEST_F(NmWebLogsReplay, Lists) {
     server_.Answer(ReadCapture(std::string(stem) + ".s2c.bin"));
     Result<NmLogListing> list = client_.ListLogs(kCid);
     ASSERT_OK(list);
-    EXPECT_THAT(server_.TakeRequestLines(), ElementsAre(RecordedRequestLine(std::string(stem) + ".c2s.bin")));
-    EXPECT_THAT(server_.TakeAcceptHeaders(), ElementsAre("application/json"));
+    std::vector<HttpRequest> got = server_.TakeRequests();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].line, RecordedRequestLine(std::string(stem) + ".c2s.bin"));
+    EXPECT_EQ(got[0].headers["accept"], "application/json");
     EXPECT_EQ(list->answer, NmLogAnswer::kServed);
     std::vector<std::string> names;
     for (const NmLogFileInfo& f : list->files) names.push_back(f.name);
@@ -239,7 +149,7 @@ TEST_F(NmWebLogsReplay, ListOfAnUnknownContainer) {
     server_.Answer(ReadCapture(s2c));
     Result<NmLogListing> list = client_.ListLogs("container_1795372454004_9999_01_000001");
     ASSERT_OK(list);
-    server_.TakeRequestLines();
+    server_.TakeRequests();
     EXPECT_EQ(list->answer, NmLogAnswer::kUnknownContainer);
     EXPECT_THAT(list->message, ::testing::AnyOf(HasSubstr("Unknown container"), HasSubstr("not found")));
   }
@@ -252,19 +162,18 @@ TEST_F(NmWebLogsReplay, BadContainerIdIsInvalidArgument) {
                 HasSubstr("invalid container id, container_bogus"));
   server_.Answer(ReadCapture("nm-web/27-nm-8042-malformed-container-id.s2c.bin"));
   EXPECT_STATUS(client_.ListLogs("container_bogus"), kInvalidArgument, HasSubstr("invalid container id"));
-  EXPECT_EQ(server_.TakeRequestLines().size(), 2u);
+  EXPECT_EQ(server_.TakeRequests().size(), 2u);
 }
 
 TEST_F(NmWebLogsReplay, UserNameAndEscaping) {
   NmWebLogs with_user(server_.address(), "alice b");
-  std::string body = Wrapped(kCid, "std out", "", 9, true);
-  server_.Answer("HTTP/1.1 200 OK\r\nContent-Type: text/plain;charset=utf-8\r\nContent-Length: " +
-                 std::to_string(body.size()) + "\r\n\r\n" + body);
+  std::string body = NmWrapped(kCid, "std out", "", 9, true);
+  server_.Answer(testing::HttpAnswer("200 OK", "text/plain;charset=utf-8", body));
   Result<NmLogContent> out = with_user.ReadLog(kCid, "std out", 0);
   ASSERT_OK(out);
   EXPECT_EQ(out->file_length, 9);
   EXPECT_EQ(out->bytes, "");
-  EXPECT_THAT(server_.TakeRequestLines(),
+  EXPECT_THAT(RequestLines(server_),
               ElementsAre("GET /ws/v1/node/containerlogs/" + kCid + "/std%20out?size=0&user.name=alice%20b HTTP/1.1"));
 }
 
@@ -286,18 +195,18 @@ TEST(NmWebLogsParse, LongNamesAndBytesThatLookLikeTheWrapper) {
   // A file whose content contains the trailer's words: the length, not a search, finds the end.
   std::string tricky = "x\nEnd of LogType:launch_container.sh.\n" + std::string(84, '*') + "\n\nmore";
   Result<NmLogContent> r = ParseContainerLogsAnswer(
-      200, Wrapped(kCid, "launch_container.sh", tricky, static_cast<int64_t>(tricky.size()), false), "", kCid,
+      200, NmWrapped(kCid, "launch_container.sh", tricky, static_cast<int64_t>(tricky.size()), false), "", kCid,
       "launch_container.sh", std::nullopt);
   ASSERT_OK(r);
   EXPECT_EQ(r->bytes, tricky);
   // A rolling upload's aggregated part after the trailer is left out.
-  std::string with_more = Wrapped(kCid, "stdout", "ab", 2, true) + "Container: " + kCid + " on localhost_45454\n...";
+  std::string with_more = NmWrapped(kCid, "stdout", "ab", 2, true) + "Container: " + kCid + " on localhost_45454\n...";
   r = ParseContainerLogsAnswer(200, with_more, "", kCid, "stdout", std::nullopt);
   ASSERT_OK(r);
   EXPECT_EQ(r->bytes, "ab");
   EXPECT_TRUE(r->container_running);
   // size=0: nothing but the length.
-  r = ParseContainerLogsAnswer(200, Wrapped(kCid, "stdout", "", 12345, true), "", kCid, "stdout", 0);
+  r = ParseContainerLogsAnswer(200, NmWrapped(kCid, "stdout", "", 12345, true), "", kCid, "stdout", 0);
   ASSERT_OK(r);
   EXPECT_EQ(r->bytes, "");
   EXPECT_EQ(r->file_length, 12345);
@@ -305,12 +214,12 @@ TEST(NmWebLogsParse, LongNamesAndBytesThatLookLikeTheWrapper) {
 
 TEST(NmWebLogsParse, BrokenAnswers) {
   // The file shrank between the NM's stat and its read: fewer bytes than LogLength.
-  EXPECT_STATUS(ParseContainerLogsAnswer(200, Wrapped(kCid, "stdout", "abc", 5, false), "", kCid, "stdout", std::nullopt),
+  EXPECT_STATUS(ParseContainerLogsAnswer(200, NmWrapped(kCid, "stdout", "abc", 5, false), "", kCid, "stdout", std::nullopt),
                 kUnavailable, HasSubstr("did not end where LogLength said"));
-  std::string cut = Wrapped(kCid, "stdout", "abcdef", 6, false);
+  std::string cut = NmWrapped(kCid, "stdout", "abcdef", 6, false);
   EXPECT_STATUS(ParseContainerLogsAnswer(200, cut.substr(0, cut.size() - 60), "", kCid, "stdout", std::nullopt),
                 kInternal, HasSubstr("trailer"));
-  EXPECT_STATUS(ParseContainerLogsAnswer(200, Wrapped(kCid, "stderr", "a", 1, false), "", kCid, "stdout", std::nullopt),
+  EXPECT_STATUS(ParseContainerLogsAnswer(200, NmWrapped(kCid, "stderr", "a", 1, false), "", kCid, "stdout", std::nullopt),
                 kInternal, HasSubstr("LogType"));
   EXPECT_STATUS(ParseContainerLogsAnswer(503, "busy", "", kCid, "stdout", std::nullopt), kUnavailable, HasSubstr("503"));
   EXPECT_STATUS(ParseContainerLogsAnswer(403, "no", "", kCid, "stdout", std::nullopt), kPermissionDenied, HasSubstr("403"));

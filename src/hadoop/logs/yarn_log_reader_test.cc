@@ -6,20 +6,16 @@
 
 #include "hadoop/logs/yarn_log_reader.h"
 
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <thread>
+#include <optional>
 
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
+#include "hadoop/logs/nm_log_test_util.h"
 #include "hadoop/testing/captures.h"
+#include "hadoop/testing/scripted_http_server.h"
 #include "hadoop/testing/test_socket.h"
 
 namespace loom::hadoop {
@@ -27,111 +23,23 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::HttpAnswer;
+using testing::HttpRequest;
+using testing::NmWrapped;
 using testing::ReadCapture;
-
-std::string Http(const std::string& status, const std::string& type, const std::string& body) {
-  return "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
-}
+using testing::ScriptedHttpServer;
 
 std::string FileNotFound(const std::string& path) {
-  return Http("404 Not Found", "application/json",
-              "{\"RemoteException\":{\"exception\":\"FileNotFoundException\",\"javaClassName\":"
-              "\"java.io.FileNotFoundException\",\"message\":\"File " + path + " does not exist.\"}}");
+  return HttpAnswer("404 Not Found", "application/json",
+                    "{\"RemoteException\":{\"exception\":\"FileNotFoundException\",\"javaClassName\":"
+                    "\"java.io.FileNotFoundException\",\"message\":\"File " + path + " does not exist.\"}}");
 }
 
-// The NM's text around a file's bytes, as in nm-web/04.
-std::string NmWrapped(const std::string& cid, const std::string& file, const std::string& bytes, int64_t length,
-                      bool running) {
-  std::string head = "Container: " + cid + " on localhost:45454";
-  std::string end = "End of LogType:" + file;
-  std::string body = head + "\nLogAggregationType: LOCAL\n" + std::string(head.size(), '=') + "\nLogType:" + file +
-                     "\nLogLastModifiedTime:Sun Nov 22 18:46:25 +0000 2026\nLogLength:" + std::to_string(length) +
-                     "\nLogContents:\n" + bytes + end + "." +
-                     (running ? "This log file belongs to a running container (" + cid + ") and so may not be complete.\n"
-                              : "\n") +
-                     std::string(end.size() + 50, '*') + "\n\n";
-  return Http("200 OK", "text/plain;charset=utf-8", body);
+// The NM's answer with a file's bytes, as in nm-web/04.
+std::string NmAnswer(const std::string& cid, const std::string& file, const std::string& bytes, int64_t length,
+                     bool running) {
+  return HttpAnswer("200 OK", "text/plain;charset=utf-8", NmWrapped(cid, file, bytes, length, running));
 }
-
-struct Request {
-  std::string path;
-  std::map<std::string, std::string> query;
-  std::string target;
-};
-
-// Answers each connection with handler(request).
-class ScriptedServer {
- public:
-  explicit ScriptedServer(std::function<std::string(const Request&)> handler) : handler_(std::move(handler)) {
-    Result<int> fd = testing::ListenLoopback(&port_);
-    EXPECT_OK(fd);
-    fd_ = fd.value_or(-1);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~ScriptedServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  std::vector<std::string> Targets() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return targets_;
-  }
-  void ClearTargets() {
-    std::lock_guard<std::mutex> lock(mu_);
-    targets_.clear();
-  }
-
- private:
-  void Loop() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn < 0) continue;
-      std::string in;
-      char buf[4096];
-      while (in.find("\r\n\r\n") == std::string::npos) {
-        ssize_t n = ::recv(conn, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        in.append(buf, static_cast<size_t>(n));
-      }
-      std::vector<std::string> first = Split(in.substr(0, in.find("\r\n")), ' ');
-      Request r;
-      r.target = first.size() > 1 ? first[1] : "";
-      size_t q = r.target.find('?');
-      r.path = r.target.substr(0, q);
-      if (q != std::string::npos) {
-        for (const std::string& kv : Split(r.target.substr(q + 1), '&')) {
-          size_t eq = kv.find('=');
-          r.query[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
-        }
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        targets_.push_back(r.target);
-      }
-      std::string out = handler_(r);
-      std::string_view rest = out;
-      while (!rest.empty()) {
-        ssize_t n = ::send(conn, rest.data(), rest.size(), MSG_NOSIGNAL);
-        if (n <= 0) break;
-        rest.remove_prefix(static_cast<size_t>(n));
-      }
-      ::shutdown(conn, SHUT_WR);
-      ::close(conn);
-    }
-  }
-
-  std::function<std::string(const Request&)> handler_;
-  int fd_ = -1, port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::vector<std::string> targets_;
-  std::thread thread_;
-};
 
 constexpr char kTApp[] = "application_1795374029814_0002";
 constexpr char kTCid[] = "container_1795374029814_0002_01_000002";
@@ -140,7 +48,7 @@ constexpr char kIApp[] = "application_1795374306301_0001";
 constexpr char kIDir[] = "/tmp/logs/root/bucket-logs-ifile/0001/application_1795374306301_0001";
 
 // A NameNode holding the two recorded aggregated files at their recorded paths.
-std::string NameNode(const Request& r) {
+std::string NameNode(const HttpRequest& r) {
   const std::string prefix = "/webhdfs/v1";
   std::string path = r.path.substr(prefix.size());
   std::string op = r.query.count("op") ? r.query.at("op") : "";
@@ -152,24 +60,18 @@ std::string NameNode(const Request& r) {
     int64_t offset = r.query.count("offset") ? ParseInt(r.query.at("offset")).value_or(0) : 0;
     int64_t length = r.query.count("length") ? ParseInt(r.query.at("length")).value_or(-1) : -1;
     std::string part = bytes.substr(static_cast<size_t>(offset), length < 0 ? std::string::npos : static_cast<size_t>(length));
-    return Http("200 OK", "application/octet-stream", part);
+    return HttpAnswer("200 OK", "application/octet-stream", part);
   }
   return FileNotFound(path);
 }
 
 class YarnLogReaderTest : public ::testing::Test {
  protected:
+  // WebHDFS is the NameNode of the recordings; the NodeManager's answers are scripted (Nm).
   YarnLogReaderTest()
-      : server_([this](const Request& r) {
+      : server_({""}, [](const HttpRequest& r) -> std::optional<std::string> {
           if (StartsWith(r.path, "/webhdfs/v1/")) return NameNode(r);
-          std::lock_guard<std::mutex> lock(mu_);
-          if (nm_.empty()) {
-            ADD_FAILURE() << "unscripted NodeManager request " << r.target;
-            return Http("500 Server Error", "text/plain", "unscripted");
-          }
-          std::string out = nm_.front();
-          nm_.erase(nm_.begin());
-          return out;
+          return std::nullopt;
         }) {
     conf_.default_fs = "hdfs://127.0.0.1:9000";
     conf_.fs_scheme = "hdfs";
@@ -182,23 +84,18 @@ class YarnLogReaderTest : public ::testing::Test {
     conf_.log_aggregation_enable = true;
     conf_.nm_webapp = HostPort{"0.0.0.0", 8042};
   }
-  void Nm(std::string answer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    nm_.push_back(std::move(answer));
-  }
+  void Nm(std::string answer) { server_.Answer(std::move(answer)); }
   YarnLogReader Reader() { return YarnLogReader(conf_, "root", WebHdfs("http://" + server_.address(), "root")); }
   ContainerLogLocation Where(const std::string& cid) { return {cid, "localhost:45454", server_.address()}; }
   std::vector<std::string> NmTargets() {
     std::vector<std::string> out;
-    for (const std::string& t : server_.Targets()) {
-      if (StartsWith(t, "/ws/")) out.push_back(t);
+    for (const HttpRequest& r : server_.Requests()) {
+      if (StartsWith(r.target, "/ws/")) out.push_back(r.target);
     }
     return out;
   }
 
-  std::mutex mu_;
-  std::vector<std::string> nm_;
-  ScriptedServer server_;
+  ScriptedHttpServer server_;
   HadoopConf conf_;
 };
 
@@ -210,7 +107,7 @@ TEST_F(YarnLogReaderTest, RunningContainerFromTheNodeManager) {
   ASSERT_OK(all);
   EXPECT_EQ(*all, "out-line\n");
   // Following from byte 4: one request for the tail, no whole-file read.
-  Nm(NmWrapped(cid, "stdout", "out-line\nmore\n", 14, true));
+  Nm(NmAnswer(cid, "stdout", "out-line\nmore\n", 14, true));
   Result<LogChunk> next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 9);
   ASSERT_OK(next);
   EXPECT_EQ(next->bytes, "more\n");
@@ -226,8 +123,8 @@ TEST_F(YarnLogReaderTest, FollowingPastTheTailWindowReadsTheWholeFile) {
   YarnLogReader reader = Reader();
   reader.set_tail_window_for_test(3);
   const std::string cid = "container_1795372454004_0017_01_000002";
-  Nm(NmWrapped(cid, "stdout", "ne\n", 9, false));  // the last 3 bytes: not back to byte 2
-  Nm(NmWrapped(cid, "stdout", "out-line\n", 9, false));
+  Nm(NmAnswer(cid, "stdout", "ne\n", 9, false));  // the last 3 bytes: not back to byte 2
+  Nm(NmAnswer(cid, "stdout", "out-line\n", 9, false));
   Result<LogChunk> next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 2);
   ASSERT_OK(next);
   EXPECT_EQ(next->bytes, "t-line\n");
@@ -235,9 +132,9 @@ TEST_F(YarnLogReaderTest, FollowingPastTheTailWindowReadsTheWholeFile) {
   EXPECT_TRUE(next->complete);  // the container no longer runs
   EXPECT_EQ(NmTargets().size(), 2u);
   // A file now shorter than the offset (replaced): everything, from 0.
-  server_.ClearTargets();
-  Nm(NmWrapped(cid, "stdout", "ew\n", 4, true));  // the tail misses the first byte: a whole read follows
-  Nm(NmWrapped(cid, "stdout", "new\n", 4, true));
+  server_.ClearRequests();
+  Nm(NmAnswer(cid, "stdout", "ew\n", 4, true));  // the tail misses the first byte: a whole read follows
+  Nm(NmAnswer(cid, "stdout", "new\n", 4, true));
   next = reader.ReadFrom("application_1795372454004_0017", Where(cid), "stdout", 100);
   ASSERT_OK(next);
   EXPECT_EQ(next->offset, 0);
@@ -266,7 +163,7 @@ TEST_F(YarnLogReaderTest, AggregatedTFileOnceTheNodeManagerForgetsTheContainer) 
   // No web address: the NodeManager is asked at <NodeId host>:<port of yarn.nodemanager.webapp.address>.
   conf_.nm_webapp.port = std::stoi(server_.address().substr(server_.address().find(':') + 1));
   YarnLogReader derived = Reader();
-  server_.ClearTargets();
+  server_.ClearRequests();
   Nm(ReadCapture("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"));
   am = derived.Read(kTApp, {"container_1795374029814_0002_01_000001", "localhost:45454", ""}, "AppMaster.stderr");
   ASSERT_OK(am);
@@ -291,7 +188,8 @@ TEST_F(YarnLogReaderTest, LargeIFileIsReadInPieces) {
   EXPECT_EQ(a->bytes, "stdout line 1 from container_1795374306301_0001_01_000002\nstdout line 2\n");
   EXPECT_EQ(a->mtime_ms, 1795374325226);
   std::vector<std::string> opens;
-  for (const std::string& t : server_.Targets()) {
+  for (const HttpRequest& r : server_.Requests()) {
+    const std::string& t = r.target;
     if (t.find("op=OPEN") == std::string::npos) continue;
     size_t range = t.find("&offset");
     opens.push_back(t.substr(range != std::string::npos ? range : t.find("&length")));
