@@ -66,6 +66,8 @@ function finishedJob({ id, name, user = 'ann', backend = 'local', state = 'SUCCE
       extra: { container: `container_${id}_01_00000${i + 2}`, avg_cpu_cores: 0.71 + i / 10, peak_cpu_cores: 1.22 } }));
   }
   events.push({ ts: end + 20, event: 'JOB_FINISHED', state, diagnostics });
+  events.sort((a, b) => a.ts - b.ts);
+  samples.sort((a, b) => a.ms - b.ms);
   return { id, user, samples, events, finished: true,
     view: () => ({ job_id: id, name, backend, state, diagnostics, submitted_ms: start, finished_ms: end + 20, final: true, attempt: 1, tasks, user, live: false }) };
 }
@@ -125,7 +127,7 @@ function config(j) {
     { key: 'loom.application.framework', value: 'pytorch', source: 'tony.xml' },
     { key: 'loom.application.name', value: v.name, source: 'tony.xml' },
     { key: 'loom.secret.password', value: '<redacted>', source: '--conf' },
-    { key: 'loom.task.metrics-interval-ms', value: '500', source: '--conf' },
+    { key: 'loom.task.metrics-interval-ms', value: '300', source: '--conf' },
     { key: 'loom.worker.command', value: 'python3 train_ddp.py "<script>alert(2)</script>"', source: '--executes' },
     { key: 'loom.worker.instances', value: String(v.tasks.length), source: 'tony.xml' },
     { key: 'loom.worker.memory', value: '2g', source: 'default' },
@@ -135,7 +137,7 @@ function config(j) {
 function logText(j, task, name) {
   const lines = [];
   const n = name === 'stdout' ? Math.floor((Date.now() - T0) / 500) + 40 : 12;
-  for (let i = 0; i < n; i++) lines.push(`${name} ${task} line ${i}: epoch ${Math.floor(i / 10)} loss ${(1 / (i + 1)).toFixed(4)}${i === 3 ? ' <script>alert(3)</script> <img src=x onerror=alert(4)>' : ''}`);
+  for (let i = 0; i < n; i++) lines.push(`${name} ${task} line ${i}: epoch ${Math.floor(i / 10)} loss ${(1 / (i + 1)).toFixed(4)}${i === 3 ? ' <script>alert(2)</script> <img src=x onerror=alert(4)>' : ''}`);
   return lines.join('\n') + '\n';
 }
 

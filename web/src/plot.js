@@ -36,6 +36,26 @@ function styles(labels, pairs) {
   return labels.map((l) => ({ stroke: color(tasks.indexOf(l.slice(2))), dash: l.startsWith('B ') ? [6, 4] : undefined }));
 }
 
+const pad = (n) => String(n).padStart(2, '0');
+const INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+
+// Clock times on the x axis: 12:34:56 within an hour, 12:34 within two days, 11-29 12:34 beyond.
+function timeTicks(u, vals, axis, space, incr) {
+  return vals.map((v) => {
+    const d = new Date(v * 1000);
+    const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    if (incr < 60) return `${hm}:${pad(d.getSeconds())}`;
+    if (incr < 86400) return hm;
+    return `${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hm}`;
+  });
+}
+
+const clock = (u, v) => {
+  if (v === null || v === undefined) return '-';
+  const d = new Date(v * 1000);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+};
+
 function options(title, labels, unit, width, height, relative, pairs) {
   const look = styles(labels, pairs);
   const fmt = FORMATS[unit] || ((v) => String(v));
@@ -45,11 +65,11 @@ function options(title, labels, unit, width, height, relative, pairs) {
     height,
     scales: { x: { time: !relative }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : unit === 'percent' ? 100 : 1] } },
     series: [
-      { label: relative ? 'time' : 'time', value: relative ? (u, v) => (v === null ? '-' : `+${Math.round(v)}s`) : undefined },
+      { label: 'time', value: relative ? (u, v) => (v === null || v === undefined ? '-' : `+${Math.round(v)}s`) : clock },
       ...labels.map((l, i) => ({ label: l, ...look[i], width: 1.5, spanGaps: true, points: { size: 4 }, value: (u, v) => fmt(v) })),
     ],
     axes: [
-      { ...axis, values: relative ? relTicks : undefined },
+      { ...axis, incrs: INCRS, values: relative ? relTicks : timeTicks },
       { ...axis, size: 64, values: (u, vals) => vals.map(fmt) },
     ],
     legend: { live: true },
