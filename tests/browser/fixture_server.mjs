@@ -4,10 +4,13 @@
 // proper run against the real `loom portal`; this serves only to work on the page offline.
 //
 //   node fixture_server.mjs [--port 0] [--dist ../../web/dist] [--am JOB] [--run-seconds 60]
+//   node fixture_server.mjs --loom LOOM --loom-home DIR   real records: the jobs under DIR/jobs
+//                                                         (the job itself from `LOOM status --json`)
 //
 // Prints "Portal: http://127.0.0.1:PORT/" first, as `loom portal` does.
 import { createServer } from 'node:http';
-import { readFileSync, existsSync, statSync } from 'node:fs';
+import { readFileSync, existsSync, statSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { dirname, extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -101,8 +104,48 @@ function liveJob(id) {
   };
 }
 
+// A real job record under $LOOM_HOME/jobs/ID (history/job_dir.h).
+function recordJob(loom, dir, id) {
+  const root = join(dir, 'jobs', id);
+  const lines = (f) => (existsSync(join(root, f)) ? readFileSync(join(root, f), 'utf8').split('\n').filter((l) => l.trim()).flatMap((l) => { try { return [JSON.parse(l)]; } catch (e) { return []; } }) : []);
+  const meta = JSON.parse(readFileSync(join(root, 'job.json'), 'utf8'));
+  return {
+    id, user: meta.user, record: root,
+    get events() { return lines('events.jsonl'); },
+    get samples() { return lines('metrics.jsonl'); },
+    view() {
+      // `loom status` exits 1 for a failed or killed job: its output is what counts.
+      const v = JSON.parse(spawnSync(loom, ['status', '--json', id], { env: { ...process.env, LOOM_HOME: dir } }).stdout.toString());
+      return { ...v, user: meta.user, live: !v.final };
+    },
+    config() {
+      const xml = readFileSync(join(root, 'config.xml'), 'utf8');
+      const un = (s) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+      return [...xml.matchAll(/<property>\s*<name>([^<]*)<\/name>\s*<value>([^<]*)<\/value>\s*(?:<source>([^<]*)<\/source>)?/g)]
+        .map((m) => ({ key: un(m[1]), value: /password|secret|token|credential/i.test(m[1]) ? '<redacted>' : un(m[2]), source: un(m[3] || '') }));
+    },
+    logFiles() {
+      const out = [['am', 'am.log', join(root, 'am.log')]];
+      const tdir = join(root, 'tasks');
+      for (const t of existsSync(tdir) ? readdirSync(tdir).sort() : []) {
+        const task = t.replace(/-(\d+)$/, ':$1');
+        for (const name of ['stdout', 'stderr', 'executor.log']) out.push([task, name, join(tdir, t, name)]);
+      }
+      return out.filter(([, , f]) => existsSync(f));
+    },
+  };
+}
+
 const jobs = new Map();
 const add = (j) => jobs.set(j.id, j);
+const loomBin = arg('--loom', '');
+const loomHome = arg('--loom-home', '');
+if (loomHome) {
+  for (const id of readdirSync(join(loomHome, 'jobs'))) {
+    if (existsSync(join(loomHome, 'jobs', id, 'job.json'))) add(recordJob(loomBin, loomHome, id));
+  }
+}
+if (!loomHome) {
 add(finishedJob({ id: 'job_20261129093000_d0d0', name: 'digits-ddp', start: T0 - 50 * MIN, ms: 42000, restartAt: 20000 }));
 add(finishedJob({ id: 'job_20261129094000_fa11', name: 'fails', user: 'bob', state: 'FAILED', start: T0 - 40 * MIN, ms: 6000, exit: 1, diagnostics: 'worker:0 exited with code 1' }));
 add(finishedJob({ id: 'job_20261129095000_k111', name: 'sleeps', state: 'KILLED', start: T0 - 30 * MIN, ms: 9000, diagnostics: 'killed by loom kill (user ann)' }));
@@ -114,6 +157,7 @@ const states = ['SUCCEEDED', 'SUCCEEDED', 'FAILED', 'KILLED', 'SUCCEEDED'];
 for (let k = 0; k < 120; k++) {
   const id = `job_202611${String(1 + (k % 28)).padStart(2, '0')}0${String(100000 + k).slice(1)}_${(0x1000 + k).toString(16)}`;
   add(finishedJob({ id, name: `sweep-${k}`, user: users[k % 4], backend: k % 3 ? 'local' : 'yarn', state: states[k % 5], start: T0 - (60 + k * 37) * MIN, ms: 20000 + k * 1000, n: 1 + (k % 4), every: 5000, diagnostics: states[k % 5] === 'FAILED' ? 'worker:0 exited with code 2' : '' }));
+}
 }
 
 function summary(j) {
@@ -183,7 +227,19 @@ const server = createServer((req, res) => {
       const after = q.after === undefined ? -Infinity : Number(q.after);
       return send(res, 200, { samples: j.samples.filter((s) => s.ms > after) });
     }
-    if (parts[3] === 'config') return send(res, 200, { entries: config(j) });
+    if (parts[3] === 'config') return send(res, 200, { entries: j.config ? j.config() : config(j) });
+    if (j.logFiles && parts[3] === 'logs' && parts.length === 4) {
+      return send(res, 200, { logs: j.logFiles().map(([task, name, f]) => ({ task, name, size: statSync(f).size })) });
+    }
+    if (j.logFiles && parts[3] === 'logs' && parts.length === 6) {
+      const f = j.logFiles().find(([task, name]) => task === parts[4] && name === parts[5]);
+      if (!f) return send(res, 404, { error: 'no such log' });
+      const buf = readFileSync(f[2]);
+      let offset = Number(q.offset || 0);
+      if (offset < 0) offset = Math.max(0, buf.length + offset);
+      const data = buf.subarray(offset, offset + Math.min(Number(q.limit || 65536), 1 << 20));
+      return send(res, 200, { offset, size: buf.length, data: data.toString('utf8'), eof: offset + data.length >= buf.length });
+    }
     if (parts[3] === 'logs' && parts.length === 4) {
       const logs = [{ task: 'am', name: 'am.log', size: logText(j, 'am', 'am.log').length }];
       for (const t of j.view().tasks) for (const name of ['stdout', 'stderr', 'executor.log']) logs.push({ task: t.task, name, size: Buffer.byteLength(logText(j, t.task, name)) });
