@@ -65,6 +65,7 @@ add_custom_command(
   COMMENT "web: embedding ${dist}"
   VERBATIM)
 add_custom_target(loom_web_page DEPENDS ${LOOM_WEB_EMBEDDED})
+set(LOOM_WEB_DIST_DIR ${dist})  # the page as built (tests/browser serves it)
 
 add_library(loom_web_assets STATIC ${LOOM_WEB_EMBEDDED})
 target_include_directories(loom_web_assets PUBLIC ${PROJECT_SOURCE_DIR}/src)
