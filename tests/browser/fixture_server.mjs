@@ -151,6 +151,7 @@ add(finishedJob({ id: 'job_20261129094000_fa11', name: 'fails', user: 'bob', sta
 add(finishedJob({ id: 'job_20261129095000_k111', name: 'sleeps', state: 'KILLED', start: T0 - 30 * MIN, ms: 9000, diagnostics: 'killed by loom kill (user ann)' }));
 add(finishedJob({ id: 'job_20261129096000_0bad', name: '<script>alert(1)</script>', user: '<b>eve</b>', start: T0 - 20 * MIN, ms: 3000, n: 1 }));
 add(finishedJob({ id: 'job_20261129097000_6bu5', name: 'gpu-train', backend: 'yarn', start: T0 - 10 * MIN, ms: 60000, n: 2, gpus: 2, every: 2000 }));
+add(finishedJob({ id: 'job_20261129098000_b16f', name: 'wide-sweep', start: T0 - 5 * MIN, ms: 90000, n: 24, every: 1500 }));
 add(liveJob('job_20261129099000_11fe'));
 const users = ['ann', 'bob', 'chen', 'dara'];
 const states = ['SUCCEEDED', 'SUCCEEDED', 'FAILED', 'KILLED', 'SUCCEEDED'];

@@ -67,24 +67,47 @@ export function buildTimeline(events, job, now = Date.now()) {
 
 // Series aligned on one x axis (seconds, as uPlot wants) from samples: `pick(sample)` gives
 // [[label, value], ...] for each sample (nothing where it has no value). `x0`: ms subtracted
-// from every x (a relative axis), else x is the epoch time.
-export function alignSeries(samples, pick, x0 = 0) {
+// from every x (a relative axis), else x is the epoch time. Past `maxPoints` distinct times (a
+// long job, many tasks) the times are put in buckets of equal width, each holding a series'
+// largest value in it: a peak stays visible, and the page stays light.
+export function alignSeries(samples, pick, x0 = 0, maxPoints = 2000) {
   const byLabel = new Map();
   const xs = new Set();
   for (const s of samples) {
-    const x = (s.ms - x0) / 1000;
     for (const [label, v] of pick(s)) {
       if (v === undefined || v === null || Number.isNaN(v)) continue;
-      if (!byLabel.has(label)) byLabel.set(label, new Map());
-      byLabel.get(label).set(x, v);
-      xs.add(x);
+      if (!byLabel.has(label)) byLabel.set(label, []);
+      byLabel.get(label).push([s.ms, v]);
+      xs.add(s.ms);
     }
   }
-  const x = [...xs].sort((a, b) => a - b);
+  let key = (ms) => ms;
+  if (xs.size > maxPoints) {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const ms of xs) {
+      lo = Math.min(lo, ms);
+      hi = Math.max(hi, ms);
+    }
+    const width = Math.max(1, Math.ceil((hi - lo + 1) / maxPoints));
+    key = (ms) => lo + Math.floor((ms - lo) / width) * width;
+  }
+  const cols = new Map();
+  const times = new Set();
+  for (const [label, points] of byLabel) {
+    const m = new Map();
+    for (const [ms, v] of points) {
+      const k = key(ms);
+      times.add(k);
+      if (!m.has(k) || m.get(k) < v) m.set(k, v);
+    }
+    cols.set(label, m);
+  }
+  const t = [...times].sort((a, b) => a - b);
   const labels = [...byLabel.keys()].sort(compareTasks);
-  const data = [x, ...labels.map((l) => {
-    const m = byLabel.get(l);
-    return x.map((t) => (m.has(t) ? m.get(t) : null));
+  const data = [t.map((ms) => (ms - x0) / 1000), ...labels.map((l) => {
+    const m = cols.get(l);
+    return t.map((ms) => (m.has(ms) ? m.get(ms) : null));
   })];
   return { labels, data };
 }
