@@ -263,7 +263,13 @@ const server = createServer((req, res) => {
   const file = p === '/' ? 'index.html' : normalize(p).replace(/^\/+/, '');
   const full = join(dist, file);
   if (!full.startsWith(dist) || !existsSync(full) || !statSync(full).isFile()) return send(res, 404, { error: 'not found' });
-  res.writeHead(200, { 'Content-Type': TYPES[extname(full)] || 'application/octet-stream' });
+  // The headers the real servers are asked to send with the page: a strict policy, so that a
+  // test here fails where the page would need more.
+  res.writeHead(200, {
+    'Content-Type': TYPES[extname(full)] || 'application/octet-stream',
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'",
+  });
   res.end(readFileSync(full));
 });
 

@@ -47,7 +47,8 @@ export function buildTimeline(events, job, now = Date.now()) {
         prev.to = undefined;  // the same state again (a new address): one segment
         continue;
       }
-      r.segments.push({ state: e.state, from: ts, to: undefined, exit_code: e.exit_code });
+      // An end (FAILED before a restart, SUCCEEDED) is a mark: it lasts no time.
+      r.segments.push({ state: e.state, from: ts, to: TERMINAL.has(e.state) ? ts : undefined, exit_code: e.exit_code });
     } else if (e.event === 'TASK_RESTARTING' && e.task) {
       row(e.task).restarts.push({ ts, restart: e.restart, exit_code: e.exit_code });
     } else if (e.event === 'JOB_RESTARTING') {
