@@ -31,6 +31,7 @@ describe('the live dashboard', () => {
     await page.waitForFunction((id) => location.hash === `#/jobs/${encodeURIComponent(id)}`, JOB, { timeout: 15000 });
     assert.equal(await page.locator('.app').getAttribute('data-server'), 'am');
     assert.equal(await page.locator('a.nav').count(), 0, 'no job list on an AM');
+    assert.equal(await page.locator('a.nav-metrics').getAttribute('href'), 'metrics', 'Prometheus, relative');
     await readTaskTable(page, JOB);
   });
 

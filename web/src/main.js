@@ -97,6 +97,7 @@ function App() {
       ${!am && html`<a class=${`nav ${r.view === 'list' ? 'active' : ''}`} href="#/">Jobs</a>`}
       ${r.view === 'job' && html`<span class="crumb mono">${r.id}</span>`}
       <span class="spacer"></span>
+      <a class="nav-metrics muted small" href="metrics" title="Prometheus text format">metrics</a>
       ${info && html`<span class="server muted small">${info.server === 'am' ? 'live dashboard' : 'portal'}${info.version ? ` · ${info.version}` : ''}</span>`}
       <button class="btn icon theme-btn" title="light / dark" aria-label="switch theme"
         onClick=${() => { setTheme(theme() === 'dark' ? 'light' : 'dark'); force((n) => n + 1); }}>${theme() === 'dark' ? '☀' : '☾'}</button>
