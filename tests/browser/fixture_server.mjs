@@ -221,12 +221,13 @@ const server = createServer((req, res) => {
     if (parts.length === 3) return send(res, 200, j.view());
     if (parts[3] === 'events') {
       const after = Number(q.after || 0);
-      const ev = j.events;
-      return send(res, 200, { events: ev.slice(after), next: ev.length });
+      // Small chunks, as a long record comes from the real servers ("more": ask again).
+      const ev = j.events.slice(after, after + 40);
+      return send(res, 200, { events: ev, next: after + ev.length, more: after + ev.length < j.events.length });
     }
     if (parts[3] === 'metrics') {
       const after = q.after === undefined ? -Infinity : Number(q.after);
-      return send(res, 200, { samples: j.samples.filter((s) => s.ms > after) });
+      return send(res, 200, { samples: j.samples.filter((s) => s.ms > after), truncated: false });
     }
     if (parts[3] === 'config') return send(res, 200, { entries: j.config ? j.config() : config(j) });
     if (j.logFiles && parts[3] === 'logs' && parts.length === 4) {
@@ -239,7 +240,7 @@ const server = createServer((req, res) => {
       let offset = Number(q.offset || 0);
       if (offset < 0) offset = Math.max(0, buf.length + offset);
       const data = buf.subarray(offset, offset + Math.min(Number(q.limit || 65536), 1 << 20));
-      return send(res, 200, { offset, size: buf.length, data: data.toString('utf8'), eof: offset + data.length >= buf.length });
+      return send(res, 200, { offset, size: buf.length, data: data.toString('utf8'), next: offset + data.length, eof: offset + data.length >= buf.length });
     }
     if (parts[3] === 'logs' && parts.length === 4) {
       const logs = [{ task: 'am', name: 'am.log', size: logText(j, 'am', 'am.log').length }];
@@ -252,7 +253,7 @@ const server = createServer((req, res) => {
       if (offset < 0) offset = Math.max(0, buf.length + offset);
       const limit = Math.min(Number(q.limit || 65536), 1 << 20);
       const data = buf.subarray(offset, offset + limit);
-      return send(res, 200, { offset, size: buf.length, data: data.toString('utf8'), eof: offset + data.length >= buf.length });
+      return send(res, 200, { offset, size: buf.length, data: data.toString('utf8'), next: offset + data.length, eof: offset + data.length >= buf.length });
     }
     return send(res, 404, { error: `no such path: ${p}` });
   }

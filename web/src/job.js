@@ -33,17 +33,33 @@ export function useJobRecord(id) {
       try {
         // The job first: when it says final, the events and samples asked for after it are all.
         const j = await api.job(id);
-        const [ev, m] = await Promise.all([
-          api.events(id, r.next),
+        const [evs, m] = await Promise.all([
+          (async () => {
+            // A long record comes in chunks ("more"): the rest at once.
+            const out = [];
+            let after = r.next;
+            for (let i = 0; i < 50; i++) {
+              const ev = await api.events(id, after);
+              out.push(ev);
+              const n = (ev.events || []).length;
+              after = typeof ev.next === 'number' ? ev.next : after + n;
+              if (!ev.more || n === 0) break;
+            }
+            return out;
+          })(),
           api.metrics(id, r.lastMs === undefined ? undefined : r.lastMs - 1),
         ]);
         if (stop) return;
         let changed = false;
-        if (ev.events && ev.events.length) {
-          r.events.push(...ev.events);
-          changed = true;
+        for (const ev of evs) {
+          if (ev.events && ev.events.length) {
+            r.events.push(...ev.events);
+            changed = true;
+          }
+          if (typeof ev.next === 'number') r.next = ev.next;
         }
-        if (typeof ev.next === 'number') r.next = ev.next;
+        // Only the newest samples came (the server's cap): the plots start later than the job.
+        if (m.truncated && r.lastMs === undefined) r.truncated = true;
         for (const s of m.samples || []) {
           const k = `${s.task}@${s.ms}`;
           if (r.seen.has(k)) continue;
@@ -79,11 +95,12 @@ export function useJobRecord(id) {
     };
   }, [id]);
 
-  return { job, error, stale, version, updated, events: rec.current ? rec.current.events : [], samples: rec.current ? rec.current.samples : [] };
+  const r = rec.current;
+  return { job, error, stale, version, updated, events: r ? r.events : [], samples: r ? r.samples : [], truncated: !!(r && r.truncated) };
 }
 
 export function JobPage({ id, info }) {
-  const { job, error, stale, version, updated, events, samples } = useJobRecord(id);
+  const { job, error, stale, version, updated, events, samples, truncated } = useJobRecord(id);
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
     if (!job || job.final) return undefined;
@@ -119,6 +136,7 @@ export function JobPage({ id, info }) {
     </section>
     <section class="card">
       <h2>Resources <span class="count">${samples.length} samples</span></h2>
+      ${truncated && html`<div class="muted small">The newest samples only: the record holds more than one answer gives.</div>`}
       <div class="plots">
         <${Plot} name="cpu" title="CPU (cores)" unit="cores" labels=${plots.cpu.labels} data=${plots.cpu.data} />
         <${Plot} name="rss" title="Memory (RSS)" unit="bytes" labels=${plots.rss.labels} data=${plots.rss.data} />

@@ -117,10 +117,10 @@ export function LogsPanel({ id, live }) {
   return html`<div class="logs">
     <div class="toolbar">
       <select class="log-select" value=${sel} onChange=${(e) => setSel(e.currentTarget.value)} aria-label="log">
-        ${logs.map((l) => html`<option value=${`${l.task}\n${l.name}`}>${l.task} · ${l.name} (${bytes(l.size) || 'empty'})</option>`)}
+        ${logs.map((l) => html`<option value=${`${l.task}\n${l.name}`}>${l.task} · ${l.name}${typeof l.size === 'number' ? ` (${bytes(l.size) || 'empty'})` : ''}</option>`)}
       </select>
       <label class="check"><input type="checkbox" class="log-follow" checked=${follow} onChange=${(e) => setFollow(e.currentTarget.checked)} /> follow</label>
-      ${current && html`<span class="muted">${bytes(current.size) || '0 B'}</span>`}
+      ${current && typeof current.size === 'number' && html`<span class="muted">${bytes(current.size) || '0 B'}</span>`}
       ${error && html`<span class="error-inline">${error.message}</span>`}
     </div>
     ${cut && html`<div class="muted small">… earlier output not shown (the last ${bytes(TAIL)} and what followed)</div>`}
