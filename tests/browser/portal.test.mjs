@@ -85,7 +85,12 @@ describe('loom portal', () => {
     assert.ok(Object.values(conf).includes('300'), `loom.task.metrics-interval-ms in the configuration: ${JSON.stringify(conf)}`);
     await page.fill('input.config-filter', '');
     await page.evaluate(() => window.scrollTo(0, 0));
-    await shot(page, 'job-page');
+    // For the README: the header, tasks, timeline and plots.
+    const plotsEnd = await page.evaluate(() => {
+      const r = document.querySelector('.plots').getBoundingClientRect();
+      return Math.ceil(r.bottom + window.scrollY + 24);
+    });
+    await shot(page, 'job-page', { fullPage: true, clip: { x: 0, y: 0, width: 1360, height: Math.min(plotsEnd, 1400) } });
     await shot(page, 'job-page-full', { fullPage: true });
     await page.close();
   });
