@@ -5,6 +5,9 @@
 
 #include "hadoop/ipc/namenode_client.h"
 
+#include <map>
+#include <string>
+
 #include "core/files.h"
 #include "core/testing.h"
 #include "hadoop/ipc/rm_failover.h"
@@ -189,15 +192,23 @@ TEST(RenewerPrincipal, ExpandsHostAsMasterGetMasterPrincipal) {
   EXPECT_EQ(RenewerPrincipal("rm/_HOST@LOOM.TEST", "RM1.Example.COM"), "rm/rm1.example.com@LOOM.TEST");
 }
 
+// `dir` under the test's temp dir, holding `files` (file name, XML).
+std::string SiteDir(const std::string& dir, const std::map<std::string, std::string>& files) {
+  std::string path = ::testing::TempDir() + "/" + dir;
+  EXPECT_OK(MakeDirs(path));
+  for (const auto& [file, xml] : files) EXPECT_OK(WriteFileAtomic(path + "/" + file, xml));
+  return path;
+}
+
+std::string Configuration(const std::string& properties) { return "<configuration>" + properties + "</configuration>"; }
+
+std::string Property(const std::string& name, const std::string& value) {
+  return "<property><name>" + name + "</name><value>" + value + "</value></property>";
+}
+
 TEST(LoadHdfsSiteProperties, ExtraHdfsSiteWins) {
-  std::string dir = ::testing::TempDir() + "/nn_site";
-  ASSERT_OK(MakeDirs(dir));
-  ASSERT_OK(WriteFileAtomic(dir + "/hdfs-site.xml",
-                            "<configuration><property><name>dfs.nameservices</name><value>a</value></property>"
-                            "</configuration>"));
-  ASSERT_OK(WriteFileAtomic(dir + "/extra.xml",
-                            "<configuration><property><name>dfs.nameservices</name><value>b</value></property>"
-                            "</configuration>"));
+  std::string dir = SiteDir("nn_site", {{"hdfs-site.xml", Configuration(Property("dfs.nameservices", "a"))},
+                                        {"extra.xml", Configuration(Property("dfs.nameservices", "b"))}});
   Result<SiteProperties> site = LoadHdfsSiteProperties(dir, dir + "/extra.xml");
   ASSERT_OK(site);
   EXPECT_EQ(site->at("dfs.nameservices"), "b");
@@ -206,14 +217,11 @@ TEST(LoadHdfsSiteProperties, ExtraHdfsSiteWins) {
 // The token path reads hdfs-site.xml as HadoopConf does: ${var} expanded, a property without
 // <value> skipped (before, it went through Loom's job config, which did neither).
 TEST(LoadHdfsSiteProperties, ExpandsAsHadoopConfDoes) {
-  std::string dir = ::testing::TempDir() + "/nn_site_expand";
-  ASSERT_OK(MakeDirs(dir));
-  ASSERT_OK(WriteFileAtomic(dir + "/core-site.xml",
-                            "<configuration><property><name>my.ns</name><value>prod</value></property>"
-                            "</configuration>"));
-  ASSERT_OK(WriteFileAtomic(dir + "/hdfs-site.xml",
-                            "<configuration><property><name>dfs.nameservices</name><value>${my.ns}</value></property>"
-                            "<property><name>dfs.ha.namenodes.prod</name></property></configuration>"));
+  std::string dir = SiteDir(
+      "nn_site_expand",
+      {{"core-site.xml", Configuration(Property("my.ns", "prod"))},
+       {"hdfs-site.xml", Configuration(Property("dfs.nameservices", "${my.ns}") +
+                                       "<property><name>dfs.ha.namenodes.prod</name></property>")}});
   Result<SiteProperties> site = LoadHdfsSiteProperties(dir);
   ASSERT_OK(site);
   EXPECT_EQ(site->at("dfs.nameservices"), "prod");
