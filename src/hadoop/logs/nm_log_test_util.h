@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace loom::hadoop::testing {
+namespace loom::hadoop {
 
 // `bytes` of `file` with the NM's header and trailer: rules as long as the line above /
 // "End of LogType:<file>" + 50; `length` is the whole file's (LogLength).
@@ -20,4 +20,4 @@ inline std::string NmWrapped(const std::string& cid, const std::string& file, co
          std::string(end.size() + 50, '*') + "\n\n";
 }
 
-}  // namespace loom::hadoop::testing
+}  // namespace loom::hadoop

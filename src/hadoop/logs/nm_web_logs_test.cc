@@ -20,10 +20,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::HttpRequest;
-using testing::NmWrapped;
 using testing::ReadCapture;
-using testing::ScriptedHttpServer;
 
 const std::string kCid = "container_1795372454004_0017_01_000002";
 
@@ -34,9 +31,9 @@ std::string RecordedRequestLine(const std::string& c2s) {
 }
 
 // The request line of each request the server got since the last call.
-std::vector<std::string> RequestLines(ScriptedHttpServer& server) {
+std::vector<std::string> RequestLines(testing::ScriptedHttpServer& server) {
   std::vector<std::string> out;
-  for (const HttpRequest& r : server.TakeRequests()) out.push_back(r.line);
+  for (const testing::HttpRequest& r : server.TakeRequests()) out.push_back(r.line);
   return out;
 }
 
@@ -53,7 +50,7 @@ class NmWebLogsReplay : public ::testing::Test {
     return got.ok() ? *got : NmLogContent{};
   }
 
-  ScriptedHttpServer server_;
+  testing::ScriptedHttpServer server_;
   NmWebLogs client_{server_.address(), ""};
 };
 
@@ -121,7 +118,7 @@ TEST_F(NmWebLogsReplay, Lists) {
     server_.Answer(ReadCapture(std::string(stem) + ".s2c.bin"));
     Result<NmLogListing> list = client_.ListLogs(kCid);
     ASSERT_OK(list);
-    std::vector<HttpRequest> got = server_.TakeRequests();
+    std::vector<testing::HttpRequest> got = server_.TakeRequests();
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].line, RecordedRequestLine(std::string(stem) + ".c2s.bin"));
     EXPECT_EQ(got[0].headers["accept"], "application/json");

@@ -23,14 +23,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::HttpAnswer;
-using testing::HttpRequest;
-using testing::NmWrapped;
 using testing::ReadCapture;
-using testing::ScriptedHttpServer;
 
 std::string FileNotFound(const std::string& path) {
-  return HttpAnswer("404 Not Found", "application/json",
+  return testing::HttpAnswer("404 Not Found", "application/json",
                     "{\"RemoteException\":{\"exception\":\"FileNotFoundException\",\"javaClassName\":"
                     "\"java.io.FileNotFoundException\",\"message\":\"File " + path + " does not exist.\"}}");
 }
@@ -38,7 +34,7 @@ std::string FileNotFound(const std::string& path) {
 // The NM's answer with a file's bytes, as in nm-web/04.
 std::string NmAnswer(const std::string& cid, const std::string& file, const std::string& bytes, int64_t length,
                      bool running) {
-  return HttpAnswer("200 OK", "text/plain;charset=utf-8", NmWrapped(cid, file, bytes, length, running));
+  return testing::HttpAnswer("200 OK", "text/plain;charset=utf-8", NmWrapped(cid, file, bytes, length, running));
 }
 
 constexpr char kTApp[] = "application_1795374029814_0002";
@@ -48,7 +44,7 @@ constexpr char kIApp[] = "application_1795374306301_0001";
 constexpr char kIDir[] = "/tmp/logs/root/bucket-logs-ifile/0001/application_1795374306301_0001";
 
 // A NameNode holding the two recorded aggregated files at their recorded paths.
-std::string NameNode(const HttpRequest& r) {
+std::string NameNode(const testing::HttpRequest& r) {
   const std::string prefix = "/webhdfs/v1";
   std::string path = r.path.substr(prefix.size());
   std::string op = r.query.count("op") ? r.query.at("op") : "";
@@ -60,7 +56,7 @@ std::string NameNode(const HttpRequest& r) {
     int64_t offset = r.query.count("offset") ? ParseInt(r.query.at("offset")).value_or(0) : 0;
     int64_t length = r.query.count("length") ? ParseInt(r.query.at("length")).value_or(-1) : -1;
     std::string part = bytes.substr(static_cast<size_t>(offset), length < 0 ? std::string::npos : static_cast<size_t>(length));
-    return HttpAnswer("200 OK", "application/octet-stream", part);
+    return testing::HttpAnswer("200 OK", "application/octet-stream", part);
   }
   return FileNotFound(path);
 }
@@ -69,7 +65,7 @@ class YarnLogReaderTest : public ::testing::Test {
  protected:
   // WebHDFS is the NameNode of the recordings; the NodeManager's answers are scripted (Nm).
   YarnLogReaderTest()
-      : server_({""}, [](const HttpRequest& r) -> std::optional<std::string> {
+      : server_({""}, [](const testing::HttpRequest& r) -> std::optional<std::string> {
           if (StartsWith(r.path, "/webhdfs/v1/")) return NameNode(r);
           return std::nullopt;
         }) {
@@ -89,13 +85,13 @@ class YarnLogReaderTest : public ::testing::Test {
   ContainerLogLocation Where(const std::string& cid) { return {cid, "localhost:45454", server_.address()}; }
   std::vector<std::string> NmTargets() {
     std::vector<std::string> out;
-    for (const HttpRequest& r : server_.Requests()) {
+    for (const testing::HttpRequest& r : server_.Requests()) {
       if (StartsWith(r.target, "/ws/")) out.push_back(r.target);
     }
     return out;
   }
 
-  ScriptedHttpServer server_;
+  testing::ScriptedHttpServer server_;
   HadoopConf conf_;
 };
 
@@ -188,7 +184,7 @@ TEST_F(YarnLogReaderTest, LargeIFileIsReadInPieces) {
   EXPECT_EQ(a->bytes, "stdout line 1 from container_1795374306301_0001_01_000002\nstdout line 2\n");
   EXPECT_EQ(a->mtime_ms, 1795374325226);
   std::vector<std::string> opens;
-  for (const HttpRequest& r : server_.Requests()) {
+  for (const testing::HttpRequest& r : server_.Requests()) {
     const std::string& t = r.target;
     if (t.find("op=OPEN") == std::string::npos) continue;
     size_t range = t.find("&offset");
