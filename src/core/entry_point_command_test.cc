@@ -17,8 +17,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// One worker in every test.
 class EntryPointCommandTest : public testing::JobSpecFixture {
  protected:
+  void SetUp() override {
+    JobSpecFixture::SetUp();
+    conf_.Set("loom.worker.instances", "1", "f");
+  }
   // What the worker runs in the spec built from conf_; "" (and a failure) if the build fails.
   std::string WorkerCommand(bool check_files = true) {
     Result<JobSpec> spec = BuildJobSpec(conf_, dir_.string(), check_files);
@@ -28,14 +33,12 @@ class EntryPointCommandTest : public testing::JobSpecFixture {
 };
 
 TEST_F(EntryPointCommandTest, CommandUsesPythonBinaryAndParams) {
-  conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.python-binary-path", "/usr/bin/python3", "f");
   conf_.Set("loom.application.task-params", "--epochs 3", "f");
   EXPECT_EQ(WorkerCommand(), "/usr/bin/python3 train.py --epochs 3");
 }
 
 TEST_F(EntryPointCommandTest, ThePythonEntryPointsInterpreterIsKept) {
-  conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.python-binary-path", "/opt/py/bin/python3", "f");
   auto spec = BuildJobSpec(conf_, dir_.string());
   ASSERT_OK(spec);
@@ -47,14 +50,12 @@ TEST_F(EntryPointCommandTest, ThePythonEntryPointsInterpreterIsKept) {
 }
 
 TEST_F(EntryPointCommandTest, ExecutesMayStartWithTheSrcDir) {
-  conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.src-dir", "src", "--src_dir");
   conf_.Set("loom.application.executes", "src/train.py", "--executes");
   EXPECT_EQ(WorkerCommand(), "python3 train.py");
 }
 
 TEST_F(EntryPointCommandTest, VenvFormatsAndTheirCommands) {
-  conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.python-binary-path", "bin/python", "f");
   for (const char* name : {"env.zip", "env.tar.gz", "env.tgz"}) {
     std::ofstream(dir_ / name) << "x";
@@ -74,7 +75,6 @@ TEST_F(EntryPointCommandTest, VenvFormatsAndTheirCommands) {
 }
 
 TEST_F(EntryPointCommandTest, ScriptWithoutSrcDirIsResolvedFromTheBaseDir) {
-  conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.src-dir", "", "--src_dir");
   conf_.Set("loom.application.executes", "src/train.py --lr 1", "--executes");
   EXPECT_EQ(WorkerCommand(), "python3 " + (dir_ / "src/train.py").string() + " --lr 1");
@@ -84,7 +84,6 @@ TEST_F(EntryPointCommandTest, ScriptWithoutSrcDirIsResolvedFromTheBaseDir) {
 }
 
 TEST_F(EntryPointCommandTest, MissingScriptIsAnError) {
-  conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set("loom.application.executes", "nope.py", "--executes");
   EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
                 HasSubstr("--executes: nope.py does not exist in --src_dir"));
@@ -97,7 +96,6 @@ constexpr char kRecordedKey[] = "loom.internal.executes-as";
 constexpr char kRecordedSource[] = "--executes (decided by loom submit)";
 
 TEST_F(EntryPointCommandTest, TheAmRunsWhatSubmitDecided) {
-  conf_.Set("loom.worker.instances", "1", "f");
   // On no PATH here, as when the AM's PATH lacks what the client found.
   conf_.Set("loom.application.executes", "loom-no-such-tool --x", "--executes");
   conf_.Set(kRecordedKey, "program", kRecordedSource);
@@ -109,7 +107,6 @@ TEST_F(EntryPointCommandTest, TheAmRunsWhatSubmitDecided) {
 }
 
 TEST_F(EntryPointCommandTest, TheTasksPathDecidesWhatIsAProgram) {
-  conf_.Set("loom.worker.instances", "1", "f");
   std::filesystem::create_directories(dir_ / "bin");
   std::ofstream(dir_ / "bin" / "loom-test-tool") << "#!/bin/sh\n";
   std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
@@ -124,7 +121,6 @@ TEST_F(EntryPointCommandTest, TheTasksPathDecidesWhatIsAProgram) {
 }
 
 TEST_F(EntryPointCommandTest, TheDecisionTravelsToTheAmInItsConfig) {
-  conf_.Set("loom.worker.instances", "1", "f");
   std::filesystem::create_directories(dir_ / "bin");
   std::ofstream(dir_ / "bin" / "loom-test-tool") << "#!/bin/sh\n";
   std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
@@ -149,7 +145,6 @@ TEST_F(EntryPointCommandTest, TheDecisionTravelsToTheAmInItsConfig) {
 }
 
 TEST_F(EntryPointCommandTest, TheUserCannotSetTheRecordedDecision) {
-  conf_.Set("loom.worker.instances", "1", "f");
   conf_.Set(kRecordedKey, "program", "--conf");
   EXPECT_STATUS(BuildJobSpec(conf_, dir_.string()), kInvalidArgument,
                 HasSubstr("loom.internal.executes-as (from --conf): Loom sets this key itself"));
@@ -160,7 +155,6 @@ TEST_F(EntryPointCommandTest, TheUserCannotSetTheRecordedDecision) {
 }
 
 TEST_F(EntryPointCommandTest, ExecutesNamingNoScriptIsAnError) {
-  conf_.Set("loom.worker.instances", "1", "f");
   std::filesystem::create_directories(dir_ / "src" / "sub");
   for (const std::string& value : {std::string("./"), (dir_ / "src").string() + "/", std::string("./ --lr 1"),
                                    std::string("sub/"), std::string("."), std::string("sub/..")}) {
