@@ -294,6 +294,11 @@ Result<JobSpec> BuildJobSpec(const Config& given, const std::string& base_dir, b
   ApplyDependencyTimeouts(conf, spec, problems);
   CheckCaps(conf, spec, problems);
   CheckFrameworkTasks(conf, spec, problems);
+  if (auto location = ParseHistoryLocation(conf); location.ok()) {
+    spec.history_location = *location;
+  } else {
+    problems.push_back(location.status().message());
+  }
   if (!problems.empty()) {
     return Status::InvalidArgument("invalid job:\n  " + Join(problems, "\n  "));
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/history_location.h"
 #include "core/status.h"
 
 namespace loom {
@@ -165,6 +166,9 @@ struct JobSpec {
   int metrics_interval_ms = 5000;            // how often executors sample their task's metrics
   bool gpu_metrics = true;                   // loom.task.gpu-metrics.enabled
   std::string gpu_exec_path = "nvidia-smi";  // loom.gpu-exec-path: what samples the GPUs
+  // loom.history.location: where the job's final record is copied when it ends (unset: nowhere
+  // but its job dir and, on YARN, its staging dir). Each backend checks the forms it takes.
+  HistoryLocation history_location;
 
   // "tony." or "loom.": the prefix the user wrote their keys in (config::UserPrefix), so that
   // code holding only the spec (the AM, executors, backends) names keys as the user does.

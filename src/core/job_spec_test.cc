@@ -14,6 +14,7 @@ namespace loom {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class JobSpecTest : public testing::JobSpecFixture {};
 
@@ -408,12 +409,15 @@ TEST_F(JobSpecTest, TonysOwnDefaultFileIsAccepted) {
   conf_.Set("tony.worker.instances", "1", "tony.xml");
   ASSERT_OK(BuildJobSpec(conf_, dir_.string()));
   // Anything else they are set to is refused, naming the key, the value and what to do.
-  conf_.Set("tony.history.location", "hdfs:///tony-history", "tony.xml");
+  conf_.Set("tony.history.finished", "hdfs:///tony-history/finished", "tony.xml");
   conf_.Set("tony.task.executor.jvm.opts", "-Xmx4g", "tony.xml");
   conf_.Set("tony.https.keystore.password", "hunter2", "tony.xml");
   Status s = BuildJobSpec(conf_, dir_.string()).status();
-  EXPECT_THAT(s.message(), HasSubstr("tony.history.location=hdfs:///tony-history (from tony.xml): Loom has no TonY "
-                                     "history server"));
+  EXPECT_THAT(s.message(), HasSubstr("tony.history.finished=hdfs:///tony-history/finished (from tony.xml): Loom has "
+                                     "no TonY history server"));
+  // The location is no longer among them: the message does not say it is refused.
+  EXPECT_THAT(s.message(), HasSubstr("to tony.history.location/<job id>"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("tony.history.location=")));
   EXPECT_THAT(s.message(), HasSubstr("tony.task.executor.jvm.opts=-Xmx4g (from tony.xml): Loom's AM and executors "
                                      "are native programs, not JVMs"));
   EXPECT_THAT(s.message(), HasSubstr("(tony.am.memory sizes the AM)"));

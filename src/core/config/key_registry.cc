@@ -39,8 +39,10 @@ constexpr char kHadoopRefusal[] =
     "Loom runs no Hadoop Java client: it speaks YARN's and HDFS's protocols itself and finds the cluster "
     "through HADOOP_CONF_DIR (or loom.application.yarn-conf-path / hdfs-conf-path). Remove the key";
 constexpr char kHistoryRefusal[] =
-    "Loom has no TonY history server: each job's record stays in $LOOM_HOME/jobs/<id> (on YARN also in the "
-    "job's staging directory), read by loom list/status/logs. Remove the key";
+    "Loom has no TonY history server with intermediate and finished directories, a mover or a purger: each job's "
+    "record is written whole, when the job ends, to loom.history.location/<job id> (and stays in "
+    "$LOOM_HOME/jobs/<id>, on YARN also in the job's staging directory), where loom portal reads it; nothing "
+    "moves or purges records there (loom gc and loom rm clean $LOOM_HOME/jobs). Remove the key";
 constexpr char kPortalRefusal[] =
     "Loom has no TonY Portal to configure (loom list/status/logs and the AM's status page read the job's "
     "record instead). Remove the key";
@@ -240,8 +242,11 @@ const std::vector<KeyInfo>& GlobalKeys() {
       {"loom.docker.containers.mount", VT::kString, "", "Docker mounts."},
       // History and portal.
       // TonY's history server and portal; the harmless values are tony-default.xml's placeholders.
-      Refused({"loom.history.location", VT::kString, "", "History root (HDFS on YARN)."}, kHistoryRefusal,
-              {"/path/to/tony-history"}),
+      // The location is Loom's too (core/history_location.h): tony-default.xml's placeholder counts
+      // as unset there.
+      {"loom.history.location", VT::kString, "",
+       "Where each job's final record is copied when it ends, <location>/<job id>/, for loom portal: an HDFS "
+       "directory on YARN (hdfs:///path or /path), a local one locally (/path or file:///path)."},
       Refused({"loom.history.intermediate", VT::kString, "", "Intermediate history dir."}, kHistoryRefusal,
               {"/path/to/tony-history/intermediate"}),
       Refused({"loom.history.finished", VT::kString, "", "Finished history dir."}, kHistoryRefusal,
