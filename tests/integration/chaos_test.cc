@@ -79,7 +79,7 @@ TEST(Chaos, RandomKillsAndStopsEndEveryJobCleanly) {
                  " (worker:" + std::to_string(task) + ") after " + std::to_string(delay.count()) + " ms");
     MiniLoom loom;
     Subprocess submit = loom.Start(
-        {"submit", "--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes", "fail_with.py",
+        {"submit", "--src_dir", MiniLoom::Source(kScripts), "--executes", "fail_with.py",
          "--python_binary_path", "/usr/bin/python3", "--task_params", "--task none:0 --others-sleep 5", "--conf",
          "loom.worker.instances=2", "--conf", "loom.task.heartbeat-interval-ms=100", "--conf",
          "loom.task.max-missed-heartbeats=10", "--conf", "loom.task.stop-grace-ms=500", "--conf",

@@ -17,8 +17,6 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
-const std::string kScripts = "tests/integration/scripts";
-
 // The local backend runs tasks as plain processes: a job that asks for an image is refused
 // before anything starts, naming the key as the user wrote it, with or without a daemon here.
 TEST(DockerOnLocal, IsRefusedAtSubmitNamingTheKeyAsWritten) {

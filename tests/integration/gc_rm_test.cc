@@ -20,8 +20,6 @@ using ::testing::Not;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const std::string kScripts = "tests/integration/scripts";
-
 std::vector<std::string> Job(std::vector<std::string> extra, const std::string& python = "/usr/bin/python3") {
   std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(kScripts), "--python_binary_path",
                                    python, "--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"};

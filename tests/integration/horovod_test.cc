@@ -21,8 +21,6 @@ using ::testing::HasSubstr;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kScripts = "tests/integration/scripts";
-
 std::vector<std::string> HorovodArgs(std::vector<std::string> extra) {
   std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(kScripts), "--executes",
                                    "gloo_rendezvous_client.py", "--python_binary_path", "/usr/bin/python3",

@@ -20,8 +20,6 @@ using ::testing::Not;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kScripts = "tests/integration/scripts";
-
 // Two workers that meet in a gloo process group (check_torch_env.py --rendezvous, which fails
 // after `timeout` s if a rank is missing) and a `reader` that prints what it was given.
 std::vector<std::string> WorkersAndReader(const std::string& timeout) {

@@ -29,8 +29,6 @@ using ::testing::Not;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kScripts = "tests/integration/scripts";
-
 TEST(LocalJob, KillWithoutUserVariablesNamesTheLoginNotTheUid) {
   MiniLoom loom;
   Subprocess submit = loom.Start(

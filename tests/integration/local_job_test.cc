@@ -28,8 +28,6 @@ using ::testing::Not;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kScripts = "tests/integration/scripts";
-
 TEST(LocalJob, PyTorchDdpTrainsToGoodAccuracy) {
   MiniLoom loom;
   RunResult r = loom.Run(PythonSubmitArgs("examples/pytorch", "train_ddp.py",

@@ -27,6 +27,9 @@
 
 namespace loom::testing {
 
+// The scripts the integration jobs run, relative to the source tree (MiniLoom::Source).
+inline const std::string kScripts = "tests/integration/scripts";
+
 struct RunResult {
   int exit_code = -1;
   std::string out;

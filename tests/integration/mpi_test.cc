@@ -23,8 +23,6 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-const std::string kScripts = "tests/integration/scripts";
-
 // `--src_dir scripts --executes mpi_allreduce.py` as an MPI job of `workers` tasks x 2 ranks.
 std::vector<std::string> MpiJobArgs(int workers, const std::string& params = "", std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--src_dir",

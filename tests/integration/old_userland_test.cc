@@ -94,7 +94,7 @@ TEST(OldUserland, YarnContainersRunInDebian11) {
   ASSERT_OK(u.Bind(cluster.loom().home()));  // LOOM_HOME, with the double's NM dirs under it
   const std::string release = cluster.root() + "/release";
   std::vector<std::string> args = {
-      "submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"),
+      "submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source(kScripts),
       "--executes", "wait_for_file.py", "--python_binary_path", "/usr/bin/python3",
       "--task_params", release + " --timeout 120",
       "--conf", "loom.worker.instances=2", "--conf", "loom.am.memory=512m", "--conf", "loom.worker.memory=512m",

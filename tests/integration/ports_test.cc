@@ -69,7 +69,7 @@ TEST(Ports, PromisedPortsSurviveASquatter) {
   std::this_thread::sleep_for(100ms);  // the range is already half taken when jobs start
   for (int job = 0; job < 3; ++job) {
     MiniLoom loom;
-    RunResult r = loom.Run({"submit", "--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes",
+    RunResult r = loom.Run({"submit", "--src_dir", MiniLoom::Source(kScripts), "--executes",
                             "check_torch_env.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
                             "--rendezvous", "--conf", "loom.application.framework=pytorch", "--conf",
                             "loom.chief.instances=1", "--conf", "loom.worker.instances=3", "--conf",

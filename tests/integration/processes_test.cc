@@ -19,8 +19,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-const std::string kScripts = "tests/integration/scripts";
-
 // The DDP example as 2 tasks x 2 processes, a few epochs.
 std::vector<std::string> DdpTwoByTwo() {
   return PythonSubmitArgs("examples/pytorch", "train_ddp.py",

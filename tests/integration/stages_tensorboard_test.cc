@@ -30,8 +30,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const std::string kScripts = "tests/integration/scripts";
-
 std::vector<std::string> Submit(std::vector<std::string> extra) {
   std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(kScripts), "--executes", "stage_task.py",
                                    "--python_binary_path", "/usr/bin/python3", "--conf", "loom.task.stop-grace-ms=1000"};

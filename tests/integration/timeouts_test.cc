@@ -11,7 +11,7 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 std::vector<std::string> Job(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source("tests/integration/scripts"),
+  std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(kScripts),
                                    "--executes", "sleep_forever.py", "--python_binary_path", "/usr/bin/python3",
                                    "--conf", "loom.task.stop-grace-ms=500"};
   args.insert(args.end(), extra.begin(), extra.end());

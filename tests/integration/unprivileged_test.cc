@@ -33,7 +33,7 @@ constexpr uid_t kUnprivilegedUid = 65534;
 constexpr gid_t kUnprivilegedGid = 65534;
 
 std::vector<std::string> SleepingJob() {
-  return {"submit", "--src_dir", MiniLoom::Source("tests/integration/scripts"), "--python_binary_path",
+  return {"submit", "--src_dir", MiniLoom::Source(kScripts), "--python_binary_path",
           "/usr/bin/python3", "--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500",
           "--executes", "sleep_forever.py"};
 }

@@ -18,8 +18,6 @@ using ::testing::Not;
 using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
-const std::string kScripts = "tests/integration/scripts";
-
 std::vector<std::string> SleepJob(int workers = 2) {
   return {"--src_dir", MiniLoom::Source(kScripts), "--executes", "sleep_forever.py", "--python_binary_path",
           "/usr/bin/python3", "--conf", "loom.worker.instances=" + std::to_string(workers), "--conf",

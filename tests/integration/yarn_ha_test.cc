@@ -18,8 +18,6 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
-const std::string kScripts = "tests/integration/scripts";
-
 std::vector<std::string> JobArgs(const std::string& script, std::vector<std::string> extra) {
   std::vector<std::string> args = {"--src_dir",  MiniLoom::Source(kScripts), "--executes", script,
                                    "--python_binary_path", "/usr/bin/python3", "--conf", "loom.am.memory=512m",

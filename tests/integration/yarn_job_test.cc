@@ -29,8 +29,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 namespace ypb = ::hadoop::yarn;
 
-const std::string kScripts = "tests/integration/scripts";
-
 // `--src_dir SRC --executes SCRIPT` with the system python, then `extra`.
 std::vector<std::string> JobArgs(const std::string& src, const std::string& script, std::vector<std::string> extra) {
   std::vector<std::string> args = {"--src_dir", MiniLoom::Source(src), "--executes", script, "--python_binary_path",

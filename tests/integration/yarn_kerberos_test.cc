@@ -45,7 +45,7 @@ std::vector<std::string> DdpJob(const std::string& extra_params) {
 }
 
 std::vector<std::string> QuickJob() {
-  return {"--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes", "fail_with.py",
+  return {"--src_dir", MiniLoom::Source(kScripts), "--executes", "fail_with.py",
           "--python_binary_path", "/usr/bin/python3", "--task_params", "--task none:9 --lines 2",
           "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m", "--conf", "tony.worker.memory=512m"};
 }
@@ -137,7 +137,7 @@ TEST(YarnKerberos, KillOverKerberosEndsTheJobAndCancelsItsToken) {
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o, "integrity"); });
   KerberosContainerEnvironment(cluster);
-  std::vector<std::string> args = {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"),
+  std::vector<std::string> args = {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source(kScripts),
                                    "--executes", "sleep_forever.py", "--python_binary_path", "/usr/bin/python3",
                                    "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m",
                                    "--conf", "tony.worker.memory=512m", "--conf", "loom.task.stop-grace-ms=1000"};

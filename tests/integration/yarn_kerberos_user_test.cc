@@ -38,7 +38,7 @@ class Realm : public KerberosRealm {
 };
 
 std::vector<std::string> AliceJob(Realm& realm) {
-  return {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"),
+  return {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source(kScripts),
           "--executes", "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
           "--task none:9 --lines 2", "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m",
           "--conf", "tony.worker.memory=512m", "--conf", "tony.keytab.location=" + realm.kdc().Keytab("alice"),

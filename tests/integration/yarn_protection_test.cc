@@ -21,8 +21,6 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
-const std::string kScripts = "tests/integration/scripts";
-
 // One worker that prints and exits 0 (fail_with.py fails only the tasks it names).
 std::vector<std::string> QuickJob() {
   return {"--src_dir", MiniLoom::Source(kScripts), "--executes", "fail_with.py", "--python_binary_path",

@@ -19,8 +19,6 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
-const std::string kScripts = "tests/integration/scripts";
-
 std::vector<std::string> SleepJob(int workers, const std::string& worker_memory, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"submit", "--cluster", "yarn", "--quiet", "--src_dir", MiniLoom::Source(kScripts),
                                    "--executes", "sleep_forever.py", "--python_binary_path", "/usr/bin/python3",

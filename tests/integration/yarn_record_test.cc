@@ -30,7 +30,7 @@ size_t Count(const std::string& text, const std::string& what) {
 TEST(YarnRecord, ClientThatCannotReachTheAmFollowsItsRecordInHdfs) {
   LOOM_REQUIRE_YARN_DOUBLE("application reports that name an AM host the client cannot reach");
   YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) { o.am_host_in_reports = "192.0.2.1"; });
-  RunResult r = cluster.Submit({"--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes",
+  RunResult r = cluster.Submit({"--src_dir", MiniLoom::Source(kScripts), "--executes",
                                 "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
                                 "--task nobody:0 --others-sleep 3 --lines 2", "--conf", "loom.worker.instances=2",
                                 "--conf", "loom.am.memory=512m", "--conf", "loom.worker.memory=512m"});
@@ -77,7 +77,7 @@ TEST(YarnRecord, ClientThatCannotReachTheAmFollowsItsRecordInHdfs) {
 TEST(YarnRecord, LogsFollowFromAnotherHomeRightAfterSubmitPrintsEveryTask) {
   YarnDoubleCluster cluster;
   Subprocess submit = cluster.loom().Start(
-      {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source("tests/integration/scripts"), "--executes",
+      {"submit", "--cluster", "yarn", "--src_dir", MiniLoom::Source(kScripts), "--executes",
        "fail_with.py", "--python_binary_path", "/usr/bin/python3", "--task_params",
        "--task nobody:0 --others-sleep 4 --lines 2", "--conf", "loom.worker.instances=2", "--conf",
        "loom.am.memory=512m", "--conf", "loom.worker.memory=512m"},
