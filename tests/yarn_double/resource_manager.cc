@@ -213,7 +213,7 @@ void YarnDoubleImpl::OnContainerFinishedLocked(Container& c) {
   }
   if (!c.is_am) return;
   if (!app->Final()) {
-    std::string tracking = "http://" + options_.node_host + ":8088/cluster/app/" + app->id_str;
+    std::string tracking = RmWebUrl() + "/cluster/app/" + app->id_str;
     std::string attempt_diag = "AM Container for " + app->attempt_str + " exited with  exitCode: " +
                                std::to_string(c.exit_status) + "\nFailing this attempt.Diagnostics: " +
                                c.diagnostics + "For more detailed output, check the application tracking page: " +
@@ -223,6 +223,22 @@ void YarnDoubleImpl::OnContainerFinishedLocked(Container& c) {
   }
   // Application clean-up on the NM: whatever the application still runs is killed.
   KillAppContainersLocked(*app, "Container killed by the ResourceManager.", options_.nm_sigkill_delay_ms, false);
+}
+
+std::string YarnDoubleImpl::RmWebUrl() const {
+  return "http://" + options_.node_host + ":" + std::to_string(rm_web_port_);
+}
+
+YarnDoubleImpl::TrackingUrls YarnDoubleImpl::TrackingUrlsLocked(const App& app) const {
+  // RMAppAttemptImpl.setTrackingUrlToRMAppPage, on the attempt's FAILED and KILLED ends.
+  if (app.state == yp::KILLED || app.state == yp::FAILED) {
+    std::string page = RmWebUrl() + "/cluster/app/" + app.id_str;
+    return {page, page};
+  }
+  // From submission on (NEW, ACCEPTED: dshell/01, kerberos rpc/03), through FINISHED (rm-rest/04).
+  // sanitizeTrackingUrl: "" (DistributedShell's registration, Loom's unregistering) is "N/A".
+  bool has_url = app.registered && !app.tracking_url.empty() && app.tracking_url != "N/A";
+  return {RmWebUrl() + "/proxy/" + app.id_str + "/", has_url ? app.tracking_url : "N/A"};
 }
 
 yp::ApplicationReportProto YarnDoubleImpl::ReportLocked(const App& app) const {
@@ -235,12 +251,9 @@ yp::ApplicationReportProto YarnDoubleImpl::ReportLocked(const App& app) const {
   r.set_host(app.registered ? am_host : "N/A");
   r.set_rpc_port(app.registered ? app.rpc_port : -1);
   r.set_yarn_application_state(app.state);
-  // A real RM sends its web proxy's URL (http://<rm>:8088/proxy/<app>/) and the AM's own URL as
-  // originalTrackingUrl. The double runs no proxy, so an AM that registered a tracking URL gets
-  // it back as trackingUrl directly; otherwise the recorded proxy form (which nothing serves).
-  bool has_url = app.registered && !app.tracking_url.empty() && app.tracking_url != "N/A";
-  r.set_trackingurl(has_url ? app.tracking_url
-                            : "http://" + options_.node_host + ":8088/proxy/" + app.id_str + "/");
+  // The web proxy's URL, which rm_web_server.cc serves, and the AM's own URL as originalTrackingUrl.
+  TrackingUrls urls = TrackingUrlsLocked(app);
+  r.set_trackingurl(urls.proxied);
   r.set_diagnostics(app.diagnostics);
   r.set_starttime(app.start_ms);
   r.set_finishtime(app.finish_ms);
@@ -287,7 +300,7 @@ yp::ApplicationReportProto YarnDoubleImpl::ReportLocked(const App& app) const {
   add_map(usage->mutable_application_preempted_resource_usage_map(), "memory-mb", 0);
   add_map(usage->mutable_application_preempted_resource_usage_map(), "vcores", 0);
 
-  r.set_originaltrackingurl(has_url ? app.tracking_url : "N/A");
+  r.set_originaltrackingurl(urls.original);
   *r.mutable_currentapplicationattemptid() = AttemptIdProto(cluster_ts_, app.id, app.attempt);
   r.set_progress(app.progress);
   r.set_applicationtype(app.type);

@@ -270,7 +270,9 @@ struct SchedulerCalls {
     yp::FinishApplicationMasterResponseProto resp;
     resp.set_isunregistered(app.finish_calls > 0);
     if (app.finish_calls++ == 0) {
-      if (req->has_tracking_url()) app.tracking_url = req->tracking_url();
+      // AMUnregisteredTransition: the final tracking URL replaces the registered one, none
+      // ("" or absent) leaving "N/A", so the proxy then sends users to the RM's page (rm-rest/05).
+      app.tracking_url = req->tracking_url();
       d.EndAppLocked(app, yp::FINISHED, req->final_application_status(), req->diagnostics());
       if (!app.am_container.empty()) app.am_stop_at_ms = NowMs() + d.options_.am_exit_grace_ms;
     }

@@ -19,6 +19,7 @@
 #include "hadoop/wire/sasl_digest.h"
 #include "log_aggregation.h"
 #include "nm_web_server.h"
+#include "rm_web_server.h"
 
 namespace loom::yarn_double {
 
@@ -63,6 +64,10 @@ Status YarnDoubleImpl::Start() {
   }
   LOOM_RETURN_IF_ERROR(MakeDirs(options_.work_dir + "/nm-local"));
   LOOM_RETURN_IF_ERROR(MakeDirs(options_.work_dir + "/logs"));
+  // The RM's web proxy first: every report names its port.
+  rm_web_server_ = std::make_unique<RmWebServer>(*this);
+  LOOM_RETURN_IF_ERROR(rm_web_server_->Start("127.0.0.1"));
+  rm_web_port_ = rm_web_server_->port();
   auto token_user = [](const std::string& identifier) {
     yp::AMRMTokenIdentifierProto id;  // NMTokenIdentifierProto has the same field 1
     return id.ParseFromString(identifier) ? AttemptIdString(id.appattemptid()) : std::string();
@@ -192,6 +197,7 @@ void YarnDoubleImpl::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  if (rm_web_server_) rm_web_server_->Stop();
   StopNmWebServers(*this);
   // No more calls: every connection thread is joined before the containers go.
   for (auto* s : {&rm_server_, &scheduler_server_, &nm_server_, &rm2_server_, &scheduler2_server_}) {

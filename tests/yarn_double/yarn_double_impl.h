@@ -27,6 +27,7 @@
 namespace loom::yarn_double {
 
 class NmWebServer;
+class RmWebServer;
 
 
 inline constexpr char kClientProtocol[] = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB";
@@ -168,6 +169,8 @@ class YarnDoubleImpl {
   std::atomic<int> active_rm_{0};                               // Options::rm_ha: 0 rm1, 1 rm2
   int nm_http_fd_ = -1, nm_http_port_ = 0;
   std::vector<std::unique_ptr<NmWebServer>> nm_web_servers_;  // one per node (nm_web_server.cc)
+  std::unique_ptr<RmWebServer> rm_web_server_;  // the RM's web proxy (rm_web_server.cc)
+  int rm_web_port_ = 0;  // its port, known before any application exists
   std::vector<std::unique_ptr<Node>> nodes_;  // fixed after Start(): index = Container::node
   int32_t amrm_key_id_ = 0, nm_key_id_ = 0, container_key_id_ = 0;
 
@@ -208,6 +211,17 @@ class YarnDoubleImpl {
   CallResult HandleScheduler(const std::string& method, std::string_view req, const ConnectionInfo& conn);
   PasswordLookup AmRmPassword(const std::string& identifier);
   yp::ApplicationReportProto ReportLocked(const App& app) const;
+  // "http://<node_host>:<RM web port>": the RM's web address as it names itself (the recorded
+  // RM's http://localhost:8088), in tracking URLs and diagnostics.
+  std::string RmWebUrl() const;
+  // An application's trackingUrl and originalTrackingUrl, as RMAppAttemptImpl keeps them:
+  // `proxied` the web proxy's http://<rm>/proxy/<app>/, `original` the AM's own URL ("N/A":
+  // none registered, or none given at unregistering); both the RM's application page
+  // http://<rm>/cluster/app/<app> once KILLED or FAILED (rm-rest/13, 14, 18).
+  struct TrackingUrls {
+    std::string proxied, original;
+  };
+  TrackingUrls TrackingUrlsLocked(const App& app) const;
   // Activates applications (ActivateLocked); without heartbeats (nm_heartbeat_ms 0) also
   // allocates pending AM containers that fit, to be launched.
   void ScheduleAmsLocked(std::vector<std::string>* to_launch);

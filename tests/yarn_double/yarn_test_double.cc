@@ -58,6 +58,8 @@ Status YarnTestDouble::FailoverForTest(int rm) {
   return Status::Ok();
 }
 int YarnTestDouble::nm_http_port() const { return impl_->nm_http_port_; }
+int YarnTestDouble::rm_web_port() const { return impl_->rm_web_port_; }
+std::string YarnTestDouble::rm_web_address() const { return "127.0.0.1:" + std::to_string(rm_web_port()); }
 int YarnTestDouble::node_count() const { return static_cast<int>(impl_->nodes_.size()); }
 int YarnTestDouble::nm_port(int node) const {
   return node >= 0 && node < node_count() ? impl_->nodes_[static_cast<size_t>(node)]->port() : 0;
@@ -107,12 +109,14 @@ Status YarnTestDouble::WriteHadoopConfDir(const std::string& dir) const {
       std::string id = "rm" + std::to_string(i + 1);
       ha += Property("yarn.resourcemanager.hostname." + id, "127.0.0.1") +
             Property("yarn.resourcemanager.address." + id, "127.0.0.1:" + std::to_string(rm_port(i))) +
-            Property("yarn.resourcemanager.scheduler.address." + id, "127.0.0.1:" + std::to_string(scheduler_port(i)));
+            Property("yarn.resourcemanager.scheduler.address." + id, "127.0.0.1:" + std::to_string(scheduler_port(i))) +
+            Property("yarn.resourcemanager.webapp.address." + id, rm_web_address());  // one proxy for both
     }
   }
   std::string yarn =
       Property("yarn.resourcemanager.hostname", "127.0.0.1") + Property("yarn.resourcemanager.address", rm) +
       Property("yarn.resourcemanager.scheduler.address", sched) +
+      Property("yarn.resourcemanager.webapp.address", rm_web_address()) +
       Property("yarn.nodemanager.hostname", "127.0.0.1") +
       Property("yarn.nodemanager.address", "127.0.0.1:" + std::to_string(nm_port())) +
       Property("yarn.nodemanager.webapp.address", "127.0.0.1:" + std::to_string(nm_http_port())) +

@@ -16,9 +16,13 @@
 // Each NodeManager's web server serves its containers' logs like the recorded one (nm-web/;
 // nm_web_server.h), and with Options::log_aggregation the NodeManagers upload an ended
 // application's logs to the FakeHdfs in the recorded TFile or IFile format (log_aggregation.h).
-// What it is not: no other web UI and no proxy (tracking URLs are not served), no queue
-// hierarchy below root, no preemption, one AM attempt, no memory enforcement, no rolling or
-// compressed log aggregation, no security beyond the token and Kerberos checks the recorded
+// The RM's web server is its web proxy (rm-rest/; rm_web_server.h): reports give
+// http://<node_host>:<rm_web_port()>/proxy/<app>/ as the tracking URL and the AM's own URL as
+// the original one, and /proxy/<app>/... reaches the AM's web server, or redirects or answers
+// 404 as the recorded RM does.
+// What it is not: no other web UI (no RM REST API, no /cluster pages, no HTTPS to AMs), no
+// queue hierarchy below root, no preemption, one AM attempt, no memory enforcement, no rolling
+// or compressed log aggregation, no security beyond the token and Kerberos checks the recorded
 // servers do.
 
 #include <sys/types.h>
@@ -238,6 +242,11 @@ class YarnTestDouble {
   int nm_http_port() const;
   // "host:port" of node 0's NM web server, as in ContainerProto.node_http_address.
   std::string nm_http_address() const;
+  // The RM's web server (its web proxy, rm_web_server.h): its port, and "127.0.0.1:<port>",
+  // which WriteHadoopConfDir writes as yarn.resourcemanager.webapp.address. Reports name it
+  // http://<node_host>:<port>/ as the recorded RM names itself http://localhost:8088/.
+  int rm_web_port() const;
+  std::string rm_web_address() const;
   // Waits until the NodeManagers have uploaded `app_id`'s logs (Options::log_aggregation set):
   // Ok, FailedPrecondition with the reason if the upload failed, DeadlineExceeded.
   Status WaitForLogAggregation(const std::string& app_id, std::chrono::milliseconds timeout) const;
@@ -246,7 +255,8 @@ class YarnTestDouble {
   std::string node_host(int node) const;
 
   // core-site.xml (fs.defaultFS), hdfs-site.xml (dfs.namenode.http-address of the FakeHdfs) and
-  // yarn-site.xml (RM address, scheduler address, NM settings) like cluster-conf/ of the recording.
+  // yarn-site.xml (RM address, scheduler address, RM web address, NM settings) like cluster-conf/
+  // of the recording.
   Status WriteHadoopConfDir(const std::string& dir) const;
 
   // ---- what a test can look at ----
