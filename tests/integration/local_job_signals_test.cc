@@ -29,11 +29,15 @@ using ::testing::Not;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// `loom submit` of `workers` tasks that sleep until stopped, each given 0.5 s to stop.
+std::vector<std::string> SleepingJob(int workers) {
+  return PythonSubmitArgs(kScripts, "sleep_forever.py",
+                          {"--conf", "loom.worker.instances=" + std::to_string(workers), "--conf", "loom.task.stop-grace-ms=500"});
+}
+
 TEST(LocalJob, KillWithoutUserVariablesNamesTheLoginNotTheUid) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(
-      PythonSubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
-      "submit");
+  Subprocess submit = loom.Start(SleepingJob(1), "submit");
   std::string id = loom.WaitUntilRunning(1, 30s);
   ASSERT_FALSE(id.empty());
   const passwd* pw = ::getpwuid(::getuid());
@@ -51,9 +55,7 @@ class SignalToSubmit : public ::testing::TestWithParam<int> {};
 
 TEST_P(SignalToSubmit, KillsTheJobAndSaysWhoSentIt) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(
-      PythonSubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=2", "--conf", "loom.task.stop-grace-ms=500"}),
-      "submit");
+  Subprocess submit = loom.Start(SleepingJob(2), "submit");
   std::string id = loom.WaitUntilRunning(2, 30s);
   ASSERT_FALSE(id.empty());
   ::kill(submit.pid(), GetParam());
@@ -152,8 +154,7 @@ class OnTerminal {
 
 TEST(LocalJob, CtrlCAtTheTerminalIsNamedAsSuch) {
   MiniLoom loom;
-  OnTerminal tty(loom, PythonSubmitArgs(kScripts, "sleep_forever.py",
-                                  {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}));
+  OnTerminal tty(loom, SleepingJob(1));
   std::string id = loom.WaitUntilRunning(1, 30s);
   ASSERT_FALSE(id.empty()) << tty.screen();
   tty.Type("\x03");  // the terminal sends SIGINT to its foreground process group: loom submit
@@ -166,9 +167,7 @@ TEST(LocalJob, CtrlCAtTheTerminalIsNamedAsSuch) {
 
 TEST(LocalJob, SigtermToTheAmFromOutsideLoomIsNamedAsSuch) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(
-      PythonSubmitArgs(kScripts, "sleep_forever.py", {"--conf", "loom.worker.instances=1", "--conf", "loom.task.stop-grace-ms=500"}),
-      "submit");
+  Subprocess submit = loom.Start(SleepingJob(1), "submit");
   std::string id = loom.WaitUntilRunning(1, 30s);
   ASSERT_FALSE(id.empty());
   int am_pid = std::stoi(ReadFile(loom.Dir(id).am_pid()).value_or("0"));

@@ -173,20 +173,44 @@ bool AllRunning(MiniLoom& loom, const std::string& id) {
       15s);
 }
 
-TEST(LocalQueue, SixJobsOnTwoGpusNeverShareOneAndAllFinish) {
-  MiniLoom loom;
-  TaskScript task(loom.home() + "/shared");
+// Waits for `s`'s client and expects the job to have succeeded.
+void ExpectSucceeded(MiniLoom& loom, Submitted& s) {
+  RunResult r = loom.Collect(s.client, s.name);
+  EXPECT_EQ(r.exit_code, 0) << s.name << r.out << r.err;
+}
+
+// A MiniLoom with the task script in its home.
+class LocalQueue : public ::testing::Test {
+ protected:
+  // a holds the only GPU until "release-a"; b and c queue behind it, at positions 1 and 2.
+  struct QueueOfThree {
+    Submitted a, b, c;
+  };
+  void SubmitQueueOfThree(QueueOfThree* q) {
+    q->a = SubmitOne(loom_, Job(task_.Command("hold", "release-a"), 1, "1"), "a");
+    ASSERT_TRUE(AllRunning(loom_, q->a.id));
+    q->b = SubmitOne(loom_, Job(task_.Command("sleep", "0.1"), 1, "1"), "b");
+    ASSERT_TRUE(WaitForState(loom_, q->b.id, "QUEUED", 1));
+    q->c = SubmitOne(loom_, Job(task_.Command("sleep", "0.1"), 1, "1"), "c");
+    ASSERT_TRUE(WaitForState(loom_, q->c.id, "QUEUED", 2));
+  }
+
+  MiniLoom loom_;
+  TaskScript task_{loom_.home() + "/shared"};
+};
+
+TEST_F(LocalQueue, SixJobsOnTwoGpusNeverShareOneAndAllFinish) {
   std::vector<Subprocess> clients;
-  for (int i = 0; i < 6; ++i) clients.push_back(loom.Start(Job(task.Command("sleep", "0.5"), 1), "submit" + std::to_string(i)));
+  for (int i = 0; i < 6; ++i) clients.push_back(loom_.Start(Job(task_.Command("sleep", "0.5"), 1), "submit" + std::to_string(i)));
   for (int i = 0; i < 6; ++i) {
-    RunResult r = loom.Collect(clients[i], "submit" + std::to_string(i));
+    RunResult r = loom_.Collect(clients[i], "submit" + std::to_string(i));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_THAT(r.out, HasSubstr("SUCCEEDED"));
   }
-  auto ids = loom.JobIds();
+  auto ids = loom_.JobIds();
   ASSERT_EQ(ids.size(), 6u);
-  for (const auto& id : ids) EXPECT_EQ(loom.View(id).state, "SUCCEEDED") << id;
-  auto runs = task.Runs();
+  for (const auto& id : ids) EXPECT_EQ(loom_.View(id).state, "SUCCEEDED") << id;
+  auto runs = task_.Runs();
   ASSERT_EQ(runs.size(), 6u);
   std::set<std::string> jobs;
   for (const auto& r : runs) {
@@ -198,92 +222,78 @@ TEST(LocalQueue, SixJobsOnTwoGpusNeverShareOneAndAllFinish) {
   // Four of them had to wait, and said so.
   int queued = 0;
   for (const auto& id : ids) {
-    for (const json& e : history::ReadEvents(loom.Dir(id).events())) queued += e.value("state", "") == "ADMITTED";
+    for (const json& e : history::ReadEvents(loom_.Dir(id).events())) queued += e.value("state", "") == "ADMITTED";
   }
   EXPECT_GE(queued, 4);
 }
 
-TEST(LocalQueue, QueuedJobsShowTheirPositionAndWhatTheyWaitFor) {
-  MiniLoom loom;
-  TaskScript task(loom.home() + "/shared");
-  Submitted a = SubmitOne(loom, Job(task.Command("hold", "release-a"), 1, "1"), "a");
-  ASSERT_TRUE(AllRunning(loom, a.id));
-  Submitted b = SubmitOne(loom, Job(task.Command("sleep", "0.1"), 1, "1"), "b");
-  ASSERT_TRUE(WaitForState(loom, b.id, "QUEUED", 1));
-  Submitted c = SubmitOne(loom, Job(task.Command("sleep", "0.1"), 1, "1"), "c");
-  ASSERT_TRUE(WaitForState(loom, c.id, "QUEUED", 2));
+TEST_F(LocalQueue, QueuedJobsShowTheirPositionAndWhatTheyWaitFor) {
+  QueueOfThree q;
+  ASSERT_NO_FATAL_FAILURE(SubmitQueueOfThree(&q));
+  auto& [a, b, c] = q;
 
   std::string reason = "waiting for 1 GPU held by " + a.id;
-  RunResult status = loom.Run({"status", b.id});
+  RunResult status = loom_.Run({"status", b.id});
   EXPECT_EQ(status.exit_code, 0) << status.err;
   EXPECT_THAT(LineAfter(status.out, "Job " + b.id), HasSubstr("  QUEUED  "));
   EXPECT_THAT(status.out, HasSubstr("queued, position 1: " + reason));
-  RunResult as_json = loom.Run({"status", c.id, "--json"});
+  RunResult as_json = loom_.Run({"status", c.id, "--json"});
   ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
   json j = json::parse(as_json.out);
   EXPECT_EQ(j["state"], "QUEUED");
   EXPECT_EQ(j["queue_position"], 2);
   EXPECT_EQ(j["queue_reason"], reason);
-  RunResult list = loom.Run({"list"});
+  RunResult list = loom_.Run({"list"});
   EXPECT_THAT(RowOf(list.out, b.id), ::testing::AllOf(HasSubstr("QUEUED #1"), HasSubstr(reason)));
   EXPECT_THAT(RowOf(list.out, c.id), HasSubstr("QUEUED #2"));
   EXPECT_THAT(RowOf(list.out, a.id), HasSubstr("RUNNING"));
   // The queue time is not run time: none of them has a running task yet.
-  EXPECT_TRUE(task.RunsOf(b.id).empty());
+  EXPECT_TRUE(task_.RunsOf(b.id).empty());
 
-  task.Release("release-a");
-  for (Submitted* s : {&a, &b, &c}) {
-    RunResult r = loom.Collect(s->client, s->name);
-    EXPECT_EQ(r.exit_code, 0) << s->name << r.out << r.err;
-  }
+  task_.Release("release-a");
+  for (Submitted* s : {&a, &b, &c}) ExpectSucceeded(loom_, *s);
   // The submit output told the story as it happened.
-  std::string c_out = ReadFile(loom.home() + "/c.out").value_or("");
+  std::string c_out = ReadFile(loom_.home() + "/c.out").value_or("");
   EXPECT_THAT(c_out, HasSubstr("QUEUED, position 2: " + reason));
   EXPECT_THAT(c_out, HasSubstr("QUEUED, position 1: "));
   EXPECT_THAT(c_out, HasSubstr("ADMITTED after"));
-  ExpectNoGpuSharedAtOnce(task.Runs());
+  ExpectNoGpuSharedAtOnce(task_.Runs());
 }
 
-TEST(LocalQueue, KillingAQueuedJobEndsItAtOnceAndMovesTheNextUp) {
-  MiniLoom loom;
-  TaskScript task(loom.home() + "/shared");
-  Submitted a = SubmitOne(loom, Job(task.Command("hold", "release-a"), 1, "1"), "a");
-  ASSERT_TRUE(AllRunning(loom, a.id));
-  Submitted b = SubmitOne(loom, Job(task.Command("sleep", "0.1"), 1, "1"), "b");
-  ASSERT_TRUE(WaitForState(loom, b.id, "QUEUED", 1));
-  Submitted c = SubmitOne(loom, Job(task.Command("sleep", "0.1"), 1, "1"), "c");
-  ASSERT_TRUE(WaitForState(loom, c.id, "QUEUED", 2));
+TEST_F(LocalQueue, KillingAQueuedJobEndsItAtOnceAndMovesTheNextUp) {
+  QueueOfThree q;
+  ASSERT_NO_FATAL_FAILURE(SubmitQueueOfThree(&q));
+  auto& [a, b, c] = q;
 
   auto start = std::chrono::steady_clock::now();
-  RunResult kill = loom.Run({"kill", b.id});
+  RunResult kill = loom_.Run({"kill", b.id});
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   EXPECT_THAT(kill.out, HasSubstr("KILLED"));
-  RunResult b_end = loom.Collect(b.client, "b");
+  RunResult b_end = loom_.Collect(b.client, "b");
   EXPECT_EQ(b_end.exit_code, 1);
-  history::JobView vb = loom.View(b.id);
+  history::JobView vb = loom_.View(b.id);
   EXPECT_EQ(vb.state, "KILLED");
   EXPECT_THAT(vb.diagnostics, HasSubstr("while queued"));
   for (const auto& t : vb.tasks) EXPECT_EQ(t.state, TaskState::kKilled) << t.id;
   EXPECT_TRUE(MiniLoom::JobProcesses(b.id).empty());
-  EXPECT_TRUE(task.RunsOf(b.id).empty());  // it never ran
-  ASSERT_TRUE(WaitForState(loom, c.id, "QUEUED", 1, 5s));  // moved up
+  EXPECT_TRUE(task_.RunsOf(b.id).empty());  // it never ran
+  ASSERT_TRUE(WaitForState(loom_, c.id, "QUEUED", 1, 5s));  // moved up
 
-  task.Release("release-a");
-  RunResult c_end = loom.Collect(c.client, "c");
-  EXPECT_EQ(c_end.exit_code, 0) << c_end.out << c_end.err;
-  EXPECT_EQ(loom.Collect(a.client, "a").exit_code, 0);
+  task_.Release("release-a");
+  ExpectSucceeded(loom_, c);
+  ExpectSucceeded(loom_, a);
 }
 
-TEST(LocalQueue, TwoLoomHomesNeverGetTheSameGpu) {
-  MiniLoom home1, home2;
-  TaskScript task(home1.home() + "/shared");
+TEST_F(LocalQueue, TwoLoomHomesNeverGetTheSameGpu) {
+  MiniLoom& home1 = loom_;
+  MiniLoom home2;
   // One machine: both homes use the same ledger, as the host-wide default does.
   std::map<std::string, std::string> env = {{"LOOM_LEDGER_DIR", home1.home() + "/ledger"}};
   std::vector<Subprocess> c1, c2;
   for (int i = 0; i < 2; ++i) {
-    c1.push_back(home1.Start(Job(task.Command("sleep", "0.5"), 1), "s" + std::to_string(i), env));
-    c2.push_back(home2.Start(Job(task.Command("sleep", "0.5"), 1), "s" + std::to_string(i), env));
+    c1.push_back(home1.Start(Job(task_.Command("sleep", "0.5"), 1), "s" + std::to_string(i), env));
+    c2.push_back(home2.Start(Job(task_.Command("sleep", "0.5"), 1), "s" + std::to_string(i), env));
   }
   for (int i = 0; i < 2; ++i) {
     RunResult r1 = home1.Collect(c1[i], "s" + std::to_string(i));
@@ -291,111 +301,98 @@ TEST(LocalQueue, TwoLoomHomesNeverGetTheSameGpu) {
     EXPECT_EQ(r1.exit_code, 0) << r1.out << r1.err;
     EXPECT_EQ(r2.exit_code, 0) << r2.out << r2.err;
   }
-  auto runs = task.Runs();
+  auto runs = task_.Runs();
   ASSERT_EQ(runs.size(), 4u);
   ExpectNoGpuSharedAtOnce(runs);
 }
 
-TEST(LocalQueue, MemoryOfOneHomeIsShared) {
-  MiniLoom loom;
-  TaskScript task(loom.home() + "/shared");
+TEST_F(LocalQueue, MemoryOfOneHomeIsShared) {
   auto job = [&] {
     return std::vector<std::string>{"submit", "--conf", "loom.local.memory=4g", "--conf", "loom.worker.instances=1",
                                     "--conf", "loom.worker.memory=3g", "--conf",
-                                    "loom.containers.command=" + task.Command("sleep", "0.5")};
+                                    "loom.containers.command=" + task_.Command("sleep", "0.5")};
   };
-  Submitted a = SubmitOne(loom, job(), "a");
-  Submitted b = SubmitOne(loom, job(), "b");
-  ASSERT_TRUE(WaitForState(loom, b.id, "QUEUED", 1));
-  EXPECT_THAT(loom.View(b.id).queue_reason, HasSubstr("waiting for 3.0 GiB of memory (1.0 GiB free) held by " + a.id));
-  EXPECT_EQ(loom.Collect(a.client, "a").exit_code, 0);
-  EXPECT_EQ(loom.Collect(b.client, "b").exit_code, 0);
-  auto ra = task.RunsOf(a.id), rb = task.RunsOf(b.id);
+  Submitted a = SubmitOne(loom_, job(), "a");
+  Submitted b = SubmitOne(loom_, job(), "b");
+  ASSERT_TRUE(WaitForState(loom_, b.id, "QUEUED", 1));
+  EXPECT_THAT(loom_.View(b.id).queue_reason, HasSubstr("waiting for 3.0 GiB of memory (1.0 GiB free) held by " + a.id));
+  ExpectSucceeded(loom_, a);
+  ExpectSucceeded(loom_, b);
+  auto ra = task_.RunsOf(a.id), rb = task_.RunsOf(b.id);
   ASSERT_EQ(ra.size(), 1u);
   ASSERT_EQ(rb.size(), 1u);
   EXPECT_GT(rb[0].start, ra[0].end);  // one after the other
 }
 
-TEST(LocalQueue, AJobWhoseAmIsKilledGivesItsGpuBack) {
-  MiniLoom loom;
-  TaskScript task(loom.home() + "/shared");
-  Submitted a = SubmitOne(loom, Job(task.Command("slow-stop", ""), 1, "1"), "a");
-  ASSERT_TRUE(AllRunning(loom, a.id));
-  Submitted b = SubmitOne(loom, Job(task.Command("sleep", "0.1"), 1, "1"), "b");
-  ASSERT_TRUE(WaitForState(loom, b.id, "QUEUED", 1));
-  int am_pid = std::stoi(ReadFile(loom.Dir(a.id).am_pid()).value_or("0"));
+TEST_F(LocalQueue, AJobWhoseAmIsKilledGivesItsGpuBack) {
+  Submitted a = SubmitOne(loom_, Job(task_.Command("slow-stop", ""), 1, "1"), "a");
+  ASSERT_TRUE(AllRunning(loom_, a.id));
+  Submitted b = SubmitOne(loom_, Job(task_.Command("sleep", "0.1"), 1, "1"), "b");
+  ASSERT_TRUE(WaitForState(loom_, b.id, "QUEUED", 1));
+  int am_pid = std::stoi(ReadFile(loom_.Dir(a.id).am_pid()).value_or("0"));
   ASSERT_GT(am_pid, 1);
   // No clean-up at all: a's client is gone first (it would kill the leftovers at once), then
   // its AM; only the kernel drops their holds, and a's task takes 1 s to stop on its GPU.
   ::kill(a.client.pid(), SIGKILL);
   ::kill(am_pid, SIGKILL);
-  RunResult rb = loom.Collect(b.client, "b");
-  EXPECT_EQ(rb.exit_code, 0) << rb.out << rb.err;
-  auto runs = task.RunsOf(b.id);
+  ExpectSucceeded(loom_, b);
+  auto runs = task_.RunsOf(b.id);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].gpus, "0");
-  ASSERT_TRUE(loom::testing::Eventually([&] { return task.RunsOf(a.id).size() == 1u; }, 10s))
+  ASSERT_TRUE(loom::testing::Eventually([&] { return task_.RunsOf(a.id).size() == 1u; }, 10s))
       << "a's task never recorded its stop";
   // GPU 0 went to b only once the last process of a was gone, not when a's AM died.
-  ExpectNoGpuSharedAtOnce(task.Runs());
-  (void)loom.Collect(a.client, "a");
-  (void)loom.Run({"status", a.id});  // whoever looks next ends its record
-  EXPECT_EQ(loom.View(a.id).state, "FAILED");
+  ExpectNoGpuSharedAtOnce(task_.Runs());
+  (void)loom_.Collect(a.client, "a");
+  (void)loom_.Run({"status", a.id});  // whoever looks next ends its record
+  EXPECT_EQ(loom_.View(a.id).state, "FAILED");
 }
 
-TEST(LocalQueue, AGangRestartKeepsItsGpus) {
-  MiniLoom loom;
-  TaskScript task(loom.home() + "/shared");
+TEST_F(LocalQueue, AGangRestartKeepsItsGpus) {
   // x holds GPU 0, so the job under test gets GPU 1, and b waits behind both.
-  Submitted x = SubmitOne(loom, Job(task.Command("hold", "release-x"), 1), "x");
-  ASSERT_TRUE(AllRunning(loom, x.id));
-  Submitted a = SubmitOne(loom, Job(task.Command("fail-once", "go-a"), 1, "2", {"--conf", "loom.am.retry-count=1"}), "a");
-  ASSERT_TRUE(AllRunning(loom, a.id));
-  Submitted b = SubmitOne(loom, Job(task.Command("sleep", "0.1"), 1), "b");
-  ASSERT_TRUE(WaitForState(loom, b.id, "QUEUED", 1));
+  Submitted x = SubmitOne(loom_, Job(task_.Command("hold", "release-x"), 1), "x");
+  ASSERT_TRUE(AllRunning(loom_, x.id));
+  Submitted a = SubmitOne(loom_, Job(task_.Command("fail-once", "go-a"), 1, "2", {"--conf", "loom.am.retry-count=1"}), "a");
+  ASSERT_TRUE(AllRunning(loom_, a.id));
+  Submitted b = SubmitOne(loom_, Job(task_.Command("sleep", "0.1"), 1), "b");
+  ASSERT_TRUE(WaitForState(loom_, b.id, "QUEUED", 1));
 
-  task.Release("go-a");  // the first attempt fails, the gang restarts, the second succeeds
-  RunResult ra = loom.Collect(a.client, "a");
-  EXPECT_EQ(ra.exit_code, 0) << ra.out << ra.err;
-  EXPECT_EQ(loom.View(a.id).attempt, 1);
-  task.Release("release-x");
-  RunResult rb = loom.Collect(b.client, "b");
-  EXPECT_EQ(rb.exit_code, 0) << rb.out << rb.err;
-  EXPECT_EQ(loom.Collect(x.client, "x").exit_code, 0);
+  task_.Release("go-a");  // the first attempt fails, the gang restarts, the second succeeds
+  ExpectSucceeded(loom_, a);
+  EXPECT_EQ(loom_.View(a.id).attempt, 1);
+  task_.Release("release-x");
+  ExpectSucceeded(loom_, b);
+  ExpectSucceeded(loom_, x);
 
-  auto attempts = task.RunsOf(a.id);
+  auto attempts = task_.RunsOf(a.id);
   ASSERT_EQ(attempts.size(), 2u);
-  EXPECT_EQ(task.RunsOf(x.id).at(0).gpus, "0");
+  EXPECT_EQ(task_.RunsOf(x.id).at(0).gpus, "0");
   EXPECT_EQ(attempts[0].gpus, "1");
   EXPECT_EQ(attempts[1].gpus, "1");  // the same GPU in the second attempt
-  auto rbs = task.RunsOf(b.id);
+  auto rbs = task_.RunsOf(b.id);
   ASSERT_EQ(rbs.size(), 1u);
   EXPECT_GT(rbs[0].start, attempts[1].end);  // b did not take it between the attempts
-  ExpectNoGpuSharedAtOnce(task.Runs());
+  ExpectNoGpuSharedAtOnce(task_.Runs());
 }
 
-TEST(LocalQueue, QueueTimeDoesNotCountTowardsTheApplicationTimeout) {
-  MiniLoom loom;
-  TaskScript task(loom.home() + "/shared");
-  Submitted a = SubmitOne(loom, Job(task.Command("sleep", "1.5"), 1, "1"), "a");
-  ASSERT_TRUE(AllRunning(loom, a.id));
-  Submitted b = SubmitOne(loom, Job(task.Command("sleep", "0.2"), 1, "1", {"--conf", "loom.application.timeout=1000"}), "b");
-  RunResult rb = loom.Collect(b.client, "b");
-  EXPECT_EQ(rb.exit_code, 0) << rb.out << rb.err;
+TEST_F(LocalQueue, QueueTimeDoesNotCountTowardsTheApplicationTimeout) {
+  Submitted a = SubmitOne(loom_, Job(task_.Command("sleep", "1.5"), 1, "1"), "a");
+  ASSERT_TRUE(AllRunning(loom_, a.id));
+  Submitted b = SubmitOne(loom_, Job(task_.Command("sleep", "0.2"), 1, "1", {"--conf", "loom.application.timeout=1000"}), "b");
+  ExpectSucceeded(loom_, b);
   int64_t waited_ms = -1;
-  for (const json& e : history::ReadEvents(loom.Dir(b.id).events())) {
+  for (const json& e : history::ReadEvents(loom_.Dir(b.id).events())) {
     if (e.value("state", "") == "ADMITTED") waited_ms = e.value("waited_ms", int64_t{-1});
   }
   EXPECT_GT(waited_ms, 1000);  // queued longer than its timeout, and still not timed out
-  EXPECT_EQ(loom.Collect(a.client, "a").exit_code, 0);
+  ExpectSucceeded(loom_, a);
 }
 
-TEST(LocalQueue, AJobThatCanNeverFitIsStillRefusedAtSubmit) {
-  MiniLoom loom;
-  RunResult r = loom.Run(Job("/bin/true", 2, "1"));
+TEST_F(LocalQueue, AJobThatCanNeverFitIsStillRefusedAtSubmit) {
+  RunResult r = loom_.Run(Job("/bin/true", 2, "1"));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("can never run"));
-  EXPECT_TRUE(loom.JobIds().empty());
+  EXPECT_TRUE(loom_.JobIds().empty());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -127,19 +128,29 @@ class MiniLoom {
   std::string TaskOutput(const std::string& id, const TaskId& task, bool err = false) const {
     return ReadFile(err ? Dir(id).task_stderr(task) : Dir(id).task_stdout(task)).value_or("");
   }
-  // Waits until the (only) job has `tasks` tasks, all RUNNING; returns its id, "" on timeout.
-  std::string WaitUntilRunning(size_t tasks, std::chrono::milliseconds timeout) const {
-    std::string id;
-    bool ok = loom::testing::Eventually(
+  // Waits until there is a job and `ready(id)` holds of the first; `*id` is that job's as soon
+  // as there is one (for a failure's message too). False on timeout.
+  bool WaitForJob(const std::function<bool(const std::string& id)>& ready, std::chrono::milliseconds timeout,
+                  std::string* id) const {
+    return loom::testing::Eventually(
         [&] {
           auto ids = JobIds();
           if (ids.empty()) return false;
-          id = ids[0];
-          auto v = View(id);
+          *id = ids[0];
+          return ready(*id);
+        },
+        timeout);
+  }
+  // Waits until the (only) job has `tasks` tasks, all RUNNING; returns its id, "" on timeout.
+  std::string WaitUntilRunning(size_t tasks, std::chrono::milliseconds timeout) const {
+    std::string id;
+    bool ok = WaitForJob(
+        [&](const std::string& job) {
+          auto v = View(job);
           return v.tasks.size() == tasks &&
                  std::all_of(v.tasks.begin(), v.tasks.end(), [](const auto& t) { return t.state == TaskState::kRunning; });
         },
-        timeout);
+        timeout, &id);
     return ok ? id : "";
   }
 

@@ -51,6 +51,13 @@ double Seconds(const fs::path& file) { return std::stod(ReadFile(file.string()).
 
 void Touch(const fs::path& p) { std::ofstream(p) << "go\n"; }
 
+// Whether `task` of job `id` runs.
+bool TaskRunning(const MiniLoom& loom, const std::string& id, const std::string& task) {
+  history::JobView view = loom.View(id);
+  const auto* t = view.FindTask(task);
+  return t != nullptr && t->state == TaskState::kRunning;
+}
+
 // The events of job `id` so far.
 std::vector<json> Events(MiniLoom& loom, const std::string& id) { return history::ReadEvents(loom.Dir(id).events()); }
 
@@ -90,16 +97,7 @@ TEST(TwoStages, TrainingStartsOnlyAfterThePrepareStageSucceeded) {
   fs::create_directories(dir);
   Subprocess submit = loom.Start(Submit(TwoStageJob(dir.string())), "submit");
   std::string id;
-  ASSERT_TRUE(loom::testing::Eventually(
-      [&] {
-        auto ids = loom.JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        auto view = loom.View(id);
-        auto* loader = view.FindTask("dbloader:0");
-        return loader->state == TaskState::kRunning;
-      },
-      60s));
+  ASSERT_TRUE(loom.WaitForJob([&](const std::string& job) { return TaskRunning(loom, job, "dbloader:0"); }, 60s, &id));
   // The prepare stage runs (held until DIR/go): the workers were not even asked for.
   RunResult status = loom.Run({"status", id});
   EXPECT_THAT(status.out, HasSubstr("worker:0 waiting for the prepare stage (dbloader)")) << status.out;
@@ -199,15 +197,12 @@ TEST(TensorBoard, TheSidecarServesItsLogDirAndItsLinkAnswers) {
       "submit");
   std::string id;
   history::JobView view;
-  ASSERT_TRUE(loom::testing::Eventually(
-      [&] {
-        auto ids = loom.JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        view = loom.View(id);
+  ASSERT_TRUE(loom.WaitForJob(
+      [&](const std::string& job) {
+        view = loom.View(job);
         return !view.tensorboard_url.empty();
       },
-      60s))
+      60s, &id))
       << loom.TaskOutput(id, {"tensorboard", 0}, true);
   EXPECT_EQ(view.tensorboard_task, "tensorboard:0");
   // The AM's status page links it, and the link answers with the log dir's content.
@@ -358,14 +353,7 @@ TEST(MetricsInterval, TheExecutorSamplesAtTheConfiguredPeriod) {
       "submit");
   std::string id;
   // The first sample is taken as the task starts.
-  ASSERT_TRUE(loom::testing::Eventually(
-      [&] {
-        auto ids = loom.JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        return !RssRecords(loom, id, "worker:0").empty();
-      },
-      60s));
+  ASSERT_TRUE(loom.WaitForJob([&](const std::string& job) { return !RssRecords(loom, job, "worker:0").empty(); }, 60s, &id));
   int64_t first = RssRecords(loom, id, "worker:0")[0].first;
   Touch(dir / "go");
   ASSERT_TRUE(loom::testing::Eventually([&] { return fs::exists(dir / "grown"); }, 10s));
@@ -453,14 +441,8 @@ TEST(YarnStages, TheTrainingStageIsAskedForAfterThePrepareStageOnYarn) {
   }
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id;
-  ASSERT_TRUE(loom::testing::Eventually(
-      [&] {
-        auto ids = cluster.loom().JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        return cluster.loom().View(id).FindTask("dbloader:0")->state == TaskState::kRunning;
-      },
-      90s))
+  ASSERT_TRUE(cluster.loom().WaitForJob(
+      [&](const std::string& job) { return TaskRunning(cluster.loom(), job, "dbloader:0"); }, 90s, &id))
       << cluster.ContainerLogs("am.log");
   // Only the prepare stage runs; the workers wait, with no container asked of the RM.
   RunResult status = cluster.loom().Run({"status", id}, cluster.Env());
@@ -500,15 +482,12 @@ TEST(YarnStages, TheStatusPageLinksAnAnsweringTensorBoardOnYarn) {
   }
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id, url;
-  ASSERT_TRUE(loom::testing::Eventually(
-      [&] {
-        auto ids = cluster.loom().JobIds();
-        if (ids.empty()) return false;
-        id = ids[0];
-        url = cluster.loom().View(id).tensorboard_url;
+  ASSERT_TRUE(cluster.loom().WaitForJob(
+      [&](const std::string& job) {
+        url = cluster.loom().View(job).tensorboard_url;
         return !url.empty();
       },
-      90s))
+      90s, &id))
       << cluster.ContainerLogs("am.log") << cluster.ContainerLogs("executor.log");
   // The application's tracking URL is the AM's status page; it links the TensorBoard.
   std::string page = HttpGet(cluster.Report(id).trackingurl());

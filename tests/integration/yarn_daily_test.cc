@@ -18,10 +18,14 @@ using ::testing::Not;
 using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
-std::vector<std::string> SleepJob(int workers = 2) {
-  return {"--src_dir", MiniLoom::Source(kScripts), "--executes", "sleep_forever.py", "--python_binary_path",
-          "/usr/bin/python3", "--conf", "loom.worker.instances=" + std::to_string(workers), "--conf",
-          "loom.worker.memory=512m", "--conf", "loom.task.stop-grace-ms=1000"};
+// `loom submit --cluster yarn FLAGS...` of two workers that sleep until stopped.
+std::vector<std::string> SleepJob(const std::vector<std::string>& flags = {}) {
+  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--src_dir", MiniLoom::Source(kScripts), "--executes", "sleep_forever.py",
+                           "--python_binary_path", "/usr/bin/python3", "--conf", "loom.worker.instances=2", "--conf",
+                           "loom.worker.memory=512m", "--conf", "loom.task.stop-grace-ms=1000"});
+  return args;
 }
 
 // What a job may leave in HDFS once it ended (README, "Staging"): its config and history, and
@@ -43,9 +47,7 @@ class StopSignal : public ::testing::TestWithParam<int> {};
 
 TEST_P(StopSignal, KillsTheApplicationAndEveryContainer) {
   YarnDoubleCluster cluster;
-  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
-  for (auto& a : SleepJob()) args.push_back(a);
-  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  Subprocess submit = cluster.loom().Start(SleepJob(), "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
   ASSERT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 5; }, 10s));
@@ -74,9 +76,7 @@ INSTANTIATE_TEST_SUITE_P(YarnDaily, StopSignal, ::testing::Values(SIGINT, SIGTER
 
 TEST(YarnDaily, StatusOfARunningJobComesFromYarn) {
   YarnDoubleCluster cluster;
-  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
-  for (auto& a : SleepJob()) args.push_back(a);
-  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  Subprocess submit = cluster.loom().Start(SleepJob(), "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
   std::string app = cluster.ApplicationId(id);
@@ -100,9 +100,7 @@ TEST(YarnDaily, StatusOfARunningJobComesFromYarn) {
 
 TEST(YarnDaily, LoomKillCleansStagingAndEndsEveryTaskRow) {
   YarnDoubleCluster cluster;
-  std::vector<std::string> args = {"submit", "--cluster", "yarn", "--quiet"};
-  for (auto& a : SleepJob()) args.push_back(a);
-  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  Subprocess submit = cluster.loom().Start(SleepJob({"--quiet"}), "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
   // The follower is gone (SIGKILL: no clean-up of its own); `loom kill` must do it all.
@@ -142,9 +140,7 @@ TEST(YarnDaily, JobWhoseClientWasKilledIsRecordedAndCleanedByTheNextStatus) {
 
 TEST(YarnDaily, AnotherClientFindsTheJobByApplicationOrJobId) {
   YarnDoubleCluster cluster;
-  std::vector<std::string> args = {"submit", "--cluster", "yarn", "--quiet"};
-  for (auto& a : SleepJob()) args.push_back(a);
-  Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
+  Subprocess submit = cluster.loom().Start(SleepJob({"--quiet"}), "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
   std::string app = cluster.ApplicationId(id);
@@ -292,8 +288,7 @@ TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
     o.nm_heartbeat_ms = 100;
     o.nm_liveness_expiry_ms = 1000;
   });
-  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
-  for (auto& a : SleepJob(2)) args.push_back(a);
+  std::vector<std::string> args = SleepJob();
   args.insert(args.end(), {"--conf", "loom.worker.memory=2g"});  // one worker per node at most
   Subprocess submit = cluster.loom().Start(args, "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
@@ -329,11 +324,9 @@ TEST(YarnDaily, LostNodeManagerFailsTheJobAndSaysSo) {
 
 TEST(YarnDaily, CrashedAmFailsTheJobAndItsStagingIsCleaned) {
   YarnDoubleCluster cluster;
-  std::vector<std::string> args = {"submit", "--cluster", "yarn"};
-  for (auto& a : SleepJob()) args.push_back(a);
   auto env = cluster.Env();
   env["LOOM_TEST_AM_CRASH_MS"] = "2500";
-  RunResult r = cluster.loom().Run(args, env);
+  RunResult r = cluster.loom().Run(SleepJob(), env);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   std::string id = cluster.loom().OnlyJobId();
   EXPECT_EQ(cluster.Report(id).yarn_application_state(), ypb::FAILED);
