@@ -5,9 +5,6 @@
 
 #include "hadoop/conf/tls_trust.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +21,7 @@
 #include "hadoop/hdfs/webhdfs.h"
 #include "hadoop/logs/nm_web_logs.h"
 #include "hadoop/logs/yarn_log_reader.h"
+#include "hadoop/testing/test_socket.h"
 
 namespace loom::hadoop {
 namespace {
@@ -33,30 +31,10 @@ using ::testing::HasSubstr;
 using testing::JksTrustStore;
 using testing::PemFileToDer;
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 bool Accepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
+  Result<int> fd = testing::ConnectLoopback(port);
+  if (fd.ok()) ::close(*fd);
+  return fd.ok();
 }
 
 std::string Prop(const std::string& name, const std::string& value) {
@@ -92,7 +70,7 @@ class TlsTrustTest : public ::testing::Test {
     // The port is free when picked; another process may take it before s_server binds, so a
     // server that exits is started again on a new one.
     for (int attempt = 0; attempt < 5 && port_ <= 0; ++attempt) {
-      int port = FreePort();
+      int port = testing::ClosedLoopbackPort();
       ASSERT_GT(port, 0);
       SpawnOptions o;
       o.argv = {"/usr/bin/openssl", "s_server", "-accept", std::to_string(port), "-cert", d + "/server.pem",

@@ -3,11 +3,6 @@
 // And libcurl refusing the cluster truststore fails the exchange instead of falling back to the
 // system's CA store.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdarg>
 #include <memory>
 #include <sstream>
@@ -18,6 +13,7 @@
 #include "core/testing.h"
 #include "hadoop/hdfs/curl_library.h"
 #include "hadoop/hdfs/webhdfs.h"
+#include "hadoop/testing/test_socket.h"
 #include "hadoop/wire/credentials.h"
 
 namespace loom::hadoop {
@@ -25,19 +21,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// A loopback port nothing listens on: bound, then closed, so a connection is refused at once.
-int ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 Token SomeToken() {
   DelegationTokenIdentifier id;
@@ -68,7 +51,7 @@ TEST(RedactUrlSecretsTest, RedactsDelegationAndTokenValuesOnly) {
 TEST(RedactUrlSecretsTest, HttpExchangeErrorHasNoToken) {
   std::string secret = EncodeTokenUrlString(SomeToken());
   HttpRequest request;
-  request.url = "http://127.0.0.1:" + std::to_string(ClosedPort()) +
+  request.url = "http://127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort()) +
                 "/webhdfs/v1/user/root?op=GETFILESTATUS&delegation=" + secret;
   request.connect_timeout_s = 5;
   Result<HttpResponse> r = HttpExchange(request);
@@ -90,8 +73,8 @@ TEST(RedactUrlSecretsTest, WebHdfsWithDelegationTokenAgainstStoppedNameNodes) {
   capture->set_level(spdlog::level::debug);
   spdlog::set_default_logger(capture);
 
-  WebHdfs hdfs("http://127.0.0.1:" + std::to_string(ClosedPort()) + ",http://127.0.0.1:" + std::to_string(ClosedPort()),
-               "root");
+  auto closed = [] { return "http://127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort()); };
+  WebHdfs hdfs(closed() + "," + closed(), "root");
   hdfs.UseDelegationToken(token);
   Result<HdfsFileStatus> status = hdfs.GetFileStatus("/user/root/.loom/history");
   Status created = hdfs.Create("/user/root/x", "bytes").status();
@@ -151,7 +134,7 @@ class RefusedOptionTest : public ::testing::Test {
     SetHttpsTrust("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
     SetCurlLibraryForTest(&g_refusing);
     HttpRequest request;
-    request.url = "https://127.0.0.1:" + std::to_string(ClosedPort()) + "/webhdfs/v1/?op=X&delegation=SECRET";
+    request.url = "https://127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort()) + "/webhdfs/v1/?op=X&delegation=SECRET";
     request.connect_timeout_s = 5;
     return HttpExchange(request);
   }

@@ -4,15 +4,12 @@
 
 #include "hadoop/ipc/rm_failover.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <mutex>
 
 #include "core/testing.h"
 #include "hadoop/ipc/yarn_clients.h"
 #include "hadoop/testing/fake_ipc_server.h"
+#include "hadoop/testing/test_socket.h"
 #include "hadoop/wire/ipc_frame.h"
 
 namespace loom::hadoop {
@@ -113,19 +110,6 @@ struct ScriptedRm {
   FakeIpcServer server;
 };
 
-// A port nothing listens on: connecting is refused.
-int ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 IpcOptions Options(int port) {
   IpcOptions o;
   o.host = "127.0.0.1";
@@ -171,7 +155,7 @@ TEST_F(FailoverClientTest, FollowsAFailoverRoundRobin) {
   rm1.id = 1;
   rm2.id = 2;
   rm2.SetStandby(true);
-  auto client = Client({rm1.server.port(), rm2.server.port(), ClosedPort()});
+  auto client = Client({rm1.server.port(), rm2.server.port(), testing::ClosedLoopbackPort()});
   ypb::GetNewApplicationResponseProto resp;
   ASSERT_OK(client.Call("getNewApplication", ypb::GetNewApplicationRequestProto(), &resp));
   EXPECT_EQ(resp.application_id().id(), 1);
@@ -215,7 +199,7 @@ TEST_F(FailoverClientTest, OneServerIsNotRetried) {
 TEST(RmHaClients, ApplicationClientSkipsARefusingRm) {
   ScriptedRm rm2;
   rm2.id = 7;
-  ApplicationClient client(RmAddresses{{"127.0.0.1", ClosedPort()}, {"127.0.0.1", rm2.server.port()}}, "alice",
+  ApplicationClient client(RmAddresses{{"127.0.0.1", testing::ClosedLoopbackPort()}, {"127.0.0.1", rm2.server.port()}}, "alice",
                            FailoverSettings{3, 1, 1});
   auto fresh = client.GetNewApplication();
   ASSERT_OK(fresh);

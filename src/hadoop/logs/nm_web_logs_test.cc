@@ -175,12 +175,7 @@ TEST_F(NmWebLogsReplay, UserNameAndEscaping) {
 }
 
 TEST(NmWebLogs, UnreachableNodeManager) {
-  // A port that was just free: nothing listens there.
-  int port = 0;
-  Result<int> fd = testing::ListenLoopback(&port, /*listen=*/false);
-  ASSERT_OK(fd);
-  ::close(*fd);
-  NmWebLogs client("127.0.0.1:" + std::to_string(port), "");
+  NmWebLogs client("127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort()), "");
   EXPECT_STATUS(client.ReadLog(kCid, "stdout"), kUnavailable, HasSubstr("NodeManager 127.0.0.1:"));
   EXPECT_STATUS(client.ListLogs(kCid), kUnavailable, HasSubstr("NodeManager 127.0.0.1:"));
   EXPECT_STATUS(NmWebLogs("no-port", "").ReadLog(kCid, "stdout"), kInvalidArgument, HasSubstr("not host:port"));

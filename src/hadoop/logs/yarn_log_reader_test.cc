@@ -233,12 +233,7 @@ TEST_F(YarnLogReaderTest, NotFoundSaysWhy) {
 
 TEST_F(YarnLogReaderTest, UnreachableNodeManager) {
   YarnLogReader reader = Reader();
-  // A port nothing listens on.
-  int port = 0;
-  Result<int> fd = testing::ListenLoopback(&port, /*listen=*/false);
-  ASSERT_OK(fd);
-  ::close(*fd);
-  std::string dead = "127.0.0.1:" + std::to_string(port);
+  std::string dead = "127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort());
   // Its logs are in HDFS: read from there.
   Result<std::string> out = reader.Read(kTApp, {kTCid, "localhost:45454", dead}, "stderr");
   ASSERT_OK(out);

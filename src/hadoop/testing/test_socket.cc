@@ -48,6 +48,14 @@ Result<int> ListenLoopback(int* port, bool listen) {
   return fd;
 }
 
+int ClosedLoopbackPort() {
+  int port = 0;
+  Result<int> fd = ListenLoopback(&port, /*listen=*/false);
+  if (!fd.ok()) return 0;
+  ::close(*fd);
+  return port;
+}
+
 Result<int> ConnectLoopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno("socket", errno);

@@ -12,6 +12,9 @@ namespace loom::hadoop::testing {
 // A listening socket on 127.0.0.1 with a kernel-chosen port. listen=false: the port only
 // bound, reserved (FakeHdfs's NameNode RPC address, never served unless something takes it over).
 Result<int> ListenLoopback(int* port, bool listen = true);
+// A loopback port that was free a moment ago and is closed again: a connection to it is refused
+// at once (unless another process took it since). 0 if no port could be bound.
+int ClosedLoopbackPort();
 // A connection to 127.0.0.1:port.
 Result<int> ConnectLoopback(int port);
 // Accepts one connection, waiting at most `timeout`.
