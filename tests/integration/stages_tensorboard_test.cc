@@ -205,12 +205,12 @@ TEST(TensorBoard, TheSidecarServesItsLogDirAndItsLinkAnswers) {
       60s, &id))
       << loom.TaskOutput(id, {"tensorboard", 0}, true);
   EXPECT_EQ(view.tensorboard_task, "tensorboard:0");
-  // The AM's status page links it, and the link answers with the log dir's content.
-  std::string page = HttpGet(StatusUrl(loom, id));
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(page, m, std::regex("<a id=\"tensorboard\" href=\"([^\"]+)\">"))) << page;
-  EXPECT_EQ(m[1].str(), view.tensorboard_url);
-  EXPECT_EQ(HttpGet(m[1].str()), "fake tensorboard of " + logs.string() + "\n");
+  // The AM's dashboard shows it (the job's JSON, which its page draws), and the link answers with
+  // the log dir's content.
+  std::string job = HttpGet(StatusUrl(loom, id) + "api/jobs/" + id);
+  json job_json = json::parse(job, nullptr, false);
+  EXPECT_EQ(job_json.is_object() ? job_json.value("tensorboard_url", "") : "", view.tensorboard_url) << job;
+  EXPECT_EQ(HttpGet(view.tensorboard_url), "fake tensorboard of " + logs.string() + "\n");
   // `loom status` shows it, as does its JSON; and the AM's own page (the local backend has no
   // tracking URL of a cluster's UI to show instead).
   const std::string dashboard = StatusUrl(loom, id);
@@ -221,7 +221,7 @@ TEST(TensorBoard, TheSidecarServesItsLogDirAndItsLinkAnswers) {
   json status_json = json::parse(loom.Run({"status", id, "--json"}).out);
   EXPECT_EQ(status_json["tensorboard_url"], view.tensorboard_url);
   EXPECT_EQ(status_json["dashboard_url"], dashboard);
-  EXPECT_THAT(HttpGet(dashboard), HasSubstr(id));
+  EXPECT_THAT(HttpGet(dashboard + "api/info"), HasSubstr("\"job_id\":\"" + id + "\""));  // the dashboard's API
 
   Touch(dir / "go");
   RunResult r = loom.Collect(submit, "submit");
@@ -489,11 +489,11 @@ TEST(YarnStages, TheStatusPageLinksAnAnsweringTensorBoardOnYarn) {
       },
       90s, &id))
       << cluster.ContainerLogs("am.log") << cluster.ContainerLogs("executor.log");
-  // The application's tracking URL is the AM's status page; it links the TensorBoard.
-  std::string page = HttpGet(cluster.Report(id).trackingurl());
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(page, m, std::regex("<a id=\"tensorboard\" href=\"([^\"]+)\">"))) << page;
-  EXPECT_EQ(m[1].str(), url);
+  // The application's tracking URL, through the RM's web proxy, is the AM's dashboard; the job's
+  // JSON there (what its page draws) has the TensorBoard's link, which answers.
+  std::string job = HttpGet(cluster.Report(id).trackingurl() + "api/jobs/" + id);
+  json job_json = json::parse(job, nullptr, false);
+  EXPECT_EQ(job_json.is_object() ? job_json.value("tensorboard_url", "") : "", url) << job;
   EXPECT_EQ(HttpGet(url), "fake tensorboard on yarn\n");
   Touch(dir / "go");
   RunResult r = cluster.loom().Collect(submit, "submit");
