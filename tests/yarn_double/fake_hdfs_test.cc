@@ -10,6 +10,7 @@
 
 #include "core/eventually.h"
 #include "core/files.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "hadoop/hdfs/webhdfs.h"
 #include "hadoop/testing/test_socket.h"
@@ -44,9 +45,7 @@ std::string RandomBytes(size_t n) {
 class FakeHdfsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/fake_hdfs_test." + std::to_string(getpid()) + "." +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_OK(MakeDirs(dir_));
+    dir_ = loom::testing::MakeTestDir("fake_hdfs_test");
     hdfs_ = std::make_unique<FakeHdfs>(dir_ + "/hdfs");
     ASSERT_OK(hdfs_->Start());
     client_ = std::make_unique<WebHdfs>(NameNode(), "alice");

@@ -12,6 +12,7 @@
 
 #include "core/files.h"
 #include "core/subprocess.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "hadoop/testing/captures.h"
 
@@ -67,9 +68,7 @@ int ModeOf(const std::string& path) {
 class LocalizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/localizer_test." + std::to_string(::getpid()) + "." +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    (void)RemoveTree(dir_);
+    dir_ = loom::testing::MakeTestDir("localizer_test");
     ASSERT_OK(MakeDirs(dir_ + "/filecache/11"));
   }
   void TearDown() override { (void)RemoveTree(dir_); }

@@ -3,6 +3,7 @@
 // and a real MIT KDC (tests/kerberos/kdc_harness.h).
 
 #include "core/files.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
 #include "hadoop/hdfs/spnego.h"
@@ -26,9 +27,7 @@ class NmWebSpnegoTest : public ::testing::Test {
     ASSERT_OK(kdc_.Start({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
     kdc_.ExportToThisProcess();
     ASSERT_OK(kdc_.Kinit("root"));
-    dir_ = ::testing::TempDir() + "/nm_web_spnego_test." + std::to_string(getpid()) + "." +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_OK(MakeDirs(dir_));
+    dir_ = loom::testing::MakeTestDir("nm_web_spnego_test");
     hdfs_ = std::make_unique<FakeHdfs>(dir_ + "/hdfs");
     ASSERT_OK(hdfs_->Start());
     YarnTestDouble::Options o;

@@ -10,6 +10,7 @@
 
 #include "core/files.h"
 #include "core/strings.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
 #include "hadoop/hdfs/spnego.h"
@@ -74,9 +75,7 @@ class WebHdfsSpnegoTest : public ::testing::Test {
     ASSERT_OK(kdc_.Start({"root", "rm/localhost", "HTTP/localhost", "HTTP/otherhost"}));
     kdc_.ExportToThisProcess();
     ASSERT_OK(kdc_.Kinit("root"));
-    dir_ = ::testing::TempDir() + "/webhdfs_spnego_test." + std::to_string(getpid()) + "." +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_OK(MakeDirs(dir_));
+    dir_ = loom::testing::MakeTestDir("webhdfs_spnego_test");
     hdfs_ = std::make_unique<FakeHdfs>(dir_ + "/hdfs");
     ASSERT_OK(hdfs_->Start());
     ASSERT_OK(hdfs_->RequireSpnego(kdc_.Keytab("HTTP/localhost"), "HTTP/localhost@LOOM.TEST"));

@@ -2,9 +2,8 @@
 // with HAUtil's hostname defaults, the yarn.client.failover-* policy of RMProxy) and the
 // NameNodes of an HA nameservice (dfs.nameservices, dfs.ha.namenodes.<ns>).
 
-#include <unistd.h>
-
 #include "core/files.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "hadoop/conf/hadoop_conf.h"
 
@@ -30,9 +29,7 @@ std::vector<std::string> Strings(const std::vector<HostPort>& list) {
 class HadoopConfHaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/hadoop_conf_ha_test." + std::to_string(getpid()) + "." +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_OK(MakeDirs(dir_));
+    dir_ = loom::testing::MakeTestDir("hadoop_conf_ha_test");
     Write("core-site.xml", Site({{"fs.defaultFS", "hdfs://nn.example.com:8020"}}));
   }
   void TearDown() override { (void)RemoveTree(dir_); }

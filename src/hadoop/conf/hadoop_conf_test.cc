@@ -1,11 +1,10 @@
 #include "hadoop/conf/hadoop_conf.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 
 #include "core/files.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "hadoop/hdfs/tls_test_util.h"
 #include "hadoop/testing/captures.h"
@@ -29,9 +28,7 @@ std::string Prop(const std::string& name, const std::string& value) {
 class HadoopConfTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/hadoop_conf_test." + std::to_string(getpid()) + "." +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_OK(MakeDirs(dir_));
+    dir_ = loom::testing::MakeTestDir("hadoop_conf_test");
   }
   void TearDown() override { (void)RemoveTree(dir_); }
   void Write(const std::string& file, const std::string& text) {
