@@ -39,7 +39,9 @@ describe('loom portal', () => {
     assert.ok((await count('SUCCEEDED')) >= 2);
     assert.ok((await count('FAILED')) >= 1);
     assert.ok((await count('KILLED')) >= 1);
-    await shot(page, 'portal-jobs');
+    // For the README: the list down to its pager.
+    const listEnd = await page.evaluate(() => Math.ceil(document.querySelector('.pager').getBoundingClientRect().bottom + window.scrollY + 20));
+    await shot(page, 'portal-jobs', { fullPage: true, clip: { x: 0, y: 0, width: 1360, height: Math.max(360, Math.min(listEnd, 1400)) } });
     // Filter by state: only failed jobs.
     await page.click('.chip[data-state=FAILED]');
     await page.waitForFunction(() => location.hash.includes('state=FAILED'));

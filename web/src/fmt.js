@@ -22,6 +22,7 @@ export function cores(c) {
 
 export function duration(ms) {
   if (!(ms > 0)) return '';
+  if (ms < 1000) return `${Math.round(ms)}ms`;
   if (ms < 60000) return `${(ms / 1000).toFixed(1)}s`;
   const s = Math.floor(ms / 1000);
   if (ms < 3600000) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;

@@ -16,6 +16,9 @@ const FORMATS = {
   percent: (v) => (v === null || v === undefined ? '-' : `${Math.round(v)}%`),
 };
 
+// The y axis of a plot without data.
+const EMPTY_MAX = { bytes: 2 ** 30, percent: 100, cores: 1 };
+
 const registry = () => (window.__loomPlots ||= {});
 
 function css(name) {
@@ -63,7 +66,7 @@ function options(title, labels, unit, width, height, relative, pairs) {
   return {
     width,
     height,
-    scales: { x: { time: !relative }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : unit === 'percent' ? 100 : 1] } },
+    scales: { x: { time: !relative }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : EMPTY_MAX[unit] || 1] } },
     series: [
       { label: 'time', value: relative ? (u, v) => (v === null || v === undefined ? '-' : `+${Math.round(v)}s`) : clock },
       ...labels.map((l, i) => ({ label: l, ...look[i], width: 1.5, spanGaps: true, points: { size: 4 }, value: (u, v) => fmt(v) })),
@@ -126,6 +129,6 @@ export function Plot({ name, title, labels, data, unit, relative = false, pairs 
   return html`<figure class="plot" data-plot=${name} data-points=${points} data-series=${labels.length}>
     <figcaption>${title}</figcaption>
     <div class="plot-box" ref=${box}></div>
-    ${points === 0 && html`<div class="plot-empty">No samples yet</div>`}
+    ${points === 0 && html`<div class="plot-empty">No samples</div>`}
   </figure>`;
 }

@@ -79,6 +79,7 @@ test('formats', () => {
   assert.equal(cores(0.5), '0.50');
   assert.equal(cores(12.34), '12.3');
   assert.equal(duration(9800), '9.8s');
+  assert.equal(duration(31), '31ms');
   assert.equal(duration(61000), '1m01s');
   assert.equal(duration(3 * 3600000 + 5 * 60000), '3h05m');
 });
