@@ -89,6 +89,14 @@ class KdcHarness {
     return Status::Unavailable("krb5kdc did not listen on 127.0.0.1:" + p + " within 10 s (see " + dir_ + "/krb5kdc.out)");
   }
 
+  // Start(principals), then this process set up for in-process GSSAPI (ExportToThisProcess) with
+  // `user`'s ticket in the cache (Kinit).
+  Status StartLoggedIn(const std::vector<std::string>& principals, const std::string& user = "root") {
+    LOOM_RETURN_IF_ERROR(Start(principals));
+    ExportToThisProcess();
+    return Kinit(user);
+  }
+
   // kinit -kt <its keytab> principal (into KRB5CCNAME); `lifetime` e.g. "2s" for a ticket that
   // expires soon.
   Status Kinit(const std::string& principal, const std::string& lifetime = "") {

@@ -21,9 +21,7 @@ using hadoop::testing::GssAcceptor;
 class GssAcceptorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK(kdc_.Start({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
-    kdc_.ExportToThisProcess();
-    ASSERT_OK(kdc_.Kinit("root"));
+    ASSERT_OK(kdc_.StartLoggedIn({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
   }
 
   // Runs the whole exchange; the acceptor once complete.

@@ -43,9 +43,7 @@ inline constexpr char kNn[] = "nn/localhost@LOOM.TEST";
 class KerberosDoubleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK(kdc_.Start({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
-    kdc_.ExportToThisProcess();
-    ASSERT_OK(kdc_.Kinit("root"));
+    ASSERT_OK(kdc_.StartLoggedIn({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
   }
   void TearDown() override { hadoop::SetProcessKerberos(nullptr); }
 

@@ -24,9 +24,7 @@ constexpr char kContainer[] = "container_1795373773768_0001_01_000001";
 class NmWebSpnegoTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK(kdc_.Start({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
-    kdc_.ExportToThisProcess();
-    ASSERT_OK(kdc_.Kinit("root"));
+    ASSERT_OK(kdc_.StartLoggedIn({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
     dir_ = loom::testing::MakeTestDir("nm_web_spnego_test");
     hdfs_ = std::make_unique<FakeHdfs>(dir_ + "/hdfs");
     ASSERT_OK(hdfs_->Start());

@@ -72,9 +72,7 @@ std::string HeaderValue(const std::string& response, const std::string& name) {
 class WebHdfsSpnegoTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK(kdc_.Start({"root", "rm/localhost", "HTTP/localhost", "HTTP/otherhost"}));
-    kdc_.ExportToThisProcess();
-    ASSERT_OK(kdc_.Kinit("root"));
+    ASSERT_OK(kdc_.StartLoggedIn({"root", "rm/localhost", "HTTP/localhost", "HTTP/otherhost"}));
     dir_ = loom::testing::MakeTestDir("webhdfs_spnego_test");
     hdfs_ = std::make_unique<FakeHdfs>(dir_ + "/hdfs");
     ASSERT_OK(hdfs_->Start());
