@@ -56,7 +56,11 @@ describe('the live dashboard', () => {
   });
 
   test("the page shows the job's end", async () => {
-    await page.waitForFunction(() => document.querySelector('.job-page').dataset.final === 'true', null, { timeout: END_S * 1000, polling: 500 });
+    // The AM exits once its job ended; it must keep answering long enough for the page to see
+    // the end (a few polls).
+    await page.waitForFunction(() => document.querySelector('.job-page').dataset.final === 'true' || document.querySelector('.gone'),
+      null, { timeout: END_S * 1000, polling: 500 });
+    assert.equal(await page.locator('.gone').count(), 0, 'the AM stopped answering before the page saw the job end');
     const state = await page.locator('.job-head .state').getAttribute('data-state');
     assert.ok(TERMINAL.includes(state), state);
     assert.equal(await page.locator('.job-head .live').count(), 0, 'no longer live');

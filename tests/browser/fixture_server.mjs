@@ -3,7 +3,7 @@
 // here, one of which runs while the server does (it finishes after --run-seconds). The tests
 // proper run against the real `loom portal`; this serves only to work on the page offline.
 //
-//   node fixture_server.mjs [--port 0] [--dist ../../web/dist] [--am JOB] [--run-seconds 60]
+//   node fixture_server.mjs [--port 0] [--dist ../../web/dist] [--am JOB [--linger-ms 5000]] [--run-seconds 60]
 //   node fixture_server.mjs --loom LOOM --loom-home DIR   real records: the jobs under DIR/jobs
 //                                                         (the job itself from `LOOM status --json`)
 //
@@ -21,6 +21,8 @@ const dist = resolve(arg('--dist', process.env.LOOM_WEB_DIST || join(here, '../.
 const amJob = arg('--am', '');
 const runSeconds = Number(arg('--run-seconds', '60'));
 const port = Number(arg('--port', '0'));
+// As an AM (--am): how long it keeps answering after its job ended, then it exits.
+const lingerMs = Number(arg('--linger-ms', '5000'));
 
 const T0 = Date.now();
 const MIN = 60000;
@@ -273,6 +275,10 @@ const server = createServer((req, res) => {
   });
   res.end(readFileSync(full));
 });
+
+if (amJob && jobs.get(amJob) && !jobs.get(amJob).finished) {
+  setTimeout(() => process.exit(0), T0 + runSeconds * 1000 + 20 + lingerMs - Date.now());
+}
 
 server.listen(port, '127.0.0.1', () => {
   console.log(`Portal: http://127.0.0.1:${server.address().port}/`);

@@ -74,13 +74,17 @@ export function useJobRecord(id) {
         }
         setJob(j);
         setStale(null);
+        r.failures = 0;
         setUpdated(Date.now());
         if (!j.final) timer = setTimeout(tick, POLL_MS);
       } catch (e) {
         if (stop) return;
         if (rec.current.loaded) {
-          setStale(e);
-          timer = setTimeout(tick, POLL_MS * 2);
+          // The server stopped answering (an AM exits once its job ended): ask again less and
+          // less often, up to every 30 s.
+          r.failures = (r.failures || 0) + 1;
+          setStale({ message: e.message, failures: r.failures });
+          timer = setTimeout(tick, Math.min(30000, POLL_MS * 2 ** r.failures));
         } else {
           setError(e);
         }
@@ -177,6 +181,9 @@ function JobHeader({ job, info, live, stale, updated, now }) {
       ${job.tracking_url && html`<div><dt>Tracking</dt><dd class="tracking"><${ExtLink} href=${job.tracking_url} /></dd></div>`}
       ${info && info.server === 'portal' && job.live && job.dashboard_url && html`<div><dt>Dashboard</dt><dd><${ExtLink} href=${job.dashboard_url} /></dd></div>`}
     </dl>
+    ${stale && stale.failures >= 2 && html`<div class="gone" role="status">${info && info.server === 'am'
+      ? `This dashboard stopped answering (${stale.message}): its AM has exited, as it does once the job ended or was stopped. The job's record stays: loom status ${job.job_id}, or loom portal.`
+      : `The server stopped answering (${stale.message}); asking again.`}</div>`}
     ${job.diagnostics && html`<pre class=${`diagnostics diag-${String(job.state).toLowerCase()}`}>${job.diagnostics}</pre>`}
     ${warnings.length > 0 && html`<ul class="warnings">${warnings.map((w) => html`<li>${typeof w === 'string' ? w : JSON.stringify(w)}</li>`)}</ul>`}
   </header>`;

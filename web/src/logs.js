@@ -29,6 +29,7 @@ export function LogsPanel({ id, live }) {
   useEffect(() => {
     let timer;
     let stop = false;
+    let fails = 0;
     const load = async () => {
       try {
         const r = await api.logs(id);
@@ -36,10 +37,12 @@ export function LogsPanel({ id, live }) {
         const list = (r.logs || []).slice().sort((a, b) => compareTasks(a.task, b.task) || (a.name < b.name ? -1 : 1));
         setLogs(list);
         setSel((cur) => cur || pickDefault(list));
+        fails = 0;
       } catch (e) {
         if (!stop) setError(e);
+        fails++;
       }
-      if (live && !stop) timer = setTimeout(load, 5000);
+      if (live && !stop) timer = setTimeout(load, Math.min(30000, 5000 * 2 ** fails));
     };
     load();
     return () => {
@@ -56,6 +59,7 @@ export function LogsPanel({ id, live }) {
     const [task, name] = sel.split('\n');
     let stop = false;
     let timer;
+    let failures = 0;
     setText('');
     setCut(false);
     setError(null);
@@ -91,10 +95,13 @@ export function LogsPanel({ id, live }) {
           if (r.eof !== false || !r.data) break;
         }
         setError(null);
+        failures = 0;
       } catch (e) {
         if (!stop) setError(e);
+        failures++;
       }
-      if (!stop) timer = setTimeout(more, 2000);
+      // Less and less often while the server does not answer.
+      if (!stop) timer = setTimeout(more, Math.min(30000, 2000 * 2 ** failures));
     };
     tail();
     return () => {
