@@ -17,7 +17,8 @@ PACKAGES=(
   debootstrap
   # Kerberos (SASL GSSAPI, libgssapi_krb5 loaded on demand) and the tests' private MIT KDC
   libkrb5-dev krb5-kdc krb5-admin-server krb5-user
-  # HTTP servers and clients that are not WebHDFS (the test double's NodeManager web services)
+  # cpp-httplib: its -dev package names the version whose source package cmake/HttpLib.cmake
+  # unpacks (the header-only library of the dashboard, `loom portal` and the double's NodeManagers)
   libcpp-httplib-dev binutils
   # fuzzing (scripts/fuzz.sh, label slow): clang with libFuzzer, ASan and UBSan runtimes
   clang libclang-rt-14-dev

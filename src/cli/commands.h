@@ -20,6 +20,8 @@ int StatusCommand(std::vector<std::string> args);
 int LogsCommand(std::vector<std::string> args);
 int KillCommand(std::vector<std::string> args);
 int ListCommand(std::vector<std::string> args);
+// The history server (cli/portal_command.cc): every job's record in a browser and as JSON.
+int PortalCommand(std::vector<std::string> args);
 // Retention (cli/retention.h): remove ended jobs' directories, by age or by id.
 int GcCommand(std::vector<std::string> args);
 int RmCommand(std::vector<std::string> args);

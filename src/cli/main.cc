@@ -22,6 +22,8 @@ Jobs:
                                                [--file executor.log] [-f]
   kill     stop a job and everything it runs   loom kill JOB
   list     list jobs under $LOOM_HOME (~/.loom)
+  portal   serve every job's record in a browser and as JSON
+                                               loom portal [--port 8765] [--bind 127.0.0.1]
   gc       remove ended jobs' directories      loom gc [--older-than 7d] [--work-only] [--dry-run]
            (default age: $LOOM_GC_OLDER_THAN, else 7d; running jobs are never touched)
   rm       remove ended jobs' directories      loom rm JOB...
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   if (command == "logs") return loom::cli::LogsCommand(args);
   if (command == "kill") return loom::cli::KillCommand(args);
   if (command == "list") return loom::cli::ListCommand(args);
+  if (command == "portal") return loom::cli::PortalCommand(args);
   if (command == "gc") return loom::cli::GcCommand(args);
   if (command == "rm") return loom::cli::RmCommand(args);
   if (command == "am") return loom::cli::AmCommand(args);

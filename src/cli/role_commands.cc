@@ -16,7 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "am/application_master.h"
-#include "am/status_page.h"
+#include "am/dashboard.h"
 #include "cli/backends.h"
 #include "cli/commands.h"
 #include "cluster/yarn/gpu_pinning.h"
@@ -104,13 +104,13 @@ int AmCommand(std::vector<std::string> args) {
   // On YARN the job dir is the container's own; the job keeps the id the client gave it.
   std::string job_id = !env[control::kJobIdEnv].empty() ? env[control::kJobIdEnv] : dir.job_id();
 
-  // The AM's page: the application's tracking URL where the cluster has a UI for it.
-  am::StatusPage page(dir, job_id);
+  // The AM's dashboard: the application's tracking URL where the cluster has a UI for it.
+  am::Dashboard dashboard(dir, job_id);
   std::string tracking_url;
-  if (auto port = page.Start(setup->bind_address); port.ok()) {
+  if (auto port = dashboard.Start(setup->bind_address); port.ok()) {
     tracking_url = "http://" + setup->advertise_host + ":" + std::to_string(*port) + "/";
   } else {
-    spdlog::warn("no status page: {}", port.status().ToString());
+    spdlog::warn("no dashboard: {}", port.status().ToString());
   }
   history::EventLog events(dir.events());
   // The backend may hold the job in its queue first (the local ledger): that time is not the
@@ -156,7 +156,7 @@ int AmCommand(std::vector<std::string> args) {
   std::string final_state = state.ok() ? JobStateName(*state) : "FAILED";
   std::string diagnostics = state.ok() ? (view.ok() ? view->diagnostics : "") : state.status().message();
   side->Finish(dir, final_state, diagnostics);
-  page.Stop();
+  dashboard.Stop();
   if (!state.ok()) return AmFailed(dir, state.status().message());
   return *state == JobState::kSucceeded ? kExitOk : kExitJobFailed;
 }

@@ -1,5 +1,6 @@
 #include "core/subprocess.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -71,6 +72,26 @@ TEST(Subprocess, EnvironmentAndRedirects) {
   ASSERT_OK(child);
   EXPECT_TRUE(child->Wait()->success());
   EXPECT_EQ(*ReadFile(out), "hello\nerr\n");
+  std::filesystem::remove(out);
+}
+
+TEST(Subprocess, OnlyTheDescriptorsAskedForReachTheChild) {
+  // As a library's thread leaves them: opened without O_CLOEXEC.
+  int leaked = ::open("/dev/null", O_RDONLY);
+  int passed = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(leaked, 3);
+  std::string out = std::filesystem::temp_directory_path() / ("loom_sp_fds_" + std::to_string(getpid()));
+  SpawnOptions o = Sh("for fd in " + std::to_string(leaked) + " " + std::to_string(passed) +
+                      "; do if [ -e /proc/self/fd/$fd ]; then echo open $fd; else echo closed $fd; fi; done");
+  o.inherit_fds = {passed};
+  o.stdout_path = out;
+  auto child = Subprocess::Spawn(o);
+  ASSERT_OK(child);
+  EXPECT_TRUE(child->Wait()->success());
+  EXPECT_EQ(*ReadFile(out), "closed " + std::to_string(leaked) + "\nopen " + std::to_string(passed) + "\n");
+  EXPECT_EQ(::fcntl(leaked, F_GETFD) & FD_CLOEXEC, 0);  // the parent's own is untouched
+  ::close(leaked);
+  ::close(passed);
   std::filesystem::remove(out);
 }
 

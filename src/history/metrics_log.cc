@@ -94,22 +94,26 @@ Status MetricsLog::Append(const TaskSample& s) {
   return Status::Ok();
 }
 
-std::map<std::string, TaskSample> ReadLatestSamples(const std::string& path, const std::set<std::string>& tasks,
-                                                    int64_t max_scan) {
+namespace {
+
+// Calls `fn` with each complete line of the file at `path`, newest first, reading back from its
+// end in chunks, until `fn` returns false or `max_scan` bytes were read. What follows the last
+// newline (a line still being written, or cut by a crash) is never a line; a line cut by the
+// scan's limit is passed as it is (it fails to parse).
+template <typename Fn>
+void ForEachLineBackward(const std::string& path, int64_t max_scan, Fn fn) {
   constexpr int64_t kChunk = 64 << 10;
-  std::map<std::string, TaskSample> found;
-  if (tasks.empty()) return found;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return found;
+  if (fd < 0) return;
   struct stat st {};
   int64_t pos = ::fstat(fd, &st) == 0 ? st.st_size : 0;
   const int64_t stop = std::max<int64_t>(0, pos - max_scan);
-  // `tail`: what follows the chunk read last up to the end of the lines not yet parsed: the
-  // start of a line that began in an earlier chunk. Empty at first, and what follows the last
-  // newline (a line still being written, or cut by a crash) is never a line.
+  // `tail`: what follows the chunk read last up to the end of the lines not yet passed: the
+  // start of a line that began in an earlier chunk. Empty at first.
   std::string tail;
   bool last_line_dropped = false;
-  while (pos > stop && found.size() < tasks.size()) {
+  bool more = true;
+  while (more && pos > stop) {
     const int64_t n = std::min(kChunk, pos - stop);
     pos -= n;
     std::string text(static_cast<size_t>(n), '\0');
@@ -126,8 +130,7 @@ std::map<std::string, TaskSample> ReadLatestSamples(const std::string& path, con
       last_line_dropped = true;
     }
     // The first line of the chunk may have begun before it: kept for the next one, unless the
-    // file (or the scan) starts here, where it is whole (or as good as whole: a line cut by
-    // the scan's limit fails to parse).
+    // file (or the scan) starts here.
     size_t first = 0;
     if (pos > stop) {
       size_t nl = text.find('\n');
@@ -136,9 +139,8 @@ std::map<std::string, TaskSample> ReadLatestSamples(const std::string& path, con
     } else {
       tail.clear();
     }
-    // Newest first: the lines of this chunk from its end.
     size_t end = text.size();
-    while (end > first) {
+    while (more && end > first) {
       // text[end - 1] ends the line; the one before it ends the line before.
       size_t begin = first;
       if (end - 1 > first) {
@@ -147,15 +149,50 @@ std::map<std::string, TaskSample> ReadLatestSamples(const std::string& path, con
       }
       std::string_view line(text.data() + begin, end - 1 - begin);
       end = begin;
-      if (line.find("\"task\"") == std::string_view::npos) continue;
-      std::optional<TaskSample> s = ParseSampleLine(line);
-      if (!s || !tasks.count(s->task) || found.count(s->task)) continue;
-      std::string task = s->task;
-      found.emplace(std::move(task), std::move(*s));
+      if (!line.empty()) more = fn(line);
     }
   }
   ::close(fd);
+}
+
+}  // namespace
+
+std::map<std::string, TaskSample> ReadLatestSamples(const std::string& path, const std::set<std::string>& tasks,
+                                                    int64_t max_scan) {
+  std::map<std::string, TaskSample> found;
+  if (tasks.empty()) return found;
+  ForEachLineBackward(path, max_scan, [&](std::string_view line) {
+    if (line.find("\"task\"") == std::string_view::npos) return true;
+    std::optional<TaskSample> s = ParseSampleLine(line);
+    if (s && tasks.count(s->task) && !found.count(s->task)) {
+      std::string task = s->task;
+      found.emplace(std::move(task), std::move(*s));
+    }
+    return found.size() < tasks.size();
+  });
   return found;
+}
+
+std::vector<TaskSample> ReadSamplesAfter(const std::string& path, int64_t after_ms, size_t max_samples,
+                                         bool* truncated) {
+  std::vector<TaskSample> out;
+  if (truncated) *truncated = false;
+  // The AM appends in the order samples arrive, so "ms" only grows but for a sample a moment
+  // late: a few seconds' grace before the scan stops.
+  constexpr int64_t kLateMs = 10'000;
+  ForEachLineBackward(path, int64_t{1} << 62, [&](std::string_view line) {
+    std::optional<TaskSample> s = ParseSampleLine(line);
+    if (!s) return true;
+    if (s->ms <= after_ms) return s->ms > after_ms - kLateMs;
+    if (out.size() == max_samples) {
+      if (truncated) *truncated = true;
+      return false;
+    }
+    out.push_back(std::move(*s));
+    return true;
+  });
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 std::vector<TaskSample> ReadSamples(const std::string& path, int* skipped) {

@@ -83,6 +83,12 @@ class MetricsLog {
 std::map<std::string, TaskSample> ReadLatestSamples(const std::string& path, const std::set<std::string>& tasks,
                                                     int64_t max_scan = int64_t{16} << 20);
 
+// The samples newer than `after_ms` (all with 0), oldest first: the newest `max_samples` of
+// them, read back from the file's end (`truncated` says whether older ones were left out).
+// What a dashboard asks for every few seconds: the cost is that of the new lines, not of the file.
+std::vector<TaskSample> ReadSamplesAfter(const std::string& path, int64_t after_ms, size_t max_samples,
+                                         bool* truncated = nullptr);
+
 // Every complete sample of the file, in order; malformed lines are skipped (and counted).
 std::vector<TaskSample> ReadSamples(const std::string& path, int* skipped = nullptr);
 

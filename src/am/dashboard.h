@@ -1,0 +1,51 @@
+#pragma once
+// Dashboard: the AM's web server, what `loom submit|status` print as the job's dashboard and
+// what YARN shows as the application's tracking URL (through the RM's proxy, so every link of
+// the page is relative). It serves the one front end and JSON API of `loom portal`
+// (web/job_api.h) over the AM's own job: its record is the AM's job dir, which the AM writes
+// as the job runs, so the page is live. Nothing is served that the job dir's record does not
+// hold: not the job's secret, not credentials (web/job_files.h opens only the record's files).
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "history/job_dir.h"
+#include "web/http_server.h"
+#include "web/job_api.h"
+
+namespace loom::am {
+
+// The AM's catalog: one job, live while the AM runs.
+class OwnJobCatalog : public web::JobCatalog {
+ public:
+  // `job_id` is the job's own id: on YARN the AM's job dir is named after the container's
+  // working dir, not the job.
+  OwnJobCatalog(history::JobDir dir, std::string job_id) : dir_(std::move(dir)), job_id_(std::move(job_id)) {}
+  std::string ServerKind() const override { return "am"; }
+  std::string OwnJob() const override { return job_id_; }
+  Result<Location> Find(const std::string& job_id) const override;
+  web::JobPage List(const web::JobQuery& query) const override;
+  bool Live(const history::JobView&) const override { return true; }
+  // The tasks' gauges (web::TaskMetricsText).
+  std::string PrometheusMetrics() const override;
+
+ private:
+  history::JobDir dir_;
+  std::string job_id_;
+};
+
+class Dashboard {
+ public:
+  Dashboard(history::JobDir dir, std::string job_id);
+  // Listens on `bind_address` (numeric), an ephemeral port; returns the port.
+  Result<int> Start(const std::string& bind_address);
+  void Stop() { server_.Stop(); }
+
+ private:
+  OwnJobCatalog catalog_;
+  web::WebApp app_;
+  web::HttpServer server_;
+};
+
+}  // namespace loom::am

@@ -1,0 +1,103 @@
+#include "am/dashboard.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
+
+#include "core/testing.h"
+#include "history/event_log.h"
+#include "history/job_view.h"
+
+namespace loom::am {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // As on YARN: the AM's job dir is named after its container, not the job.
+    root_ = std::filesystem::temp_directory_path() / ("loom_dash_" + std::to_string(::getpid()) + "/container_1");
+    std::filesystem::create_directories(root_);
+    dir_ = history::JobDir(root_.string());
+    history::EventLog log(dir_.events());
+    ASSERT_OK(log.Append("JOB_SUBMITTED", {{"job_id", "job_y"}, {"name", "<digits>"}, {"tasks", {"worker:0", "worker:1"}}}));
+    ASSERT_OK(log.Append("AM_STARTED", {{"pid", 1}}));
+    ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}, {"address", "h:1"}}));
+    ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:1"}, {"state", "FAILED"}, {"exit_code", 3}}));
+  }
+  void TearDown() override { std::filesystem::remove_all(root_.parent_path()); }
+  web::HttpResponse Get(const std::string& path, std::map<std::string, std::string> params = {}) {
+    return app_.Handle({"GET", path, std::move(params)});
+  }
+  json GetJson(const std::string& path, std::map<std::string, std::string> params = {}) {
+    web::HttpResponse r = Get(path, std::move(params));
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return json::parse(r.body);
+  }
+
+  std::filesystem::path root_;
+  history::JobDir dir_;
+  OwnJobCatalog catalog_{history::JobDir(
+      (std::filesystem::temp_directory_path() / ("loom_dash_" + std::to_string(::getpid())) / "container_1").string()),
+      "job_y"};
+  web::WebApp app_{catalog_};
+};
+
+TEST_F(DashboardTest, ServesItsOwnJobUnderItsIdAndNoOther) {
+  EXPECT_EQ(GetJson("/api/info"), json({{"server", "am"}, {"version", "0.1.0"}, {"job_id", "job_y"}}));
+  json job = GetJson("/api/jobs/job_y");
+  EXPECT_EQ(job["job_id"], "job_y");
+  EXPECT_EQ(job["live"], true);
+  ASSERT_EQ(job["tasks"].size(), 2u);
+  EXPECT_EQ(job["tasks"][1]["exit_code"], 3);
+  json list = GetJson("/api/jobs");
+  EXPECT_EQ(list["total"], 1);
+  EXPECT_EQ(list["jobs"][0]["job_id"], "job_y");
+  EXPECT_EQ(GetJson("/api/jobs", {{"state", "RUNNING"}})["total"], 1);
+  EXPECT_EQ(GetJson("/api/jobs", {{"state", "FAILED"}})["total"], 0);
+  EXPECT_EQ(Get("/api/jobs/container_1").status, 404);
+  EXPECT_EQ(Get("/api/jobs/job_other").status, 404);
+}
+
+TEST_F(DashboardTest, StatusJsonKeepsTheShapeOfLoomStatus) {
+  json j = GetJson("/status.json");
+  history::JobView view = *history::LoadJobView(dir_);
+  view.id = "job_y";
+  json expected = history::ToJson(view);
+  expected["user"] = "";
+  expected["live"] = true;
+  EXPECT_EQ(j, expected);
+}
+
+TEST_F(DashboardTest, TheTensorBoardLinkWhileItsTaskRuns) {
+  history::EventLog log(dir_.events());
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "RUNNING"}, {"address", "h:21000"}}));
+  EXPECT_FALSE(GetJson("/api/jobs/job_y").contains("tensorboard_url"));
+  ASSERT_OK(log.Append("TENSORBOARD", {{"task", "tensorboard:0"}, {"url", "http://h:6006/"}}));
+  EXPECT_EQ(GetJson("/api/jobs/job_y")["tensorboard_url"], "http://h:6006/");
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "tensorboard:0"}, {"state", "KILLED"}}));
+  EXPECT_FALSE(GetJson("/api/jobs/job_y").contains("tensorboard_url"));  // gone with its task
+}
+
+TEST_F(DashboardTest, PrometheusShowsEachTasksState) {
+  web::HttpResponse r = Get("/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("loom_task_state{job=\"job_y\",task=\"worker:1\",state=\"FAILED\"} 1\n"));
+  EXPECT_THAT(r.body, HasSubstr("# TYPE loom_task_restarts_total counter\n"));
+}
+
+TEST_F(DashboardTest, ListensOnAnEphemeralPort) {
+  Dashboard dashboard(dir_, "job_y");
+  auto port = dashboard.Start("127.0.0.1");
+  ASSERT_OK(port);
+  EXPECT_GT(*port, 0);
+  dashboard.Stop();
+}
+
+}  // namespace
+}  // namespace loom::am
