@@ -4,6 +4,8 @@
 // proper run against the real `loom portal`; this serves only to work on the page offline.
 //
 //   node fixture_server.mjs [--port 0] [--dist ../../web/dist] [--am JOB [--linger-ms 5000]] [--run-seconds 60]
+//   node fixture_server.mjs --api URL                     this page (--dist), the API of a real
+//                                                         server at URL (a page newer than a binary)
 //   node fixture_server.mjs --loom LOOM --loom-home DIR   real records: the jobs under DIR/jobs
 //                                                         (the job itself from `LOOM status --json`)
 //
@@ -195,9 +197,18 @@ function send(res, status, body) {
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.png': 'image/png', '.svg': 'image/svg+xml' };
 
+const apiBase = arg('--api', '');
+
 const server = createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
   const p = url.pathname;
+  if (apiBase && (p.startsWith('/api/') || p === '/metrics')) {
+    fetch(new URL(req.url.slice(1), apiBase)).then(async (r) => {
+      res.writeHead(r.status, { 'Content-Type': r.headers.get('content-type') || 'application/json' });
+      res.end(Buffer.from(await r.arrayBuffer()));
+    }, (e) => send(res, 502, { error: String(e) }));
+    return;
+  }
   const q = Object.fromEntries(url.searchParams);
   const parts = p.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'api') {
