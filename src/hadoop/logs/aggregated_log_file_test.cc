@@ -12,6 +12,7 @@
 #include "hadoop/testing/captures.h"
 #include "hadoop/logs/aggregated_logs.h"
 #include "hadoop/logs/java_serialization.h"
+#include "hadoop/logs/logs_test_util.h"
 
 namespace loom::hadoop {
 namespace {
@@ -244,20 +245,8 @@ TEST(JavaObjectStream, RejectsDeepNesting) {
 
 // ---- where aggregated logs are -------------------------------------------------------------------
 
-HadoopConf Conf() {
-  HadoopConf c;
-  c.default_fs = "hdfs://127.0.0.1:9000";
-  c.fs_scheme = "hdfs";
-  c.fs_host = "127.0.0.1";
-  c.fs_port = 9000;
-  c.remote_app_log_dir = "/tmp/logs";
-  c.remote_app_log_dir_suffix = "logs";
-  c.log_aggregation_file_formats = {"TFile"};
-  return c;
-}
-
 TEST(AggregatedLogDirs, BucketedThenOlderLayouts) {
-  Result<std::vector<std::string>> dirs = AggregatedLogDirs(Conf(), "root", "application_1795374029814_0002");
+  Result<std::vector<std::string>> dirs = AggregatedLogDirs(RecordedLogsConf(), "root", "application_1795374029814_0002");
   ASSERT_OK(dirs);
   EXPECT_THAT(*dirs, ElementsAre("/tmp/logs/root/bucket-logs-tfile/0002/application_1795374029814_0002",
                                  "/tmp/logs/root/logs-tfile/application_1795374029814_0002",
@@ -265,7 +254,7 @@ TEST(AggregatedLogDirs, BucketedThenOlderLayouts) {
                                  "/tmp/logs/root/logs-ifile/application_1795374029814_0002",
                                  "/tmp/logs/root/logs/application_1795374029814_0002"));
   // The recorded paths (README §14): the bucket is the sequence number modulo 10000.
-  HadoopConf c = Conf();
+  HadoopConf c = RecordedLogsConf();
   c.log_aggregation_file_formats = {"IFile"};
   c.remote_app_log_dir = "hdfs://127.0.0.1:9000/app-logs/";
   c.log_aggregation_format_dirs["TFile"] = "/other";
@@ -277,8 +266,8 @@ TEST(AggregatedLogDirs, BucketedThenOlderLayouts) {
                                  "/other/alice/bucket-tf/3456/application_1795374306301_123456",
                                  "/other/alice/tf/application_1795374306301_123456",
                                  "/app-logs/alice/logs/application_1795374306301_123456"));
-  EXPECT_STATUS(AggregatedLogDirs(Conf(), "root", "app_1"), kInvalidArgument, HasSubstr("not an application id"));
-  c = Conf();
+  EXPECT_STATUS(AggregatedLogDirs(RecordedLogsConf(), "root", "app_1"), kInvalidArgument, HasSubstr("not an application id"));
+  c = RecordedLogsConf();
   c.remote_app_log_dir = "s3a://bucket/logs";
   EXPECT_STATUS(AggregatedLogDirs(c, "root", "application_1_1"), kInvalidArgument, HasSubstr("not on fs.defaultFS"));
   EXPECT_EQ(NodeFileName("localhost:45454"), "localhost_45454");

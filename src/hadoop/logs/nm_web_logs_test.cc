@@ -10,7 +10,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
-#include "hadoop/logs/nm_log_test_util.h"
+#include "hadoop/logs/logs_test_util.h"
 #include "hadoop/testing/captures.h"
 #include "hadoop/testing/scripted_http_server.h"
 #include "hadoop/testing/test_socket.h"

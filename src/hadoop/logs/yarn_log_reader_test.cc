@@ -13,7 +13,7 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "core/testing.h"
-#include "hadoop/logs/nm_log_test_util.h"
+#include "hadoop/logs/logs_test_util.h"
 #include "hadoop/testing/captures.h"
 #include "hadoop/testing/scripted_http_server.h"
 #include "hadoop/testing/test_socket.h"
@@ -69,14 +69,7 @@ class YarnLogReaderTest : public ::testing::Test {
           if (StartsWith(r.path, "/webhdfs/v1/")) return NameNode(r);
           return std::nullopt;
         }) {
-    conf_.default_fs = "hdfs://127.0.0.1:9000";
-    conf_.fs_scheme = "hdfs";
-    conf_.fs_host = "127.0.0.1";
-    conf_.fs_port = 9000;
     conf_.conf_dir = "/etc/hadoop";
-    conf_.remote_app_log_dir = "/tmp/logs";
-    conf_.remote_app_log_dir_suffix = "logs";
-    conf_.log_aggregation_file_formats = {"TFile"};
     conf_.log_aggregation_enable = true;
     conf_.nm_webapp = HostPort{"0.0.0.0", 8042};
   }
@@ -92,7 +85,7 @@ class YarnLogReaderTest : public ::testing::Test {
   }
 
   testing::ScriptedHttpServer server_;
-  HadoopConf conf_;
+  HadoopConf conf_ = RecordedLogsConf();
 };
 
 TEST_F(YarnLogReaderTest, RunningContainerFromTheNodeManager) {
