@@ -8,6 +8,7 @@
 #include <cctype>
 #include <ctime>
 #include <regex>
+#include <set>
 
 #include <httplib.h>
 
@@ -158,7 +159,8 @@ Decision Decide(YarnDoubleImpl& d, const std::string& app_id, const std::string&
   return {app->Final() ? Decision::kRedirect : Decision::kProxy, to_fetch};
 }
 
-// GET `url` (http://host[:port]/path?query) with `headers`; its answer into `res`.
+// GET `url` (http://host[:port]/path?query) with the request's pass-through headers; the
+// answer into `res`.
 void Forward(const std::string& url, const httplib::Request& req, httplib::Response& res) {
   static const std::regex kUrl(R"((https?)://([^/?#]+)([^#]*))");
   std::smatch m;
@@ -183,10 +185,13 @@ void Forward(const std::string& url, const httplib::Request& req, httplib::Respo
   RmHeaders(res);
   res.status = got->status;
   std::string content_type;
+  std::set<std::string> replaced;  // lower-case names the AM's headers took over
   for (const auto& [name, value] : got->headers) {
     if (Lower(name) == "content-type") content_type = value;
     if (HopByHop(name)) continue;
-    res.set_header(name, value);  // resp.setHeader: the AM's value replaces the RM's
+    // resp.setHeader: the AM's value replaces the RM's (httplib's set_header adds one more).
+    if (replaced.insert(Lower(name)).second) res.headers.erase(name);
+    res.set_header(name, value);
   }
   if (content_type.empty()) {
     res.body = got->body;

@@ -570,6 +570,7 @@ TEST_F(YarnDoubleTest, TheRmWebProxyReachesTheAmAndAnswersAsTheRecordedRm) {
   am_web.Get(".*", [](const httplib::Request& req, httplib::Response& res) {
     if (req.path == "/") {
       res.set_header("X-Am", "yes");
+      res.set_header("Cache-Control", "max-age=60");  // the AM's, instead of the RM's no-cache
       return res.set_content("<html>the AM</html>", "text/html");
     }
     if (req.path == "/api/missing") {
@@ -641,6 +642,8 @@ TEST_F(YarnDoubleTest, TheRmWebProxyReachesTheAmAndAnswersAsTheRecordedRm) {
   EXPECT_EQ(got->body, "<html>the AM</html>");
   EXPECT_EQ(got->get_header_value("Content-Type"), "text/html");
   EXPECT_EQ(got->get_header_value("X-Am"), "yes");
+  EXPECT_EQ(got->get_header_value_count("Cache-Control"), 1u);
+  EXPECT_EQ(got->get_header_value("Cache-Control"), "max-age=60");
   EXPECT_EQ(got->get_header_value("X-Frame-Options"), "SAMEORIGIN");  // the RM's own headers too
   // The rest of the path, as encoded, and the query; only the servlet's pass-through headers.
   got = proxy.Get(("/proxy/" + app + "/api/jobs/j/logs/worker%3A0/stdout?offset=-10&limit=5").c_str(),
