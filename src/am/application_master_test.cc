@@ -7,9 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "cluster/fake_container_broker.h"
-#include "control/auth.h"
-#include "core/clock.h"
+#include "am/am_test_fixture.h"
 #include "core/eventually.h"
 #include "core/files.h"
 #include "core/testing.h"
@@ -23,13 +21,11 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-constexpr char kSecret[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-class AmTest : public ::testing::Test {
+class AmTest : public AmFixture {
  protected:
+  AmTest() : AmFixture("loom_am_", "job_amtest") {}
   void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() / ("loom_am_" + std::to_string(::getpid())) / "job_amtest";
-    std::filesystem::create_directories(root_);
+    AmFixture::SetUp();
     for (auto [name, n] : std::vector<std::pair<std::string, int>>{{"worker", 2}}) {
       TaskTypeSpec t;
       t.name = name;
@@ -41,44 +37,9 @@ class AmTest : public ::testing::Test {
     spec_.framework = Framework::kPyTorch;
     spec_.stop_grace_ms = 100;
   }
-  void TearDown() override {
-    if (am_) {
-      am_->RequestKill("test over");
-      run_.wait_for(5s);
-    }
-    std::filesystem::remove_all(root_.parent_path());
-  }
 
-  void StartAm() {
-    AmOptions o;
-    o.spec = spec_;
-    o.job_dir = history::JobDir(root_.string());
-    o.job_id = "job_amtest";
-    o.secret = kSecret;
-    o.observer_secret = observer_secret_;
-    o.setup.secret_file = "/nonexistent/secret";  // handed to executors by path
-    o.setup.bind_address = "127.0.0.1";
-    o.clock = clock_;
-    events_ = std::make_unique<history::EventLog>(o.job_dir.events());
-    am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);
-    run_ = std::async(std::launch::async, [this] { return am_->Run(); });
-    ASSERT_TRUE(Eventually([&] { return am_->port() > 0; }));
-    stub_ = control::Control::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(am_->port()), grpc::InsecureChannelCredentials()));
-  }
-
-  // The AM asks for its containers on its own thread: grant them once all are asked for.
-  void GrantAndLaunchAll() {
-    ASSERT_TRUE(Eventually([&] { return broker_.requested() == 2; }));
-    broker_.GrantAll();
-    ASSERT_TRUE(Eventually([&] { return broker_.launched() == 2; }));
-  }
-
-  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& secret = kSecret) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    if (!secret.empty()) ctx->AddMetadata(control::kSecretMetadataKey, secret);
-    ctx->set_deadline(std::chrono::system_clock::now() + 5s);
-    return ctx;
+  static std::unique_ptr<grpc::ClientContext> Ctx(const std::string& secret = kSecret) {
+    return CallContext(secret, std::chrono::seconds(5));
   }
 
   grpc::Status Register(const TaskId& t, int port, const std::string& secret = kSecret) {
@@ -90,17 +51,6 @@ class AmTest : public ::testing::Test {
     control::RegisterResponse resp;
     return stub_->Register(Ctx(secret).get(), req, &resp);
   }
-
-  std::filesystem::path root_;
-  JobSpec spec_;
-  std::string observer_secret_;
-  FakeClock fake_clock_;  // outlives the AM (declared before it)
-  Clock* clock_ = &Clock::Real();
-  cluster::FakeContainerBroker broker_;
-  std::unique_ptr<history::EventLog> events_;
-  std::unique_ptr<ApplicationMaster> am_;
-  std::future<Result<JobState>> run_;
-  std::unique_ptr<control::Control::Stub> stub_;
 };
 
 TEST_F(AmTest, TheGangIsAskedForInOneRequest) {
@@ -111,7 +61,7 @@ TEST_F(AmTest, TheGangIsAskedForInOneRequest) {
 
 TEST_F(AmTest, RefusesCallsWithoutTheSecret) {
   StartAm();
-  GrantAndLaunchAll();
+  GrantAndLaunchAll(2);
   EXPECT_EQ(Register({"worker", 0}, 20001, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Register({"worker", 0}, 20001, std::string(64, 'x')).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(Register({"worker", 0}, 20001).ok());
@@ -123,7 +73,7 @@ TEST_F(AmTest, RefusesCallsWithoutTheSecret) {
 TEST_F(AmTest, TheObserverSecretOnlyReadsTheJobState) {
   observer_secret_ = std::string(64, 'b');
   StartAm();
-  GrantAndLaunchAll();
+  GrantAndLaunchAll(2);
   control::JobStateRequest state;
   state.set_events_offset(-1);
   control::JobStateResponse resp;
@@ -140,7 +90,7 @@ TEST_F(AmTest, TheObserverSecretOnlyReadsTheJobState) {
 
 TEST_F(AmTest, RejectsMalformedRegistrations) {
   StartAm();
-  GrantAndLaunchAll();
+  GrantAndLaunchAll(2);
   EXPECT_EQ(Register({"worker", 7}, 20001).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Register({"ghost", 0}, 20001).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Register({"worker", 0}, 0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -149,7 +99,7 @@ TEST_F(AmTest, RejectsMalformedRegistrations) {
 
 TEST_F(AmTest, ClusterSpecIsAnsweredWhenTheGangCompletes) {
   StartAm();
-  GrantAndLaunchAll();
+  GrantAndLaunchAll(2);
   // The executor learns where the AM is and how to reach its secret, never the secret itself.
   auto launch = broker_.launch_spec({"worker", 0});
   EXPECT_EQ(launch.env.count("LOOM_SECRET_FILE"), 1u);
@@ -179,7 +129,7 @@ TEST_F(AmTest, ClusterSpecIsAnsweredWhenTheGangCompletes) {
 
 TEST_F(AmTest, WorkerFailureStopsTheRestAndRecordsTheCause) {
   StartAm();
-  GrantAndLaunchAll();
+  GrantAndLaunchAll(2);
   ASSERT_TRUE(Register({"worker", 0}, 21000).ok());
   ASSERT_TRUE(Register({"worker", 1}, 21001).ok());
   control::ExitReport report;
@@ -386,7 +336,7 @@ TEST_F(AmTest, TheTensorBoardTaskGetsItsPortAndLogDirAndItsUrlIsShown) {
 
 TEST_F(AmTest, KillEndsTheJobOnce) {
   StartAm();
-  GrantAndLaunchAll();
+  GrantAndLaunchAll(2);
   am_->RequestKill("killed by test");
   am_->RequestKill("second kill");
   ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);
@@ -450,7 +400,7 @@ TEST_P(AmTimeoutTest, FiresWhenItsTimeHasComeAndNotBefore) {
   if (c.setup == TimeoutCase::kAsked) {
     ASSERT_TRUE(Eventually([&] { return broker_.requested() == 2; }));
   } else {
-    GrantAndLaunchAll();
+    GrantAndLaunchAll(2);
   }
   if (c.setup == TimeoutCase::kRegistered || c.setup == TimeoutCase::kOneWorkerDone) {
     for (size_t i = 0; i < tasks.size(); ++i) ASSERT_TRUE(Register(tasks[i], 21000 + static_cast<int>(i)).ok());

@@ -8,11 +8,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "am/application_master.h"
-#include "cluster/fake_container_broker.h"
-#include "control/auth.h"
-#include "core/testing.h"
+#include "am/am_test_fixture.h"
 #include "core/eventually.h"
+#include "core/testing.h"
 
 using ::loom::testing::Eventually;
 
@@ -22,8 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-constexpr char kSecret[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
 control::TaskRef Ref(const TaskId& id) {
   control::TaskRef r;
   r.set_type(id.type);
@@ -31,11 +27,11 @@ control::TaskRef Ref(const TaskId& id) {
   return r;
 }
 
-class ExecServiceTest : public ::testing::Test {
+class ExecServiceTest : public AmFixture {
  protected:
+  ExecServiceTest() : AmFixture("loom_exec_", "job_exec") {}
   void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() / ("loom_exec_" + std::to_string(::getpid())) / "job_exec";
-    std::filesystem::create_directories(root_);
+    AmFixture::SetUp();
     spec_.framework = Framework::kMpi;
     spec_.stop_grace_ms = 100;
     TaskTypeSpec launcher;
@@ -49,22 +45,8 @@ class ExecServiceTest : public ::testing::Test {
     worker.role = TaskRole::kUntracked;
     spec_.types = {launcher, worker};
 
-    AmOptions o;
-    o.spec = spec_;
-    o.job_dir = history::JobDir(root_.string());
-    o.job_id = "job_exec";
-    o.secret = kSecret;
-    o.setup.secret_file = "/nonexistent/secret";
-    o.setup.bind_address = "127.0.0.1";
-    events_ = std::make_unique<history::EventLog>(o.job_dir.events());
-    am_ = std::make_unique<ApplicationMaster>(o, broker_, *events_);
-    run_ = std::async(std::launch::async, [this] { return am_->Run(); });
-    ASSERT_TRUE(Eventually([&] { return am_->port() > 0; }));
-    stub_ = control::Control::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(am_->port()), grpc::InsecureChannelCredentials()));
-    ASSERT_TRUE(Eventually([&] { return broker_.requested() == 3; }));
-    broker_.GrantAll();
-    ASSERT_TRUE(Eventually([&] { return broker_.launched() == 3; }));
+    ASSERT_NO_FATAL_FAILURE(StartAm());
+    ASSERT_NO_FATAL_FAILURE(GrantAndLaunchAll(3));
     int port = 21000;
     for (const TaskId& t : spec_.AllTasks()) {
       control::RegisterRequest req;
@@ -75,17 +57,8 @@ class ExecServiceTest : public ::testing::Test {
       ASSERT_TRUE(stub_->Register(Ctx().get(), req, &resp).ok());
     }
   }
-  void TearDown() override {
-    am_->RequestKill("test over");
-    run_.wait_for(5s);
-    std::filesystem::remove_all(root_.parent_path());
-  }
-
   static std::unique_ptr<grpc::ClientContext> Ctx(const std::string& secret = kSecret) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    if (!secret.empty()) ctx->AddMetadata(control::kSecretMetadataKey, secret);
-    ctx->set_deadline(std::chrono::system_clock::now() + 10s);
-    return ctx;
+    return CallContext(secret, std::chrono::seconds(10));
   }
 
   control::ExecRequest ExecOf(const TaskId& caller, const TaskId& target, const std::string& command) {
@@ -157,13 +130,6 @@ class ExecServiceTest : public ::testing::Test {
   }
 
   const TaskId kLauncher{"launcher", 0}, kWorker0{"worker", 0}, kWorker1{"worker", 1};
-  std::filesystem::path root_;
-  JobSpec spec_;
-  cluster::FakeContainerBroker broker_;
-  std::unique_ptr<history::EventLog> events_;
-  std::unique_ptr<ApplicationMaster> am_;
-  std::future<Result<JobState>> run_;
-  std::unique_ptr<control::Control::Stub> stub_;
 };
 
 TEST_F(ExecServiceTest, TheLaunchersCommandRunsInItsTargetAndItsExitComesBack) {
