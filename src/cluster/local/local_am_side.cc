@@ -19,6 +19,7 @@
 #include "core/subprocess.h"
 #include "core/user_name.h"
 #include "history/events.h"
+#include "history/history_copy.h"
 #include "history/job_view.h"
 
 namespace loom::cluster::local {
@@ -156,8 +157,12 @@ Result<std::unique_ptr<ContainerBroker>> LocalAmSide::MakeBroker(const history::
                                              ledger_ ? ledger_->record_fd() : -1, executor_secret_));
 }
 
-void LocalAmSide::Finish(const history::JobDir&, const std::string&, const std::string&) {
+void LocalAmSide::Finish(const history::JobDir& dir, const std::string&, const std::string&) {
   if (ledger_) ledger_->Release();
+  // The record to the job's history location (loom.history.location), when it has its end;
+  // otherwise whoever writes the end copies it (LocalBackend::Kill).
+  if (!PathExists(dir.status())) return;
+  if (Status s = history::CopyRecordToHistoryLocation(dir); !s.ok()) spdlog::warn("{}", s.ToString());
 }
 
 }  // namespace loom::cluster::local

@@ -32,7 +32,8 @@ class LocalAmSide : public AmSide {
   Result<std::unique_ptr<ContainerBroker>> MakeBroker(const history::JobDir& dir, const config::Config& conf,
                                                       std::function<int()> am_port,
                                                       const std::string& tracking_url) override;
-  // Every container is gone: the job's resources go to the next job in line.
+  // Every container is gone: the job's resources go to the next job in line, and its record to
+  // its history location (loom.history.location) once it has its end.
   void Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) override;
 
  private:

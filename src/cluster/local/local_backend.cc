@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "core/files.h"
 #include "core/interpreter_check.h"
 #include "core/strings.h"
+#include "history/history_copy.h"
 #include "history/job_view.h"
 
 namespace loom::cluster::local {
@@ -44,6 +46,11 @@ Status LocalBackend::Submit(const JobSpec& spec, const history::JobDir& dir) {
 
 Status LocalBackend::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(inventory_.CheckFits(spec));
+  if (spec.history_location.scheme == HistoryLocation::Scheme::kHdfs) {
+    return Status::InvalidArgument(spec.KeyName("loom.history.location") + "='" + spec.history_location.value +
+                                   "': an HDFS directory is for --cluster yarn; on the local backend give a local "
+                                   "directory: /path or file:///path");
+  }
   // The tasks run here and inherit this environment: a missing interpreter would fail them all.
   const char* path = std::getenv("PATH");
   LOOM_RETURN_IF_ERROR(CheckInterpreterOnThisHost(spec, path ? path : ""));
@@ -83,7 +90,15 @@ Status LocalBackend::Kill(const history::JobDir& dir, std::chrono::milliseconds 
   ::unlink(dir.secret().c_str());  // nothing of the job is left to read it
   // The AM writes KILLED; if it was already dead, the record is ours to finish.
   std::string first = history::KillCause(dir);
-  return history::EndJob(dir, "KILLED", (first.empty() ? cause : first) + "; the AM was not running");
+  Status ended = history::EndJob(dir, "KILLED", (first.empty() ? cause : first) + "; the AM was not running");
+  CopyToHistoryLocation(dir);
+  return ended;
+}
+
+void LocalBackend::CopyToHistoryLocation(const history::JobDir& dir) {
+  // The AM copies the record as it ends; this is for the ends it did not write (it was dead,
+  // or killed while queued). The first copy stands.
+  if (Status s = history::CopyRecordToHistoryLocation(dir); !s.ok()) std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
 }
 
 void LocalBackend::RemoveLeftovers(const history::JobDir& dir) {
@@ -105,7 +120,10 @@ Status LocalBackend::Sync(const history::JobDir& dir) {
   // leaves a status it wrote as it exited alone.
   RemoveLeftovers(dir);
   ::unlink(dir.secret().c_str());
-  return history::EndJob(dir, "FAILED", "the ApplicationMaster exited unexpectedly, without a final status; see " + dir.am_log());
+  Status ended =
+      history::EndJob(dir, "FAILED", "the ApplicationMaster exited unexpectedly, without a final status; see " + dir.am_log());
+  CopyToHistoryLocation(dir);
+  return ended;
 }
 
 int LocalBackend::AmExitFd(const history::JobDir& dir) {

@@ -36,6 +36,9 @@ class LocalBackend : public Backend {
 
  private:
   void RemoveLeftovers(const history::JobDir& dir);
+  // The job's record to its history location (loom.history.location) once this client wrote
+  // its end; a failure is said on stderr.
+  void CopyToHistoryLocation(const history::JobDir& dir);
 
   HostInventory inventory_;
   std::string loom_binary_;

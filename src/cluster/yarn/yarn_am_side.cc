@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/container_env.h"
+#include "cluster/yarn/history_publish.h"
 #include "cluster/yarn/yarn_job_submitter.h"
 #include "control/auth.h"
 #include "core/files.h"
@@ -10,6 +11,7 @@
 #include "hadoop/conf/hadoop_conf.h"
 #include "hadoop/ipc/ipc_client.h"
 #include "history/event_log.h"
+#include "history/history_copy.h"
 #include "history/events.h"
 
 namespace loom::cluster::yarn {
@@ -87,12 +89,30 @@ Result<std::unique_ptr<ContainerBroker>> YarnAmSide::MakeBroker(const history::J
   return std::unique_ptr<ContainerBroker>(std::move(broker));
 }
 
+Status YarnAmSide::PublishToHistoryLocation(const history::JobDir& dir) {
+  LOOM_ASSIGN_OR_RETURN(HistoryLocation location, history::HistoryLocationOf(dir));
+  if (location.scheme != HistoryLocation::Scheme::kHdfs && location.scheme != HistoryLocation::Scheme::kPath) {
+    return Status::Ok();  // none (file:// is refused at submit)
+  }
+  HistoryPublish p;
+  p.webhdfs = manifest_.webhdfs;
+  p.user = manifest_.user;
+  p.location = location.path;  // fs.defaultFS's: the client checked it at submit
+  p.job_id = history::RecordJobId(dir);
+  p.replace = false;
+  p.delegation = hdfs_token_;
+  return PublishHistory(p, dir).WithContext("writing it to " + location.JobPath(p.job_id) + " in HDFS");
+}
+
 void YarnAmSide::Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) {
   // The job's record to HDFS and its staging files gone first, then unregister with the
   // outcome (`yarn application -status` shows it); after that the NodeManager may end this
   // container at any moment.
   history_copy_.reset();
   (void)UploadHistory(manifest_.webhdfs, manifest_.user, manifest_.dir, dir, /*replace_status=*/false, hdfs_token_);
+  // The history location (loom.history.location) too; a client that ends the job after this
+  // writes its own status.json over this one, as in the staging dir.
+  if (Status s = PublishToHistoryLocation(dir); !s.ok()) spdlog::warn("the job's record to its history location: {}", s.ToString());
   (void)CleanStaging(manifest_.webhdfs, manifest_.user, manifest_.dir, hdfs_token_);
   if (!broker_) return;
   if (Status s = broker_->Finish(state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());

@@ -24,6 +24,9 @@ class YarnAmSide : public AmSide {
   void Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) override;
 
  private:
+  // The job's final record to its history location in HDFS, when its config names one.
+  Status PublishToHistoryLocation(const history::JobDir& dir);
+
   StagingManifest manifest_;                        // what the client staged, from Prepare
   std::optional<YarnBrokerOptions> options_;        // from Prepare, moved into the broker
   YarnContainerBroker* broker_ = nullptr;           // owned by the AM's caller

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/yarn/cluster_rms.h"
+#include "cluster/yarn/history_publish.h"
 #include "cluster/yarn/history_upload.h"
 #include "cluster/yarn/yarn_job_submitter_internal.h"
 #include "control/auth.h"
@@ -18,6 +19,7 @@
 #include "hadoop/ipc/yarn_clients.h"
 #include "history/event_log.h"
 #include "history/events.h"
+#include "history/history_copy.h"
 #include "history/job_view.h"
 
 namespace loom::cluster::yarn {
@@ -39,7 +41,7 @@ std::string WithoutTimestamp(std::string diag) {
 // The job's record in HDFS at its end, never with less than is there: job.json and status.json,
 // and events.jsonl only where this client's copy holds every line the AM uploaded. A job found
 // from another client never writes its events (its copy is the HDFS one, read whole).
-Status RecordEndInHdfs(const YarnJobRecord& record, const history::JobDir& dir) {
+Status RecordEndInHdfs(const YarnJobRecord& record, const history::JobDir& dir, bool* events_whole) {
   auto there = hadoop::WebHdfs(record.webhdfs, record.user).GetFileStatus(record.staging_dir + "/history/events.jsonl");
   bool absent = !there.ok() && there.status().code() == StatusCode::kNotFound;
   bool with_events = absent || (there.ok() && !record.imported && there->length <= record.am_events_offset);
@@ -47,8 +49,25 @@ Status RecordEndInHdfs(const YarnJobRecord& record, const history::JobDir& dir) 
     spdlog::warn("kept the AM's record of {} in HDFS ({} bytes of events; this client has {} of them)",
                  record.application_id, there->length, record.am_events_offset);
   }
+  *events_whole = with_events;
   return UploadHistory(record.webhdfs, record.user, record.staging_dir, dir, /*replace_status=*/true, std::nullopt,
                        with_events);
+}
+
+// The same record in the job's history location (loom.history.location), this client's
+// status.json over the AM's; its events only where they hold every line of the AM's, else the
+// AM's (from the location, or the staging dir's copy).
+Status RecordEndInHistoryLocation(const YarnJobRecord& record, const history::JobDir& dir, bool events_whole) {
+  if (record.history_location.empty()) return Status::Ok();
+  HistoryPublish p;
+  p.webhdfs = record.webhdfs;
+  p.user = record.user;
+  p.location = record.history_location;
+  p.job_id = history::RecordJobId(dir);
+  p.replace = true;
+  if (!events_whole) p.events_from_hdfs = record.staging_dir + "/history/events.jsonl";
+  return PublishHistory(p, dir).WithContext("writing the job's record to " + record.history_location + "/" + p.job_id +
+                                            " in HDFS (loom.history.location)");
 }
 }  // namespace
 
@@ -97,7 +116,11 @@ Status YarnJobSubmitter::SyncLocked(const history::JobDir& dir) {
     (void)FetchMetrics(record.webhdfs, record.user, record.staging_dir, dir);  // uploaded by the AM as it ended
     (void)history::EndJob(dir, state, diagnostics, end_extra, state == "FAILED" ? TaskState::kLost : TaskState::kKilled);
     ::unlink(dir.secret().c_str());
-    Status up = RecordEndInHdfs(record, dir);
+    bool events_whole = true;
+    Status up = RecordEndInHdfs(record, dir, &events_whole);
+    // Its failure is said, and never holds up the clean-up: a location this user cannot write
+    // to would otherwise keep the job from ever being done.
+    if (Status s = RecordEndInHistoryLocation(record, dir, events_whole); !s.ok()) spdlog::warn("{}", s.ToString());
     Status cleaned = CleanStaging(record.webhdfs, record.user, record.staging_dir);
     record.cleaned = up.ok() && cleaned.ok();
     if (!record.cleaned) spdlog::warn("cleaning {}: {}", record.staging_dir, (up.ok() ? cleaned : up).ToString());

@@ -8,7 +8,9 @@
 #include "cluster/yarn/cluster_rms.h"
 #include "cluster/yarn/staging.h"
 #include "cluster/yarn/yarn_job_submitter.h"
+#include "core/config/config.h"
 #include "core/files.h"
+#include "core/history_location.h"
 #include "core/strings.h"
 #include "hadoop/hdfs/webhdfs.h"
 #include "history/job_record.h"
@@ -118,6 +120,17 @@ Result<history::JobDir> ImportYarnJob(const std::string& id, std::string user) {
   }
   record.imported = true;
   record.cleaned = PathExists(dir.status());
+  if (!record.cleaned) {
+    // Where the job's record goes when this client ends it (loom.history.location), from the
+    // config it was submitted with, which the staging dir keeps.
+    config::Config job_conf;
+    auto xml = fs.Open(record.staging_dir + "/" + kConfigResource);
+    if (xml.ok() && job_conf.MergeXmlString(*xml, record.staging_dir + "/" + kConfigResource, true).ok()) {
+      if (auto location = ParseHistoryLocation(job_conf); location.ok() && location->set()) {
+        record.history_location = location->path;
+      }
+    }
+  }
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   return dir;
 }

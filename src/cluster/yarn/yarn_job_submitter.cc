@@ -16,6 +16,7 @@
 #include "cluster/yarn/capacity_check.h"
 #include "cluster/yarn/cluster_rms.h"
 #include "cluster/yarn/docker_runtime.h"
+#include "cluster/yarn/history_publish.h"
 #include "cluster/yarn/history_upload.h"
 #include "cluster/yarn/job_stager.h"
 #include "control/auth.h"
@@ -66,6 +67,7 @@ Status YarnJobRecord::Write(const history::JobDir& dir) const {
   json j = {{"application_id", application_id}, {"rm", rm}, {"user", user}, {"staging_dir", staging_dir},
             {"webhdfs", webhdfs}, {"am_events_offset", am_events_offset}, {"last_state", last_state},
             {"last_reason", last_reason}, {"cleaned", cleaned}, {"imported", imported}, {"submitted", submitted}};
+  if (!history_location.empty()) j["history_location"] = history_location;
   return WriteFileAtomic(PathIn(dir), j.dump(2) + "\n");
 }
 
@@ -81,6 +83,7 @@ Result<YarnJobRecord> YarnJobRecord::Read(const history::JobDir& dir) {
     r.cleaned = j.value("cleaned", false);
     r.imported = j.value("imported", false);
     r.submitted = j.value("submitted", true);
+    r.history_location = j.value("history_location", "");
     return r;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(PathIn(dir) + " is malformed: " + e.what());
@@ -253,6 +256,7 @@ Status YarnJobSubmitter::CheckFits(const JobSpec& spec) {
   LOOM_RETURN_IF_ERROR(Login());
   // The token keys' values before anything is asked (the tokens themselves come last).
   LOOM_RETURN_IF_ERROR(TokenFileSystems(conf_, job_conf_).status());
+  LOOM_RETURN_IF_ERROR(CheckHistoryLocation(spec.history_location, conf_, KeyAsWritten("loom.history.location")));
   const hadoop::HadoopConf& conf = conf_;
   for (const TaskTypeSpec& t : spec.types) {
     if (!t.extra_files.empty()) {
@@ -381,6 +385,7 @@ Status YarnJobSubmitter::SubmitOnce(const JobSpec& spec, const history::JobDir& 
   YarnJobRecord record{app_id, RmListOf(hconf),
                        user_, StagingRoot(user_) + "/" + app_id, hadoop::WebHdfsBaseList(hconf)};
   record.submitted = false;
+  if (spec.history_location.set()) record.history_location = spec.history_location.path;
   LOOM_RETURN_IF_ERROR(record.Write(dir));
   auto staged = Stage(dir, spec, app_id);
   if (!staged.ok()) {

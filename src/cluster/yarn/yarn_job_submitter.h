@@ -46,6 +46,9 @@ struct YarnJobRecord {
   bool cleaned = false;   // the final status is written and staging is clean
   bool imported = false;  // found from another client: the AM's events come from HDFS
   bool submitted = true;  // false while the client stages it: the RM does not know it yet
+  // loom.history.location's HDFS path (on fs.defaultFS), where the job's record goes at its
+  // end (history_publish.h); "" for none.
+  std::string history_location;
   static std::string PathIn(const history::JobDir& dir) { return dir.root() + "/yarn.json"; }
   Status Write(const history::JobDir& dir) const;
   static Result<YarnJobRecord> Read(const history::JobDir& dir);
