@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/eventually.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "fake_hdfs.h"
 #include "hadoop/proto/hadoop_rpc.pb.h"
@@ -56,11 +57,7 @@ std::string HexDiff(const std::string& got, const std::string& want);
 class YarnDoubleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    work_ = std::filesystem::temp_directory_path() /
-            ("yarn-double-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(work_);
-    std::filesystem::create_directories(work_);
+    work_ = loom::testing::MakeTestDir("yarn-double");
   }
   void TearDown() override {
     if (double_) {

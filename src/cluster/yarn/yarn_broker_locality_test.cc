@@ -12,6 +12,7 @@
 #include "cluster/recording_container_events.h"
 #include "cluster/yarn/yarn_container_broker.h"
 #include "core/eventually.h"
+#include "core/test_dir.h"
 #include "core/testing.h"
 #include "hadoop/ipc/yarn_clients.h"
 #include "yarn_test_double.h"
@@ -28,10 +29,7 @@ using namespace std::chrono_literals;
 class BrokerLocalityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    work_ = std::filesystem::temp_directory_path() /
-            ("loom-locality-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(work_);
+    work_ = loom::testing::MakeTestDir("loom-locality");
   }
   void TearDown() override {
     broker_.reset();
