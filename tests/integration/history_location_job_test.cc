@@ -16,6 +16,7 @@
 #include "core/strings.h"
 #include "hadoop/hdfs/webhdfs.h"
 #include "history/job_view.h"
+#include "kerberized_cluster.h"
 #include "mini_loom.h"
 #include "portal/history_mirror.h"
 #include "yarn_double_cluster.h"
@@ -199,6 +200,35 @@ TEST(HistoryLocation, AKilledLocalJobsRecordIsCopied) {
   EXPECT_EQ(StatusOf(*text).value("state", ""), "KILLED") << *text;
   EXPECT_EQ(StatusOf(*text).value("diagnostics", ""), loom.View(id).diagnostics);
   ExpectRecord(LocalNames(location + "/" + id));  // no secret, no kill_cause
+}
+
+// Last: it changes this process's environment for the double's containers.
+// On a Kerberized cluster the AM has no ticket: it writes with its HDFS delegation token (the
+// WebHDFS of the double then refuses anything else), and the client with its own login.
+TEST(HistoryLocation, OnAKerberizedClusterBothWritersGetThrough) {
+  LOOM_REQUIRE_YARN_DOUBLE("runs the double in Kerberos mode");
+  KerberosRealm realm("root", /*kinit=*/true);
+  ASSERT_TRUE(realm.ok());
+  YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
+  KerberosContainerEnvironment(cluster);
+  const std::string location = "/user/root/loom-history";
+  RunResult r = cluster.loom().Run({"submit", "--cluster", "yarn", "--conf", "loom.worker.instances=1", "--conf",
+                                    "loom.worker.memory=256m", "--conf", "loom.worker.command=/bin/sh -c 'echo ok'",
+                                    "--conf", "loom.history.location=hdfs://" + location},
+                                   realm.Env(cluster));
+  std::string id = cluster.loom().OnlyJobId();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
+  EXPECT_THAT(cluster.ContainerLogs("am.log"), ::testing::Not(HasSubstr("history location")));
+  int statuses = 0;
+  for (const std::string& f : cluster.hdfs().CreatedFiles()) {
+    if (f.find(location + "/" + id + "/.status.json.tmp-") == 0) ++statuses;
+  }
+  EXPECT_EQ(statuses, 2) << Join(cluster.hdfs().CreatedFiles(), "\n");
+  auto status = cluster.hdfs().Stat(location + "/" + id + "/status.json");
+  ASSERT_OK(status.status());
+  auto text = ReadFile(cluster.hdfs().LocalPath(location + "/" + id + "/status.json"));
+  ASSERT_OK(text.status());
+  EXPECT_EQ(StatusOf(*text).value("state", ""), "SUCCEEDED") << *text;
 }
 
 }  // namespace
