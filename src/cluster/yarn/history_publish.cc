@@ -34,6 +34,8 @@ Status RenameOver(hadoop::WebHdfs& fs, const std::string& from, const std::strin
   for (int attempt = 0; attempt < 3; ++attempt) {
     LOOM_ASSIGN_OR_RETURN(bool moved, fs.Rename(from, to));
     if (moved) return Status::Ok();
+    // Nothing to move (gone meanwhile): the file there is not removed for nothing.
+    LOOM_RETURN_IF_ERROR(fs.GetFileStatus(from).status().WithContext("renaming it to " + to));
     LOOM_RETURN_IF_ERROR(fs.Delete(to, /*recursive=*/false).status());
   }
   (void)fs.Delete(from, false);
