@@ -44,8 +44,9 @@ constexpr char kHistoryRefusal[] =
     "$LOOM_HOME/jobs/<id>, on YARN also in the job's staging directory), where loom portal reads it; nothing "
     "moves or purges records there (loom gc and loom rm clean $LOOM_HOME/jobs). Remove the key";
 constexpr char kPortalRefusal[] =
-    "Loom has no TonY Portal to configure (loom list/status/logs and the AM's status page read the job's "
-    "record instead). Remove the key";
+    "TonY Portal's settings mean nothing to Loom: loom portal (its flags --bind and --port) serves the job "
+    "records of $LOOM_HOME/jobs and of loom.history.location read-only, with no keystore, secret or cache of "
+    "its own to configure. Remove the key";
 constexpr char kClientWaitRefusal[] =
     "Loom's AM never waits for the client to collect the final status (the client reads the job's record), "
     "so there is no wait to time. Remove the key";
