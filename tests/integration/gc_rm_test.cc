@@ -16,7 +16,6 @@ namespace loom::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 

@@ -18,7 +18,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using nlohmann::json;
-using namespace std::chrono_literals;
 
 // Two workers that meet in a gloo process group (check_torch_env.py --rendezvous, which fails
 // after `timeout` s if a rank is missing) and a `reader` that prints what it was given.

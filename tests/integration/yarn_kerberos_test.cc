@@ -25,7 +25,6 @@ namespace loom::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
