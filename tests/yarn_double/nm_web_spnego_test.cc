@@ -10,6 +10,7 @@
 #include "hadoop/logs/nm_web_logs.h"
 #include "hadoop/wire/kerberos_login.h"
 #include "kerberos/kdc_harness.h"
+#include "kerberos/process_login.h"
 #include "yarn_test_double.h"
 
 namespace loom::yarn_double {
@@ -46,13 +47,7 @@ class NmWebSpnegoTest : public ::testing::Test {
     hdfs_.reset();
     (void)RemoveTree(dir_);
   }
-  void Login() {
-    auto login = hadoop::KerberosLogin::Acquire({});
-    ASSERT_OK(login);
-    auto conf = std::make_shared<hadoop::KerberosClientConf>();
-    conf->login = *login;
-    hadoop::SetProcessKerberos(conf);
-  }
+  void Login() { loom::testing::SetProcessLogin(); }
 
   KdcHarness kdc_;
   std::string dir_;

@@ -19,6 +19,7 @@
 #include "hadoop/testing/test_socket.h"
 #include "hadoop/wire/kerberos_login.h"
 #include "kerberos/kdc_harness.h"
+#include "kerberos/process_login.h"
 
 namespace loom::yarn_double {
 namespace {
@@ -88,13 +89,7 @@ class WebHdfsSpnegoTest : public ::testing::Test {
   }
 
   // What `loom` does once kinit's ticket is found.
-  void Login() {
-    auto login = hadoop::KerberosLogin::Acquire({});
-    ASSERT_OK(login);
-    auto conf = std::make_shared<hadoop::KerberosClientConf>();
-    conf->login = *login;
-    hadoop::SetProcessKerberos(conf);
-  }
+  void Login() { loom::testing::SetProcessLogin(); }
 
   // 127.0.0.1, as Loom's conf-derived URLs often are: the principal must still be HTTP/localhost.
   hadoop::WebHdfs Client(const std::string& user = "root") {
@@ -149,11 +144,7 @@ TEST_F(WebHdfsSpnegoTest, KeytabLoginWorksWithoutATicketCache) {
   hadoop::KerberosLoginOptions options;
   options.keytab = kdc_.Keytab("root");
   options.principal = "root@LOOM.TEST";
-  auto login = hadoop::KerberosLogin::Acquire(options);
-  ASSERT_OK(login);
-  auto conf = std::make_shared<hadoop::KerberosClientConf>();
-  conf->login = *login;
-  hadoop::SetProcessKerberos(conf);
+  ASSERT_NO_FATAL_FAILURE(loom::testing::SetProcessLogin(options));
   EXPECT_OK(Client().Mkdirs("/user/root"));
   EXPECT_EQ(hdfs_->Stat("/user/root")->owner, "root");
   EXPECT_EQ(hdfs_->spnego_accepts(), 1);
