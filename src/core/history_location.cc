@@ -1,5 +1,10 @@
 #include "core/history_location.h"
 
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "core/config/key_registry.h"
 #include "core/strings.h"
 
@@ -17,6 +22,14 @@ const std::vector<std::string>& HistoryRecordFiles() {
   static const std::vector<std::string> kFiles = {"job.json", "config.xml", "events.jsonl", "metrics.jsonl",
                                                   kHistoryStatusFile};
   return kFiles;
+}
+
+std::string HistoryTempSuffix() {
+  unsigned int r = 0;
+  (void)!::getrandom(&r, sizeof(r), 0);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%d-%08x", static_cast<int>(::getpid()), r);
+  return buf;
 }
 
 bool IsHistoryJobId(std::string_view name) {

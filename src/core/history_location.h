@@ -51,4 +51,8 @@ inline constexpr char kHistoryStatusFile[] = "status.json";
 // readers both check, so that no job id read from a record or a listing leads outside it.
 bool IsHistoryJobId(std::string_view name);
 
+// "<pid>-<8 random hex digits>": the suffix of a writer's or the mirror's temporary names,
+// which no other process picks.
+std::string HistoryTempSuffix();
+
 }  // namespace loom

@@ -1,8 +1,6 @@
 #include "history/history_copy.h"
 
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -17,14 +15,6 @@ namespace loom::history {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Nonce() {
-  unsigned int r = 0;
-  (void)!::getrandom(&r, sizeof(r), 0);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%d-%08x", static_cast<int>(::getpid()), r);
-  return buf;
-}
 
 // mkdir -p for the location: parents 0755, the location itself 01777 (set explicitly: the
 // umask would take the bits away).
@@ -61,7 +51,7 @@ Status CopyRecordToDirectory(const JobDir& dir, const std::string& location_dir,
   const std::string target = location_dir + "/" + job_id;
   if (PathExists(target + "/" + kHistoryStatusFile)) return Status::Ok();  // the first record stands
   LOOM_RETURN_IF_ERROR(MakeLocationDir(location_dir));
-  const std::string tmp = location_dir + "/.tmp-" + job_id + "-" + Nonce();
+  const std::string tmp = location_dir + "/.tmp-" + job_id + "-" + HistoryTempSuffix();
   if (::mkdir(tmp.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + tmp, errno);
   ::chmod(tmp.c_str(), 0755);
   auto fail = [&](const Status& s) {

@@ -1,9 +1,7 @@
 #include "portal/history_mirror.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -29,14 +27,6 @@ constexpr int64_t kMaxBackoffMs = 3600 * 1000;
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string Nonce() {
-  unsigned int r = 0;
-  (void)!::getrandom(&r, sizeof(r), 0);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%d-%08x", static_cast<int>(::getpid()), r);
-  return buf;
 }
 
 bool IsRecordFile(const std::string& name) {
@@ -189,7 +179,7 @@ Result<bool> HistoryMirror::CopyRecord(const std::string& id) {
                                         std::to_string(options_.max_file_bytes) + " the mirror copies");
     }
   }
-  const std::string tmp = cache_dir_ + "/.tmp-" + id + "-" + Nonce();
+  const std::string tmp = cache_dir_ + "/.tmp-" + id + "-" + HistoryTempSuffix();
   if (::mkdir(tmp.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + tmp, errno);
   auto drop = [&](Result<bool> r) {
     (void)RemoveTree(tmp);
@@ -220,7 +210,7 @@ Result<bool> HistoryMirror::CopyRecord(const std::string& id) {
   std::string old;
   struct stat st {};
   if (::lstat(target.c_str(), &st) == 0) {
-    old = cache_dir_ + "/.old-" + id + "-" + Nonce();
+    old = cache_dir_ + "/.old-" + id + "-" + HistoryTempSuffix();
     if (::rename(target.c_str(), old.c_str()) != 0) return drop(Status::FromErrno("rename " + target, errno));
   }
   if (::rename(tmp.c_str(), target.c_str()) != 0) return drop(Status::FromErrno("rename " + tmp + " to " + target, errno));

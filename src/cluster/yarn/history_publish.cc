@@ -1,10 +1,6 @@
 #include "cluster/yarn/history_publish.h"
 
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstdio>
 
 #include "core/files.h"
 #include "core/history_location.h"
@@ -14,14 +10,6 @@
 namespace loom::cluster::yarn {
 
 namespace {
-
-std::string Nonce() {
-  unsigned int r = 0;
-  (void)!::getrandom(&r, sizeof(r), 0);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%d-%08x", static_cast<int>(::getpid()), r);
-  return buf;
-}
 
 std::string ParentOf(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -93,7 +81,7 @@ Status PublishHistory(const HistoryPublish& p, const history::JobDir& dir) {
   LOOM_RETURN_IF_ERROR(fs.Mkdirs(target, "755"));
   if (p.replace) LOOM_RETURN_IF_ERROR(fs.Delete(status_path, false).status());
 
-  const std::string nonce = Nonce();
+  const std::string nonce = HistoryTempSuffix();
   for (const std::string& name : HistoryRecordFiles()) {
     const std::string to = target + "/" + name;
     const std::string tmp = target + "/." + name + ".tmp-" + nonce;
