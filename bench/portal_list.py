@@ -75,8 +75,10 @@ def main():
         t = time.perf_counter()
         portal = subprocess.Popen([LOOM, "portal", "--port", "0"], env=env, stdout=subprocess.PIPE, text=True)
         line = portal.stdout.readline()
+        if not line.startswith("Portal: "):
+            raise SystemExit("loom portal did not start: %r (exit %s)" % (line, portal.poll()))
         start_s = time.perf_counter() - t
-        port = int(line.split(":")[2].split("/")[0])
+        port = int(line.split("/")[2].rsplit(":", 1)[1])
         conn = http.client.HTTPConnection("127.0.0.1", port)
         base, _ = timed_gets(conn, "/api/info", a.reps)
         rows = []

@@ -40,6 +40,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The page (web/, built into `loom` with npm) and its browser tests: Node.js, Chromium, npm ci.
+./scripts/setup-web.sh
+
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

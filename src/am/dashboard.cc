@@ -35,8 +35,27 @@ std::string OwnJobCatalog::PrometheusMetrics() const {
 Dashboard::Dashboard(history::JobDir dir, std::string job_id)
     : catalog_(std::move(dir), std::move(job_id)),
       app_(catalog_),
-      server_([this](const web::HttpRequest& r) { return app_.Handle(r); }) {}
+      server_([this](const web::HttpRequest& r) { return Handle(r); }) {}
 
 Result<int> Dashboard::Start(const std::string& bind_address) { return server_.Start(bind_address, 0); }
+
+web::HttpResponse Dashboard::Handle(const web::HttpRequest& request) {
+  web::HttpResponse answer = app_.Handle(request);
+  if (request.path == "/api/jobs/" + catalog_.OwnJob() || request.path == "/status.json") {
+    std::lock_guard lock(mu_);
+    last_job_request_ = std::chrono::steady_clock::now();
+    job_asked_.notify_all();
+  }
+  return answer;
+}
+
+void Dashboard::LingerForWatchers(std::chrono::milliseconds watched, std::chrono::milliseconds limit) {
+  // Real time on purpose: it waits for another process (a browser), as the AM's linger for a
+  // following client does.
+  const auto ended = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu_);
+  if (last_job_request_ < ended - watched) return;
+  job_asked_.wait_for(lock, limit, [&] { return last_job_request_ > ended; });
+}
 
 }  // namespace loom::am

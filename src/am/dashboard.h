@@ -6,7 +6,10 @@
 // as the job runs, so the page is live. Nothing is served that the job dir's record does not
 // hold: not the job's secret, not credentials (web/job_files.h opens only the record's files).
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/status.h"
@@ -40,11 +43,21 @@ class Dashboard {
   Dashboard(history::JobDir dir, std::string job_id);
   // Listens on `bind_address` (numeric), an ephemeral port; returns the port.
   Result<int> Start(const std::string& bind_address);
+  // Once the job ended: serves on while someone watches, so that the page sees the end. When
+  // the job's JSON was asked for within `watched` before now, waits until it is asked for again
+  // (the page's next poll, which finds the job final), at most `limit`; otherwise returns at
+  // once (nobody watches: the AM's exit is not held up).
+  void LingerForWatchers(std::chrono::milliseconds watched, std::chrono::milliseconds limit);
   void Stop() { server_.Stop(); }
 
  private:
+  web::HttpResponse Handle(const web::HttpRequest& request);
+
   OwnJobCatalog catalog_;
   web::WebApp app_;
+  std::mutex mu_;
+  std::condition_variable job_asked_;
+  std::chrono::steady_clock::time_point last_job_request_{};  // of api/jobs/<id> or status.json
   web::HttpServer server_;
 };
 

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include <gmock/gmock.h>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "core/testing.h"
@@ -89,6 +91,30 @@ TEST_F(DashboardTest, PrometheusShowsEachTasksState) {
   EXPECT_EQ(r.status, 200);
   EXPECT_THAT(r.body, HasSubstr("loom_task_state{job=\"job_y\",task=\"worker:1\",state=\"FAILED\"} 1\n"));
   EXPECT_THAT(r.body, HasSubstr("# TYPE loom_task_restarts_total counter\n"));
+}
+
+TEST_F(DashboardTest, LingersOnlyForAWatcherAndUntilItAsksAgain) {
+  Dashboard dashboard(dir_, "job_y");
+  auto port = dashboard.Start("127.0.0.1");
+  ASSERT_OK(port);
+  // Nobody watched: no wait, even with a long limit.
+  auto t0 = std::chrono::steady_clock::now();
+  dashboard.LingerForWatchers(std::chrono::seconds(10), std::chrono::minutes(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+
+  // Watched: until the page asks for the job again, then at once.
+  httplib::Client page("127.0.0.1", *port);
+  ASSERT_TRUE(page.Get("/api/jobs/job_y"));
+  std::thread next_poll([&] { page.Get("/api/jobs/job_y"); });
+  t0 = std::chrono::steady_clock::now();
+  dashboard.LingerForWatchers(std::chrono::seconds(10), std::chrono::minutes(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  next_poll.join();
+  // Watched, and the page went away: the limit.
+  t0 = std::chrono::steady_clock::now();
+  dashboard.LingerForWatchers(std::chrono::seconds(10), std::chrono::milliseconds(200));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+  dashboard.Stop();
 }
 
 TEST_F(DashboardTest, ListensOnAnEphemeralPort) {

@@ -156,6 +156,8 @@ int AmCommand(std::vector<std::string> args) {
   std::string final_state = state.ok() ? JobStateName(*state) : "FAILED";
   std::string diagnostics = state.ok() ? (view.ok() ? view->diagnostics : "") : state.status().message();
   side->Finish(dir, final_state, diagnostics);
+  // A page that polls every 2 s sees the end before the AM goes.
+  dashboard.LingerForWatchers(std::chrono::seconds(10), std::chrono::seconds(5));
   dashboard.Stop();
   if (!state.ok()) return AmFailed(dir, state.status().message());
   return *state == JobState::kSucceeded ? kExitOk : kExitJobFailed;

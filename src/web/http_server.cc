@@ -26,7 +26,7 @@ void AddCommonHeaders(httplib::Response& res) {
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("X-Frame-Options", "DENY");
   res.set_header("Content-Security-Policy",
-                 "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+                 "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
 }
 
 void Fill(httplib::Response& res, const HttpResponse& answer) {
