@@ -1,5 +1,8 @@
 #include "am/dashboard.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "history/job_record.h"
 #include "history/job_view.h"
 
@@ -32,8 +35,56 @@ std::string OwnJobCatalog::PrometheusMetrics() const {
   return web::TaskMetricsText(*view);
 }
 
-Dashboard::Dashboard(history::JobDir dir, std::string job_id)
-    : catalog_(std::move(dir), std::move(job_id)),
+Result<web::LogChunk> OwnJobCatalog::ReadLog(const Location& where, const history::TaskView& task,
+                                             const std::string& name, int64_t offset, int64_t limit) const {
+  auto local = web::JobCatalog::ReadLog(where, task, name, offset, limit);
+  if (local.ok() || local.status().code() != StatusCode::kNotFound || !side_) return local;
+  std::string container = task.container, node_http = task.node_http;
+  if (task.id == "am") {
+    auto view = history::LoadJobView(dir_);
+    if (!view.ok()) return local;
+    container = view->am_container;
+    node_http = view->am_node_http;
+  }
+  if (container.empty() || node_http.empty()) return local;
+  // The NodeManager serves a file's first or last N bytes: a window from `offset` is the
+  // cheaper of the two.
+  web::LogChunk chunk;
+  if (offset < 0) {
+    LOOM_ASSIGN_OR_RETURN(cluster::TaskLogPiece tail, side_->ReadTaskLog(container, node_http, name, -std::min(-offset, limit)));
+    chunk.size = tail.file_length;
+    chunk.data = std::move(tail.bytes);
+    chunk.offset = chunk.size - static_cast<int64_t>(chunk.data.size());
+  } else {
+    LOOM_ASSIGN_OR_RETURN(cluster::TaskLogPiece head, side_->ReadTaskLog(container, node_http, name, 0));
+    chunk.size = head.file_length;
+    chunk.offset = std::min(offset, chunk.size);
+    const int64_t want = std::min(limit, chunk.size - chunk.offset);
+    if (want > 0) {
+      // A tail read's bytes end at the file's length then, which may have grown since: where
+      // they start is known from it, and a file that grew past the window is read from its head.
+      std::optional<cluster::TaskLogPiece> piece;
+      int64_t start = 0;
+      if (chunk.size - chunk.offset < chunk.offset + want) {
+        LOOM_ASSIGN_OR_RETURN(piece, side_->ReadTaskLog(container, node_http, name, -(chunk.size - chunk.offset)));
+        start = piece->file_length - static_cast<int64_t>(piece->bytes.size());
+        if (start > chunk.offset) piece.reset();
+      }
+      if (!piece) {
+        LOOM_ASSIGN_OR_RETURN(piece, side_->ReadTaskLog(container, node_http, name, chunk.offset + want));
+        start = 0;
+      }
+      chunk.size = std::max(chunk.size, piece->file_length);
+      const int64_t skip = chunk.offset - start;
+      if (static_cast<int64_t>(piece->bytes.size()) > skip) chunk.data = piece->bytes.substr(skip, want);
+    }
+  }
+  chunk.eof = chunk.offset + static_cast<int64_t>(chunk.data.size()) >= chunk.size;
+  return chunk;
+}
+
+Dashboard::Dashboard(history::JobDir dir, std::string job_id, const cluster::AmSide* side)
+    : catalog_(std::move(dir), std::move(job_id), side),
       app_(catalog_),
       server_([this](const web::HttpRequest& r) { return Handle(r); }) {}
 

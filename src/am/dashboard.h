@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "cluster/am_side.h"
 #include "core/status.h"
 #include "history/job_dir.h"
 #include "web/http_server.h"
@@ -23,8 +24,10 @@ namespace loom::am {
 class OwnJobCatalog : public web::JobCatalog {
  public:
   // `job_id` is the job's own id: on YARN the AM's job dir is named after the container's
-  // working dir, not the job.
-  OwnJobCatalog(history::JobDir dir, std::string job_id) : dir_(std::move(dir)), job_id_(std::move(job_id)) {}
+  // working dir, not the job. `side`: where logs that are not in the job dir are read (none:
+  // only the job dir's).
+  OwnJobCatalog(history::JobDir dir, std::string job_id, const cluster::AmSide* side = nullptr)
+      : dir_(std::move(dir)), job_id_(std::move(job_id)), side_(side) {}
   std::string ServerKind() const override { return "am"; }
   std::string OwnJob() const override { return job_id_; }
   Result<Location> Find(const std::string& job_id) const override;
@@ -32,15 +35,20 @@ class OwnJobCatalog : public web::JobCatalog {
   bool Live(const history::JobView&) const override { return true; }
   // The tasks' gauges (web::TaskMetricsText).
   std::string PrometheusMetrics() const override;
+  // The job dir's copy where there is one (local), else the node's (YARN: the NodeManager's,
+  // through the AmSide) of the task's container, or of the AM's own for am.log.
+  Result<web::LogChunk> ReadLog(const Location& where, const history::TaskView& task, const std::string& name,
+                                int64_t offset, int64_t limit) const override;
 
  private:
   history::JobDir dir_;
   std::string job_id_;
+  const cluster::AmSide* side_;
 };
 
 class Dashboard {
  public:
-  Dashboard(history::JobDir dir, std::string job_id);
+  Dashboard(history::JobDir dir, std::string job_id, const cluster::AmSide* side = nullptr);
   // Listens on `bind_address` (numeric), an ephemeral port; returns the port.
   Result<int> Start(const std::string& bind_address);
   // Once the job ended: serves on while someone watches, so that the page sees the end. When

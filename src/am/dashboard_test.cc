@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -115,6 +116,69 @@ TEST_F(DashboardTest, LingersOnlyForAWatcherAndUntilItAsksAgain) {
   dashboard.LingerForWatchers(std::chrono::seconds(10), std::chrono::milliseconds(200));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
   dashboard.Stop();
+}
+
+// A node that serves container logs as a NodeManager does: a file's first or last N bytes.
+class NodeServedLogs : public cluster::AmSide {
+ public:
+  Result<cluster::AmSetup> Prepare(const history::JobDir&, const std::map<std::string, std::string>&) override {
+    return cluster::AmSetup{};
+  }
+  Result<std::unique_ptr<cluster::ContainerBroker>> MakeBroker(const history::JobDir&, const config::Config&,
+                                                               std::function<int()>, const std::string&) override {
+    return Status::Unimplemented("not here");
+  }
+  Result<cluster::TaskLogPiece> ReadTaskLog(const std::string& container, const std::string& node_http,
+                                            const std::string& file, std::optional<int64_t> size) const override {
+    auto it = files.find(container + "@" + node_http + "/" + file);
+    if (it == files.end()) return Status::NotFound("no such log");
+    ++reads;
+    const std::string& f = it->second;
+    std::string bytes = !size ? f : *size >= 0 ? f.substr(0, *size) : f.substr(f.size() - std::min<size_t>(f.size(), -*size));
+    return cluster::TaskLogPiece{bytes, static_cast<int64_t>(f.size())};
+  }
+  std::map<std::string, std::string> files;
+  mutable int reads = 0;
+};
+
+TEST_F(DashboardTest, LogsNotInTheJobDirComeFromTheNode) {
+  history::EventLog log(dir_.events());
+  ASSERT_OK(log.Append("TASK_STATE", {{"task", "worker:0"}, {"state", "RUNNING"}, {"container", "c_1"}, {"node_http", "nm:8042"}}));
+  ASSERT_OK(log.Append("AM_STARTED", {{"pid", 1}, {"container", "c_am"}, {"node_http", "nm:8042"}}));
+  NodeServedLogs node;
+  node.files["c_1@nm:8042/stdout"] = "0123456789";
+  node.files["c_am@nm:8042/am.log"] = "the AM's log\n";
+  OwnJobCatalog catalog(dir_, "job_y", &node);
+  web::WebApp app(catalog);
+  auto get = [&](const std::string& path, std::map<std::string, std::string> params) {
+    web::HttpResponse r = app.Handle({"GET", path, std::move(params)});
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return json::parse(r.body);
+  };
+  json tail = get("/api/jobs/job_y/logs/worker:0/stdout", {{"offset", "-4"}});
+  EXPECT_EQ(tail["data"], "6789");
+  EXPECT_EQ(tail["offset"], 6);
+  EXPECT_EQ(tail["eof"], true);
+  json head = get("/api/jobs/job_y/logs/worker:0/stdout", {{"offset", "2"}, {"limit", "3"}});
+  EXPECT_EQ(head["data"], "234");
+  EXPECT_EQ(head["size"], 10);
+  EXPECT_EQ(head["next"], 5);
+  EXPECT_EQ(head["eof"], false);
+  json near_end = get("/api/jobs/job_y/logs/worker:0/stdout", {{"offset", "8"}});
+  EXPECT_EQ(near_end["data"], "89");
+  // It grew: the next window starts where the last one ended.
+  node.files["c_1@nm:8042/stdout"] += "abc";
+  json more = get("/api/jobs/job_y/logs/worker:0/stdout", {{"offset", "10"}});
+  EXPECT_EQ(more["data"], "abc");
+  EXPECT_EQ(get("/api/jobs/job_y/logs/worker:0/stdout", {{"offset", "13"}})["data"], "");
+  EXPECT_EQ(get("/api/jobs/job_y/logs/am/am.log", {})["data"], "the AM's log\n");
+  EXPECT_EQ(app.Handle({"GET", "/api/jobs/job_y/logs/worker:0/stderr", {}}).status, 404);
+  // A log in the job dir (the local backend's) is read there, not from the node.
+  const int before = node.reads;
+  std::filesystem::create_directories(root_ / "tasks" / "worker-0");
+  std::ofstream(root_ / "tasks" / "worker-0" / "stderr") << "local\n";
+  EXPECT_EQ(get("/api/jobs/job_y/logs/worker:0/stderr", {})["data"], "local\n");
+  EXPECT_EQ(node.reads, before);
 }
 
 TEST_F(DashboardTest, ListensOnAnEphemeralPort) {

@@ -144,7 +144,9 @@ std::string ContainerBinary() {
 void RunAsKerberosClientIfNeeded(char** argv) {
   if (!SelfIsStatic() || argv[1] == nullptr) return;
   const std::string command = argv[1];
-  if (command != "submit" && command != "status" && command != "logs" && command != "kill") return;
+  if (command != "submit" && command != "status" && command != "logs" && command != "kill" && command != "portal") {
+    return;
+  }
   Result<hadoop::HadoopConf> hadoop = hadoop::HadoopConf::FromEnvironment();
   if (!hadoop.ok() || hadoop->security != "kerberos") return;
   std::string self = SelfExecutable();

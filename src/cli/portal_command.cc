@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/follow.h"
+#include "cluster/yarn/client_security.h"
 #include "core/config/config.h"
 #include "core/history_location.h"
 #include "core/host_resolver.h"
@@ -99,6 +100,13 @@ int PortalCommand(std::vector<std::string> args) {
     } else {
       auto hadoop = hadoop::HadoopConf::FromEnvironment();
       if (!hadoop.ok()) return UsageError("--history_location " + history_location + ": " + hadoop.status().message());
+      // A Kerberized cluster's WebHDFS wants SPNEGO: the portal logs in as a client does (the
+      // ticket cache, or loom.kerberos.keytab's principal; `loom` runs as loom-kerberos then).
+      if (hadoop->security == "kerberos") {
+        if (auto login = cluster::yarn::LoginForCluster(*hadoop, config::Config{}); !login.ok()) {
+          return UsageError("--history_location " + history_location + ": " + login.status().message());
+        }
+      }
       const std::string cache = history::LoomHome() + "/portal-mirror";
       auto made = portal::HistoryMirror::ForCluster(*hadoop, CurrentUserName(), history_location, cache);
       if (!made.ok()) return UsageError("--history_location " + history_location + ": " + made.status().message());

@@ -105,7 +105,7 @@ int AmCommand(std::vector<std::string> args) {
   std::string job_id = !env[control::kJobIdEnv].empty() ? env[control::kJobIdEnv] : dir.job_id();
 
   // The AM's dashboard: the application's tracking URL where the cluster has a UI for it.
-  am::Dashboard dashboard(dir, job_id);
+  am::Dashboard dashboard(dir, job_id, side.get());
   std::string tracking_url;
   if (auto port = dashboard.Start(setup->bind_address); port.ok()) {
     tracking_url = "http://" + setup->advertise_host + ":" + std::to_string(*port) + "/";

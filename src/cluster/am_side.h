@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cluster/container_broker.h"
@@ -37,6 +38,12 @@ struct AmSetup {
   std::chrono::milliseconds events_linger{0};
 };
 
+// A piece of a task's log as its node serves it (AmSide::ReadTaskLog).
+struct TaskLogPiece {
+  std::string bytes;
+  int64_t file_length = 0;  // the whole file's, when it was read
+};
+
 class AmSide {
  public:
   virtual ~AmSide() = default;
@@ -59,6 +66,15 @@ class AmSide {
   virtual Result<std::unique_ptr<ContainerBroker>> MakeBroker(const history::JobDir& dir, const config::Config& conf,
                                                               std::function<int()> am_port,
                                                               const std::string& tracking_url) = 0;
+  // A task's log `file` (stdout, stderr, executor.log; am.log for the AM's own container) as the
+  // node that runs `container` serves it, for the AM's dashboard, on backends whose containers'
+  // logs are not in the AM's job dir (YARN: the NodeManager's web services). `size`: absent,
+  // the whole file; N > 0, its first N bytes; N < 0, its last |N|; 0, none (its length only).
+  // NotFound where the node has no such log or does not serve it (any more).
+  virtual Result<TaskLogPiece> ReadTaskLog(const std::string& container, const std::string& node_http,
+                                           const std::string& file, std::optional<int64_t> size) const {
+    return Status::NotFound("this backend keeps task logs in the job dir");
+  }
   // After the job ended and every container is gone: the backend's clean-up and its report of
   // the outcome (SUCCEEDED, FAILED or KILLED) to the cluster.
   virtual void Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) {}

@@ -272,24 +272,20 @@ std::string TaskMetricsText(const history::JobView& view) {
   for (const history::TaskView& t : view.tasks) {
     if (t.latest) out.Sample("loom_task_rss_bytes", task_labels(t), static_cast<double>(t.latest->rss_bytes));
   }
+  // Both GPU families from one pass: a family's samples must stand together.
+  std::vector<std::pair<PrometheusLabels, const history::GpuValue*>> gpus;
+  for (const history::TaskView& t : view.tasks) {
+    if (!t.latest) continue;
+    for (const history::GpuValue& g : t.latest->gpus) {
+      PrometheusLabels l = task_labels(t);
+      l.emplace_back("gpu", std::to_string(g.index));
+      gpus.emplace_back(std::move(l), &g);
+    }
+  }
   out.Family("loom_task_gpu_utilization_percent", "gauge", "Utilisation of each of the task's GPUs (latest sample).");
-  for (const history::TaskView& t : view.tasks) {
-    if (!t.latest) continue;
-    for (const history::GpuValue& g : t.latest->gpus) {
-      PrometheusLabels l = task_labels(t);
-      l.emplace_back("gpu", std::to_string(g.index));
-      out.Sample("loom_task_gpu_utilization_percent", l, g.utilization_percent);
-    }
-  }
+  for (const auto& [l, g] : gpus) out.Sample("loom_task_gpu_utilization_percent", l, g->utilization_percent);
   out.Family("loom_task_gpu_memory_bytes", "gauge", "Memory used on each of the task's GPUs (latest sample).");
-  for (const history::TaskView& t : view.tasks) {
-    if (!t.latest) continue;
-    for (const history::GpuValue& g : t.latest->gpus) {
-      PrometheusLabels l = task_labels(t);
-      l.emplace_back("gpu", std::to_string(g.index));
-      out.Sample("loom_task_gpu_memory_bytes", l, static_cast<double>(g.memory_bytes));
-    }
-  }
+  for (const auto& [l, g] : gpus) out.Sample("loom_task_gpu_memory_bytes", l, static_cast<double>(g->memory_bytes));
   out.Family("loom_task_restarts_total", "counter", "Restarts of the task alone (its type's restart policy).");
   for (const history::TaskView& t : view.tasks) out.Sample("loom_task_restarts_total", task_labels(t), t.restarts);
   out.Family("loom_job_attempt", "gauge", "Restarts of the whole gang so far.");

@@ -113,7 +113,7 @@ TEST(YarnDashboard, ThePageAndItsLiveApiAnswerThroughTheResourceManagersProxy) {
   Subprocess submit = loom.Start(
       {"submit", "--cluster", "yarn", "--conf", "loom.worker.instances=2", "--conf", "loom.am.memory=512m", "--conf",
        "loom.worker.memory=256m", "--conf", "loom.task.metrics-interval-ms=200", "--conf",
-       "loom.worker.command=/bin/sh -c 'while [ ! -e " + (dir / "go-").string() +
+       "loom.worker.command=/bin/sh -c 'echo worker $TASK_INDEX says hi; while [ ! -e " + (dir / "go-").string() +
            "$TASK_INDEX ]; do sleep 0.05; done'"},
       "submit", cluster.Env());
   std::string id = loom.WaitUntilRunning(2, 60s);
@@ -192,6 +192,14 @@ TEST(YarnDashboard, ThePageAndItsLiveApiAnswerThroughTheResourceManagersProxy) {
   job = GetJson(proxy, "api/jobs/" + id);
   EXPECT_EQ(StateOfTask(job, "worker:0"), "RUNNING") << job.dump();
   EXPECT_EQ(StateOfTask(job, "worker:1"), "SUCCEEDED") << job.dump();
+
+  // A task's log, which the AM reads from the task's NodeManager (its job dir has none): the
+  // tail, then a window from an offset.
+  json tail = GetJson(proxy, "api/jobs/" + id + "/logs/worker%3A0/stdout?offset=-4096");
+  EXPECT_EQ(tail.value("data", ""), "worker 0 says hi\n") << tail.dump();
+  json window = GetJson(proxy, "api/jobs/" + id + "/logs/worker%3A0/stdout?offset=7&limit=4");
+  EXPECT_EQ(window.value("data", ""), "0 sa") << window.dump();
+  EXPECT_EQ(window.value("next", 0), 11) << window.dump();
 
   // /metrics through the proxy: Prometheus text, with worker:0's samples once it has one.
   std::string metrics;

@@ -10,6 +10,7 @@
 #include "core/strings.h"
 #include "hadoop/conf/hadoop_conf.h"
 #include "hadoop/ipc/ipc_client.h"
+#include "hadoop/logs/nm_web_logs.h"
 #include "history/event_log.h"
 #include "history/history_copy.h"
 #include "history/events.h"
@@ -28,6 +29,7 @@ Result<AmSetup> YarnAmSide::Prepare(const history::JobDir& dir, const std::map<s
     Result<hadoop::HadoopConf> conf = hadoop::HadoopConf::Load(conf_dir->second);
     if (conf.ok()) {
       hadoop::SetProcessRpcProtection(conf->rpc_protection);
+      nm_web_scheme_ = conf->nm_web_scheme;
     } else {
       spdlog::warn("cannot read hadoop.rpc.protection from HADOOP_CONF_DIR ({}); using authentication",
                    conf.status().message());
@@ -116,6 +118,20 @@ void YarnAmSide::Finish(const history::JobDir& dir, const std::string& state, co
   (void)CleanStaging(manifest_.webhdfs, manifest_.user, manifest_.dir, hdfs_token_);
   if (!broker_) return;
   if (Status s = broker_->Finish(state, diagnostics); !s.ok()) spdlog::error("unregistering: {}", s.ToString());
+}
+
+Result<TaskLogPiece> YarnAmSide::ReadTaskLog(const std::string& container, const std::string& node_http,
+                                             const std::string& file, std::optional<int64_t> size) const {
+  if (container.empty() || node_http.empty()) return Status::NotFound("no container yet");
+  hadoop::NmWebLogs nm(nm_web_scheme_ == "https" ? "https://" + node_http : node_http, manifest_.user);
+  LOOM_ASSIGN_OR_RETURN(hadoop::NmLogContent content, nm.ReadLog(container, file, size));
+  if (content.answer != hadoop::NmLogAnswer::kServed) {
+    return Status::NotFound(file + " of " + container + ": " +
+                            (content.answer == hadoop::NmLogAnswer::kNoSuchFile
+                                 ? "no such log"
+                                 : "its NodeManager serves it no more (aggregated logs: loom logs)"));
+  }
+  return TaskLogPiece{std::move(content.bytes), content.file_length};
 }
 
 }  // namespace loom::cluster::yarn

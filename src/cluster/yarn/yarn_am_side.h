@@ -22,11 +22,15 @@ class YarnAmSide : public AmSide {
                                                       std::function<int()> am_port,
                                                       const std::string& tracking_url) override;
   void Finish(const history::JobDir& dir, const std::string& state, const std::string& diagnostics) override;
+  // From the NodeManager's web services (hadoop/logs/nm_web_logs.h), while it serves them.
+  Result<TaskLogPiece> ReadTaskLog(const std::string& container, const std::string& node_http, const std::string& file,
+                                   std::optional<int64_t> size) const override;
 
  private:
   // The job's final record to its history location in HDFS, when its config names one.
   Status PublishToHistoryLocation(const history::JobDir& dir);
 
+  std::string nm_web_scheme_ = "http";              // HTTPS_ONLY clusters: "https"
   StagingManifest manifest_;                        // what the client staged, from Prepare
   std::optional<YarnBrokerOptions> options_;        // from Prepare, moved into the broker
   YarnContainerBroker* broker_ = nullptr;           // owned by the AM's caller
