@@ -10,7 +10,12 @@ export const BASE = (process.env.LOOM_PORTAL_URL || process.env.LOOM_DASHBOARD_U
 export const ARTEFACTS = process.env.LOOM_BROWSER_ARTEFACTS || join(tmpdir(), 'loom-browser-artefacts');
 export const CHROMIUM = process.env.LOOM_CHROMIUM || '/usr/bin/chromium';
 
-export async function launch() {
+// `options.elsewhere(url)`: a request off the server that is expected (YARN's proxy sends the
+// page to the RM's own page of an application that has ended); such requests, and the console's
+// errors about them, go to `elsewhere` ({url, from: the URL redirected from, or ""}) instead of
+// `problems`. `requests`: the URL of every request the pages made, in order.
+export async function launch(options = {}) {
+  const expected = options.elsewhere || (() => false);
   if (BASE === '/') throw new Error('LOOM_PORTAL_URL (or LOOM_DASHBOARD_URL) is not set');
   mkdirSync(ARTEFACTS, { recursive: true });
   const profile = mkdtempSync(join(tmpdir(), 'loom-chromium-'));
@@ -25,14 +30,28 @@ export async function launch() {
   });
   const problems = [];
   const dialogs = [];
+  const requests = [];
+  const elsewhere = [];
   const open = async (hash = '#/') => {
     const page = await context.newPage();
     page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+    page.on('console', (m) => {
+      if (m.type() !== 'error') return;
+      // A "Failed to load resource" names the resource as its location.
+      const where = m.location() && m.location().url;
+      if (where && !where.startsWith(BASE) && expected(where)) return;
+      problems.push(`console: ${m.text()}${where ? ` (${where})` : ''}`);
+    });
     page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure() && r.failure().errorText}`));
     // Every request must stay on the server (no CDN, nothing absolute elsewhere).
-    page.on('request', (r) => { if (!r.url().startsWith(BASE) && !r.url().startsWith('data:')) problems.push(`request off the server: ${r.url()}`); });
+    page.on('request', (r) => {
+      requests.push(r.url());
+      if (r.url().startsWith(BASE) || r.url().startsWith('data:')) return;
+      const from = r.redirectedFrom() ? r.redirectedFrom().url() : '';
+      if (expected(r.url())) elsewhere.push({ url: r.url(), from });
+      else problems.push(`request off the server: ${r.url()}${from ? ` (redirected from ${from})` : ''}`);
+    });
     await page.goto(BASE + hash);
     return page;
   };
@@ -40,7 +59,7 @@ export async function launch() {
     await context.close();
     rmSync(profile, { recursive: true, force: true });
   };
-  return { context, open, close, problems, dialogs };
+  return { context, open, close, problems, dialogs, requests, elsewhere };
 }
 
 export async function shot(page, name, options = {}) {
