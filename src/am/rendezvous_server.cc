@@ -1,18 +1,19 @@
 #include "am/rendezvous_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
+#include <sys/select.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
+#include <cstring>
+#include <memory>
 
+#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include "core/ports.h"
@@ -23,57 +24,222 @@ namespace loom::am {
 namespace {
 
 constexpr int kWorkers = 4;
-constexpr size_t kMaxHeaderBytes = 16 * 1024;
-// accept4 failing for want of descriptors or memory: wait this long before trying again.
-constexpr int kAcceptBackoffMs = 100;
 
-const char* Reason(int code) {
-  switch (code) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 507: return "Insufficient Storage";
-    default: return "Error";
+using Clock = std::chrono::steady_clock;
+
+// The connection a serving thread is on, and when its time is up.
+struct Conn {
+  int fd = -1;  // a duplicate of cpp-httplib's socket: shut down by the watchdog, closed after
+  Clock::time_point request_due;  // when the whole request must be in
+  Clock::time_point deadline;
+  int how = SHUT_RD;   // what the watchdog shuts at the deadline
+  bool fired = false;  // the watchdog's mutex
+};
+
+// The connection this thread serves (cpp-httplib's handlers run on the thread that took it).
+thread_local Conn* t_conn = nullptr;
+// Set while this thread closes, unanswered, connections that may not wait (Enqueue, CloseWaiting).
+thread_local bool t_refuse = false;
+
+// Enforces each connection's whole time, which cpp-httplib does not: its timeouts are per
+// read and per write, so a client that sends a byte every 2 s would hold a thread for ever.
+// At the deadline the socket is shut down: for reading while the request line and headers
+// are due (the connection is then closed unanswered: cpp-httplib takes a socket shut for
+// reading as gone), both ways while the answer is. A PUT's body is timed by its reader.
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { Run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
   }
-}
-
-// Milliseconds left before `deadline`, at least 0.
-int MsLeft(std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
-}
-
-// Appends what `fd` has to `buf`, waiting until `deadline`; false on timeout, EOF or error.
-bool ReadMore(int fd, std::string& buf, std::chrono::steady_clock::time_point deadline) {
-  pollfd p{fd, POLLIN, 0};
-  int ready = ::poll(&p, 1, MsLeft(deadline));
-  if (ready <= 0) return false;
-  char chunk[16384];
-  ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-  if (n <= 0) return false;
-  buf.append(chunk, static_cast<size_t>(n));
-  return true;
-}
-
-// Sends `data` until `deadline` (each send also gives up after the socket's SO_SNDTIMEO): a
-// client that does not read must not hold a worker, and Stop() with it, for ever.
-void SendAll(int fd, const std::string& data, std::chrono::steady_clock::time_point deadline) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the client went away or did not read in time: nothing to tell it
-    sent += static_cast<size_t>(n);
-    if (sent < data.size() && std::chrono::steady_clock::now() >= deadline) return;
+  void Arm(Conn& c, std::chrono::milliseconds in, int how) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      c.deadline = Clock::now() + in;
+      c.how = how;
+      c.fired = false;
+      conns_.insert(&c);
+    }
+    cv_.notify_one();
   }
+  // After this, the watchdog never touches `c` again.
+  void Disarm(Conn& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    conns_.erase(&c);
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      auto next = Clock::time_point::max();
+      auto now = Clock::now();
+      for (Conn* c : conns_) {
+        if (c->fired) continue;
+        if (c->deadline <= now) {
+          ::shutdown(c->fd, c->how);
+          c->fired = true;
+        } else {
+          next = std::min(next, c->deadline);
+        }
+      }
+      if (next == Clock::time_point::max()) {
+        cv_.wait(lock);
+      } else {
+        cv_.wait_until(lock, next);
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;     // mu_
+  std::set<Conn*> conns_;  // mu_: those of the serving threads, a few
+  std::thread thread_;
+};
+
+// One Content-Length at most, digits only: two could each be read by a different party
+// (request smuggling), and cpp-httplib would take the first and read a sign or junk as 0.
+bool ContentLengthIsValid(const httplib::Request& req) {
+  size_t n = req.get_header_value_count("Content-Length");
+  if (n == 0) return true;
+  if (n > 1) return false;
+  std::string value = Trim(req.get_header_value("Content-Length"));
+  return !value.empty() && value.size() <= 12 &&
+         std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
 }  // namespace
+
+class RendezvousServer::HttpQueue : public httplib::TaskQueue {
+ public:
+  explicit HttpQueue(RendezvousServer& owner) : owner_(owner) {}
+  void enqueue(std::function<void()> fn) override { owner_.Enqueue(std::move(fn)); }
+  void shutdown() override { owner_.CloseWaiting(); }
+
+ private:
+  RendezvousServer& owner_;
+};
+
+class RendezvousServer::Http : public httplib::Server {
+ public:
+  explicit Http(RendezvousServer& owner) : owner_(owner) {
+    const auto timeout = owner.limits_.request_timeout;
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+    new_task_queue = [this] { return new HttpQueue(owner_); };
+    set_read_timeout(us / 1000000, us % 1000000);
+    set_write_timeout(us / 1000000, us % 1000000);
+    // One request a connection, then "Connection: close" and the close: Horovod's client reads
+    // the answer up to the close. Its wait for that request is in whole seconds: the watchdog
+    // ends it first, at the request's time.
+    set_keep_alive_max_count(1);
+    set_keep_alive_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count() + 2);
+    set_payload_max_length(owner.limits_.max_value_bytes);  // also refused before, from the header
+    // Everything but a PUT's body is answered here, before cpp-httplib would read a body or
+    // route on its percent-decoded path.
+    set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!ContentLengthIsValid(req)) return Answer(res, {400, ""});
+      if (req.method != "PUT") return Answer(res, owner_.Handle(req.method, req.target, ""));
+      // Only Content-Length frames the body, as in horovod's server.
+      if (req.has_header("Transfer-Encoding") || req.has_header("Content-Encoding") || req.is_multipart_form_data()) {
+        return Answer(res, {400, ""});
+      }
+      if (!req.has_header("Content-Length")) return Answer(res, {411, ""});
+      // The body's time is the reader's (below): shut for reading, the socket could not take
+      // the 408.
+      if (t_conn != nullptr) watchdog_.Disarm(*t_conn);
+      // Digits only, at most 12 (ContentLengthIsValid): no exception.
+      if (std::stoull(Trim(req.get_header_value("Content-Length"))) > owner_.limits_.max_value_bytes) {
+        return Answer(res, {413, ""});
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Any target: [\s\S] where '.' would not match a decoded "%0A".
+    Put(R"([\s\S]*)", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+      std::string body;
+      // Checked as it comes (a body that trickles), and cpp-httplib's read timeout, the request
+      // time, for one that stops.
+      bool whole = read([&body](const char* data, size_t n) {
+        body.append(data, n);
+        return t_conn == nullptr || Clock::now() <= t_conn->request_due;
+      });
+      // Not received in time, or the client went: as horovod, the request is dropped.
+      if (!whole) return (void)Answer(res, {408, ""});
+      Answer(res, owner_.Handle("PUT", req.target, std::move(body)));
+    });
+  }
+
+  // Serves on `fd`, bound and listening, until stop().
+  bool Serve(int fd) {
+    svr_sock_ = fd;
+    return listen_after_bind();
+  }
+
+ private:
+  // The request is in: `response` is sent within the request time from now.
+  httplib::Server::HandlerResponse Answer(httplib::Response& res, RendezvousServer::Response response) {
+    if (t_conn != nullptr) watchdog_.Arm(*t_conn, owner_.limits_.request_timeout, SHUT_RDWR);
+    res.status = response.code;
+    res.body = std::move(response.body);
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+  bool process_and_close_socket(socket_t sock) override {
+    if (t_refuse) {
+      ::close(sock);
+      return false;
+    }
+    // cpp-httplib waits on its sockets with select(), and answers 500 to one numbered
+    // FD_SETSIZE or more: a lower number when there is one, else closed unanswered.
+    if (sock >= FD_SETSIZE) {
+      int low = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
+      ::close(sock);
+      if (low < 0 || low >= FD_SETSIZE) {
+        if (low >= 0) ::close(low);
+        return false;
+      }
+      sock = low;
+    }
+    // The watchdog holds its own descriptor of the socket, so that it never shuts down another
+    // connection's that took the number cpp-httplib closes.
+    Conn conn;
+    conn.fd = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
+    if (conn.fd < 0) {
+      ::close(sock);
+      return false;
+    }
+    conn.request_due = Clock::now() + owner_.limits_.request_timeout;
+    watchdog_.Arm(conn, owner_.limits_.request_timeout, SHUT_RD);
+    t_conn = &conn;
+    // cpp-httplib's own process_and_close_socket (private, so restated from 0.11.4), but for
+    // the Range header: the store answers whole values, as horovod's.
+    bool ok = httplib::detail::process_server_socket(
+        svr_sock_, sock, keep_alive_max_count_, keep_alive_timeout_sec_, read_timeout_sec_, read_timeout_usec_,
+        write_timeout_sec_, write_timeout_usec_,
+        [this](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+          return process_request(strm, close_connection, connection_closed,
+                                 [](httplib::Request& req) { req.ranges.clear(); });
+        });
+    httplib::detail::shutdown_socket(sock);
+    httplib::detail::close_socket(sock);
+    t_conn = nullptr;
+    watchdog_.Disarm(conn);
+    ::close(conn.fd);
+    return ok;
+  }
+
+  RendezvousServer& owner_;
+  Watchdog watchdog_;
+};
+
+RendezvousServer::RendezvousServer() : RendezvousServer(Limits{}) {}
+
+RendezvousServer::RendezvousServer(Limits limits) : limits_(limits) {}
 
 RendezvousServer::~RendezvousServer() { Stop(); }
 
@@ -89,6 +255,8 @@ Result<int> RendezvousServer::Start(const std::string& bind_address, int port_lo
   } else {
     candidates.push_back(0);
   }
+  // The socket is Loom's, not cpp-httplib's bind_to_port: that one could not tell a port in
+  // use (try the next) from a failure.
   int fd = -1;
   for (int p : candidates) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -112,146 +280,86 @@ Result<int> RendezvousServer::Start(const std::string& bind_address, int port_lo
     ::close(fd);
     return Status::FromErrno("rendezvous server: listen", err);
   }
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::FromErrno("rendezvous server: eventfd", err);
-  }
-  listen_fd_ = fd;
   port_ = ntohs(addr.sin_port);
-  stopping_ = false;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = false;
+  }
+  http_ = std::make_unique<Http>(*this);
   for (int i = 0; i < kWorkers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
-  acceptor_ = std::thread([this] { AcceptLoop(); });
+  auto loop_ended = std::make_shared<std::atomic<bool>>(false);
+  listener_ = std::thread([this, fd, loop_ended] {
+    if (!http_->Serve(fd)) {
+      spdlog::error("Horovod rendezvous store on port {}: accepting connections failed ({}); it serves no more",
+                    port_, std::strerror(errno));
+    }
+    *loop_ended = true;
+  });
+  // cpp-httplib's stop() does nothing before its loop runs: wait for it (microseconds).
+  while (!http_->is_running() && !*loop_ended) std::this_thread::yield();
   return port_;
 }
 
 void RendezvousServer::Stop() {
-  stopping_ = true;
-  if (wake_fd_ >= 0) {
-    uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof(one));
+  if (!listener_.joinable()) return;
+  // Closes the listening socket; the accept loop then ends with CloseWaiting().
+  http_->stop();
+  listener_.join();
+  // The connections being served are answered first, each within its time.
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+  http_.reset();
+}
+
+void RendezvousServer::Enqueue(std::function<void()> serve) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!stopping_ && queue_.size() < limits_.max_pending) {
+      queue_.push_back(std::move(serve));
+      ++queued_;
+      queue_cv_.notify_one();
+      return;
+    }
   }
-  if (acceptor_.joinable()) acceptor_.join();
-  std::deque<int> unserved;
+  // Horovod's client takes a connection closed unanswered as a failed try, and tries again
+  // 500 ms later (HTTPStore::PerformHTTP).
+  t_refuse = true;
+  serve();
+  t_refuse = false;
+}
+
+void RendezvousServer::CloseWaiting() {
+  std::deque<std::function<void()>> unserved;
   {
     // Under the lock, so that no worker is between its check of `stopping_` and its wait.
     std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
     unserved.swap(queue_);
   }
   queue_cv_.notify_all();
-  // Connections no worker has taken are closed unanswered now, not after the requests in
-  // progress (Horovod's client takes that as a failed try, and tries again).
-  for (int fd : unserved) ::close(fd);
-  for (auto& w : workers_) w.join();
-  workers_.clear();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-  listen_fd_ = wake_fd_ = -1;
+  // Closed now, not after the requests in progress (Horovod's client tries again).
+  t_refuse = true;
+  for (auto& serve : unserved) serve();
+  t_refuse = false;
 }
 
-void RendezvousServer::AcceptLoop() {
-  while (!stopping_) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents) return;
-    if (!(fds[0].revents & POLLIN)) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        // The connection stays in the backlog, so the listening socket stays readable: without
-        // a pause this loop would spin. Stop() still wakes it at once.
-        pollfd wake{wake_fd_, POLLIN, 0};
-        ::poll(&wake, 1, kAcceptBackoffMs);
-      }
-      continue;
-    }
-    // No request may take a worker longer than its time (SendAll, ReadMore).
-    auto ms = limits_.request_timeout.count();
-    timeval limit{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      if (queue_.size() >= limits_.max_pending) {
-        // Horovod's client takes a connection closed unanswered as a failed try, and tries
-        // again 500 ms later (HTTPStore::PerformHTTP).
-        ::close(fd);
-        continue;
-      }
-      queue_.push_back(fd);
-      ++queued_;
-    }
-    queue_cv_.notify_one();
-  }
+size_t RendezvousServer::pending() const {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return queue_.size();
 }
 
 void RendezvousServer::WorkerLoop() {
   for (;;) {
-    int fd;
+    std::function<void()> serve;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;  // what is queued, Stop() closes
-      fd = queue_.front();
+      if (stopping_) return;  // what is queued, CloseWaiting() closes
+      serve = std::move(queue_.front());
       queue_.pop_front();
     }
-    Serve(fd);
-    ::close(fd);
+    serve();
   }
-}
-
-void RendezvousServer::Serve(int fd) {
-  auto deadline = std::chrono::steady_clock::now() + limits_.request_timeout;
-  auto answer = [this, fd](int code, const std::string& body = "") {
-    SendAll(fd,
-            "HTTP/1.0 " + std::to_string(code) + " " + Reason(code) + "\r\nContent-Length: " +
-                std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
-            std::chrono::steady_clock::now() + limits_.request_timeout);
-  };
-  std::string buf;
-  size_t header_end;
-  while ((header_end = buf.find("\r\n\r\n")) == std::string::npos) {
-    if (buf.size() > kMaxHeaderBytes) return answer(431);
-    if (!ReadMore(fd, buf, deadline)) return;  // nothing (complete) to answer
-  }
-  std::string head = buf.substr(0, header_end);
-  std::string body = buf.substr(header_end + 4);
-  std::vector<std::string> lines = Split(head, '\n');
-  for (auto& l : lines) {
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-  }
-  if (lines.empty()) return answer(400);
-  std::vector<std::string> request_line = Split(lines[0], ' ');
-  if (request_line.size() != 3) return answer(400);
-  const std::string& method = request_line[0];
-  const std::string& path = request_line[1];
-  std::optional<size_t> content_length;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    size_t colon = lines[i].find(':');
-    if (colon == std::string::npos) return answer(400);
-    if (ToLower(Trim(lines[i].substr(0, colon))) != "content-length") continue;
-    std::string value = Trim(lines[i].substr(colon + 1));
-    // One length, digits only: two could each be read by a different party (request smuggling).
-    if (content_length || value.empty() || value.size() > 12 ||
-        !std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
-      return answer(400);
-    }
-    content_length = std::stoull(value);
-  }
-  if (method == "PUT") {
-    if (!content_length) return answer(411);
-    if (*content_length > limits_.max_value_bytes) return answer(413);
-    while (body.size() < *content_length) {
-      if (!ReadMore(fd, body, deadline)) return answer(408);  // as horovod: the request is dropped
-    }
-    body.resize(*content_length);
-  }
-  Response r = Handle(method, path, std::move(body));
-  answer(r.code, r.body);
 }
 
 RendezvousServer::Response RendezvousServer::Handle(const std::string& method, const std::string& path,

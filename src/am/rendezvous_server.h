@@ -7,10 +7,13 @@
 //   PUT    /<scope>/<key>  body = value       -> 200 (stored; a second PUT replaces it)
 //   GET    /<scope>/<key>                     -> 200 + value, or 404 while nobody has put it
 //   DELETE /<scope>/<key>                     -> 200; a process finalizing that scope, see below
-//   anything else: 400 (a path that is not /<scope>/<key>, or a Content-Length that is not one
-//   decimal number), 405 (another method), 408 (a body not received within 3 s, horovod's
-//   SINGLE_REQUEST_TIMEOUT), 413 (a body over 16 MiB), 507 (the store holds 128 MiB already;
-//   see Limits).
+//   anything else: 400 (a path that is not /<scope>/<key>, a Content-Length that is not one
+//   decimal number, or a PUT body framed or encoded otherwise: Transfer-Encoding,
+//   Content-Encoding, multipart), 405 (another method cpp-httplib knows; one it does not, it
+//   answers 400), 408 (a body not received within 3 s, horovod's
+//   SINGLE_REQUEST_TIMEOUT; a request line and headers not in by then: closed unanswered),
+//   411 (a PUT without Content-Length), 413 (a body over 16 MiB, refused from its header),
+//   414 (a request line over 8 KiB), 507 (the store holds 128 MiB already; see Limits).
 //   Horovod's client (HTTPStore::PerformHTTP) tries again on anything but 200 and 404, and on a
 //   connection closed unanswered, then fails the rank.
 //
@@ -22,23 +25,31 @@
 // of the slot plan has done so, the scope is cleared, as horovod's server does; in a scope the
 // plan does not know (process sets: "global_process_set_hash_<h>") a DELETE removes that key.
 //
-// Keys and scopes are taken verbatim from the path (no percent-decoding, as Python's
-// http.server). Each answer carries Content-Length (spelled so: Horovod's HTTP client matches
-// that header case-sensitively) and closes the connection (HTTP/1.0, as horovod's server).
+// The HTTP is cpp-httplib's (cmake/HttpLib.cmake), with the store's own rules on top. Keys and
+// scopes are taken verbatim from the request target (no percent-decoding, and a '?' is part of
+// the key, as in Python's http.server). Each answer carries Content-Length (spelled so:
+// Horovod's HTTP client matches that header case-sensitively) and "Connection: close", and the
+// connection is closed after it, as horovod's HTTP/1.0 server does (the status line says
+// HTTP/1.1: Horovod's client reads either, up to the close).
 //
 // The store is unauthenticated, as horovodrun's: Horovod's client has no way to send a secret.
 // It holds nothing but the processes' addresses.
 //
 // Threading: Start/Stop from one thread; Reset and the accessors from any thread. Requests are
 // served by a few threads of its own, so a slow client holds up only one of them, for at most
-// the request time (3 s to send its request, as much to take the answer). At most 64 accepted
-// connections wait for a thread; more are closed at once.
+// the request time (3 s to send its request, as much to take the answer: a watchdog shuts the
+// socket down when either is up; a body that stops coming is given up 3 s after its last byte,
+// a read's timeout, so 6 s at worst). At most 64 accepted connections wait for a thread; more are
+// closed at once. cpp-httplib's accept loop retries a full descriptor table (EMFILE) but ends on
+// any other accept error (ENFILE, ENOMEM): the store then stops serving, and says so in the log.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -72,8 +83,8 @@ class RendezvousServer {
     size_t max_stored_bytes = size_t{128} << 20;
     size_t max_pending = 64;  // accepted connections waiting for a thread
   };
-  RendezvousServer() : RendezvousServer(Limits{}) {}
-  explicit RendezvousServer(Limits limits) : limits_(limits) {}
+  RendezvousServer();
+  explicit RendezvousServer(Limits limits);
   ~RendezvousServer();
   RendezvousServer(const RendezvousServer&) = delete;
   RendezvousServer& operator=(const RendezvousServer&) = delete;
@@ -107,10 +118,7 @@ class RendezvousServer {
   int64_t requests() const { return requests_.load(); }
   // Connections queued for a thread so far, and those waiting now.
   int64_t queued() const { return queued_.load(); }
-  size_t pending() const {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    return queue_.size();
-  }
+  size_t pending() const;
 
   struct Response {
     int code = 200;
@@ -120,23 +128,27 @@ class RendezvousServer {
   Response Handle(const std::string& method, const std::string& path, std::string body);
 
  private:
-  void AcceptLoop();
+  class Http;       // the cpp-httplib server, with the store's handlers and deadlines
+  class HttpQueue;  // cpp-httplib's queue of accepted connections, over queue_ and workers_
   void WorkerLoop();
-  void Serve(int fd);
+  // From cpp-httplib's accept loop: queues an accepted connection's work, or closes it
+  // unanswered when max_pending wait already or the server stops.
+  void Enqueue(std::function<void()> serve);
+  // From cpp-httplib's accept loop, at its end: closes the waiting connections unanswered.
+  void CloseWaiting();
 
   const Limits limits_;
-  int listen_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: wakes the accept loop on Stop
   int port_ = 0;
-  std::atomic<bool> stopping_{false};
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> queued_{0};
-  std::thread acceptor_;
+  std::unique_ptr<Http> http_;
+  std::thread listener_;  // cpp-httplib's accept loop
   std::vector<std::thread> workers_;
 
   mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_;
-  std::deque<int> queue_;  // accepted connections; guarded by queue_mu_
+  bool stopping_ = false;                        // queue_mu_
+  std::deque<std::function<void()>> queue_;      // an accepted connection's work each; queue_mu_
 
   mutable std::mutex mu_;
   std::map<std::string, std::map<std::string, std::string>> data_;  // scope -> key -> value; mu_

@@ -326,3 +326,63 @@ TEST(RendezvousServerLimits, ConnectionsBeyondThoseThatMayWaitAreClosedAtOnce) {
 
 }  // namespace
 }  // namespace loom::am
+
+namespace loom::am {
+namespace {
+
+TEST_F(RendezvousServerTest, KeysAreTheTargetVerbatimAndEveryAnswerCloses) {
+  // No percent-decoding, and a query is part of the key, as in horovod's Python server.
+  Reply put = Request(port_, "PUT", "/global/a%2Fb", "x");
+  EXPECT_EQ(put.code, 200);
+  EXPECT_THAT(put.head, HasSubstr("\r\nConnection: close"));
+  EXPECT_EQ(server_.Get("global", "a%2Fb"), "x");
+  EXPECT_EQ(Request(port_, "GET", "/global/a/b").code, 400);
+  EXPECT_EQ(Request(port_, "GET", "/global/a%2Fb").body, "x");
+  EXPECT_EQ(Request(port_, "PUT", "/global/k?x=1", "q").code, 200);
+  EXPECT_EQ(server_.Get("global", "k?x=1"), "q");
+  EXPECT_EQ(Request(port_, "GET", "/global/k").code, 404);
+  // The whole value, whatever a Range header asks.
+  EXPECT_EQ(RawRequest(port_, "GET /global/a%2Fb HTTP/1.1\r\nRange: bytes=1-2\r\n\r\n"), 200);
+  // Only Content-Length frames a body.
+  EXPECT_EQ(RawRequest(port_, "PUT /global/0 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"), 400);
+}
+
+TEST(RendezvousServerLimits, ARequestNotInWithinItsTimeIsDroppedEvenIfItTrickles) {
+  RendezvousServer::Limits limits;
+  limits.request_timeout = std::chrono::milliseconds(300);
+  RendezvousServer server(limits);
+  auto port = server.Start("127.0.0.1");
+  ASSERT_OK(port);
+  // A byte every 100 ms: each read is in time, the whole request is not.
+  // `whole` is sent at once, then `trickled` a byte at a time.
+  auto trickle = [&](const std::string& whole, const std::string& trickled) {
+    int fd = Connect(*port);
+    (void)!::send(fd, whole.data(), whole.size(), MSG_NOSIGNAL);
+    std::atomic<bool> answered{false};
+    std::thread sender([&] {
+      for (char c : trickled) {
+        if (answered || ::send(fd, &c, 1, MSG_NOSIGNAL) != 1) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    auto start = std::chrono::steady_clock::now();
+    std::string all;
+    char buf[256];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) all.append(buf, static_cast<size_t>(n));
+    answered = true;
+    sender.join();
+    ::close(fd);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+    return all.size() >= 12 ? std::stoi(all.substr(9, 3)) : 0;
+  };
+  EXPECT_EQ(trickle("PUT /global/0 HTTP/1.1\r\nContent-Length: 40\r\n\r\n", std::string(40, 'v')), 408);
+  // No whole request line and headers in time: nothing to answer, closed.
+  EXPECT_EQ(trickle("GET /global/0 HTTP/1.1\r\n", "Host: 127.0.0.1\r\n\r\n"), 0);
+  EXPECT_EQ(trickle("", "GET /global/0 HTTP/1.1\r\n\r\n"), 0);
+  EXPECT_EQ(server.KeyCount(), 0u);
+  EXPECT_EQ(Request(*port, "PUT", "/global/0", "in time").code, 200);
+}
+
+}  // namespace
+}  // namespace loom::am
