@@ -25,6 +25,8 @@ target_include_directories(loom_httplib SYSTEM INTERFACE ${_loom_httplib_include
 target_link_libraries(loom_httplib INTERFACE Threads::Threads)
 # TCP_NODELAY: cpp-httplib writes an answer's headers and body apart, and without it Nagle's
 # algorithm holds the body for the client's delayed ACK: 40 ms on every request. A backlog of
-# 64 rather than 5, for a page that opens several requests at once. On the interface, so that
-# every user of the header compiles it alike.
-target_compile_definitions(loom_httplib INTERFACE CPPHTTPLIB_TCP_NODELAY=true CPPHTTPLIB_LISTEN_BACKLOG=64)
+# 64 rather than 5, for a page that opens several requests at once. poll(2) rather than
+# select(2), which fails on a descriptor numbered 1024 or more: an AM of a large job holds that
+# many. On the interface, so that every user of the header compiles it alike.
+target_compile_definitions(loom_httplib INTERFACE CPPHTTPLIB_TCP_NODELAY=true CPPHTTPLIB_LISTEN_BACKLOG=64
+                                                  CPPHTTPLIB_USE_POLL)

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get install clang)"; exit 2; }
 cmake -S . -B build-fuzz -G Ninja -DLOOM_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-TARGETS=(config_fuzzer events_fuzzer control_fuzzer hadoop_wire_fuzzer credentials_fuzzer yarn_logs_fuzzer)
+TARGETS=(config_fuzzer events_fuzzer control_fuzzer hadoop_wire_fuzzer credentials_fuzzer yarn_logs_fuzzer web_api_fuzzer)
 cmake --build build-fuzz -j"$(nproc)" --target "${TARGETS[@]}"
 seconds=${FUZZ_SECONDS:-60}
 for t in "${TARGETS[@]}"; do

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
 
 #include "history/job_record.h"
 #include "history/job_view.h"
@@ -106,7 +107,11 @@ void Dashboard::LingerForWatchers(std::chrono::milliseconds watched, std::chrono
   const auto ended = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   if (last_job_request_ < ended - watched) return;
-  job_asked_.wait_for(lock, limit, [&] { return last_job_request_ > ended; });
+  if (!job_asked_.wait_for(lock, limit, [&] { return last_job_request_ > ended; })) return;
+  // The page asks for the job first, then for its events and metrics in the same poll: those
+  // must still be answered, or the poll fails and the page never shows the end.
+  lock.unlock();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 }  // namespace loom::am

@@ -53,8 +53,9 @@ class Dashboard {
   Result<int> Start(const std::string& bind_address);
   // Once the job ended: serves on while someone watches, so that the page sees the end. When
   // the job's JSON was asked for within `watched` before now, waits until it is asked for again
-  // (the page's next poll, which finds the job final), at most `limit`; otherwise returns at
-  // once (nobody watches: the AM's exit is not held up).
+  // (the page's next poll, which finds the job final), at most `limit`, then a second more for
+  // the rest of that poll; otherwise returns at once (nobody watches: the AM's exit is not held
+  // up).
   void LingerForWatchers(std::chrono::milliseconds watched, std::chrono::milliseconds limit);
   void Stop() { server_.Stop(); }
 

@@ -1,6 +1,7 @@
 #include "history/event_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,8 +40,16 @@ EventLines ReadEventLines(const std::string& path, int64_t offset, int64_t max_b
   EventLines out{"", offset};
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
+  // No bigger a buffer than what is there: every `loom status|list` and the portal's index
+  // read whole small files, and a 1 MiB buffer zeroed for each cost more than the reading.
+  struct stat st {};
+  const int64_t there = ::fstat(fd, &st) == 0 ? st.st_size - offset : max_bytes;
+  if (there <= 0) {
+    ::close(fd);
+    return out;
+  }
   std::string buf;
-  const size_t chunk = static_cast<size_t>(std::max<int64_t>(max_bytes, 4096));
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(std::min(max_bytes, there), 4096));
   size_t complete = std::string::npos;
   // Read `chunk`; where it holds no newline (one line longer than it), read on to the next.
   while (true) {

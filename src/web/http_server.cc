@@ -41,7 +41,8 @@ void Fill(httplib::Response& res, const HttpResponse& answer) {
 HttpResponse JsonError(int status, const std::string& message) {
   HttpResponse r;
   r.status = status;
-  r.body = nlohmann::json{{"error", message}}.dump() + "\n";
+  // The message may quote what the client sent, which need not be UTF-8: replaced, not thrown.
+  r.body = nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return r;
 }
 

@@ -58,4 +58,34 @@ hadoop::Token NmTokenOf(const yp::AllocateResponseProto& r) {
   return hadoop::Token{t.identifier(), t.password(), t.kind(), t.service()};
 }
 
+std::string Submit(TestIpc& rm, const std::string& command, int64_t memory_mb,
+                   const yp::ContainerLaunchContextProto& base) {
+  auto na = rm.CallOk<yp::GetNewApplicationResponseProto>("getNewApplication", kClientProtocol,
+                                                           yp::GetNewApplicationRequestProto());
+  yp::SubmitApplicationRequestProto sub;
+  auto* asc = sub.mutable_application_submission_context();
+  *asc->mutable_application_id() = na.application_id();
+  asc->set_application_name("e2e");
+  asc->set_queue("default");
+  asc->add_applicationtags("Loom-Test");
+  asc->mutable_resource()->set_memory(memory_mb);
+  asc->mutable_resource()->set_virtual_cores(1);
+  *asc->mutable_am_container_spec() = base;
+  asc->mutable_am_container_spec()->add_command(command);
+  rm.CallOk<yp::SubmitApplicationResponseProto>("submitApplication", kClientProtocol, sub);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "application_%lld_%04d",
+                static_cast<long long>(na.application_id().cluster_timestamp()), na.application_id().id());
+  return buf;
+}
+
+yp::ApplicationReportProto Report(TestIpc& rm, const std::string& app_id) {
+  yp::GetApplicationReportRequestProto req;
+  size_t a = app_id.find('_'), b = app_id.rfind('_');
+  req.mutable_application_id()->set_cluster_timestamp(std::stoll(app_id.substr(a + 1, b - a - 1)));
+  req.mutable_application_id()->set_id(std::stoi(app_id.substr(b + 1)));
+  return rm.CallOk<yp::GetApplicationReportResponseProto>("getApplicationReport", kClientProtocol, req)
+      .application_report();
+}
+
 }  // namespace loom::yarn_double

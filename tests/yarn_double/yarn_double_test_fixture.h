@@ -52,6 +52,12 @@ Capture LoadCapture(const std::string& stem);
 // `got` and `want` in hex, for a failure message.
 std::string HexDiff(const std::string& got, const std::string& want);
 
+// Submits an application whose AM runs `command`; returns its id.
+std::string Submit(TestIpc& rm, const std::string& command, int64_t memory_mb = 512,
+                   const yp::ContainerLaunchContextProto& base = {});
+// The RM's report of `app_id`.
+yp::ApplicationReportProto Report(TestIpc& rm, const std::string& app_id);
+
 // ---- fixture ----------------------------------------------------------------------------------
 
 class YarnDoubleTest : public ::testing::Test {
