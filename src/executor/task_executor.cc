@@ -479,7 +479,11 @@ void TaskExecutor::SampleMetrics() {
   const double now_s = SecondsSinceBoot();  // before /proc is read (CpuMeter::Update)
   std::vector<ProcStat> procs = MembersOf(ReadProcStats(/*with_zombies=*/true), processes_.LiveGroups(), {});
   int64_t rss = SumRssBytes(procs) + (mpi_ ? mpi_->GuestRssBytes() : 0);  // MPI ranks hosted
-  MetricsSample sample = metrics_->Sample(rss, cpu_meter_.Update(procs, now_s));
+  std::optional<CpuReading> cpu = cpu_meter_.Update(procs, now_s);
+  // Nothing resident: the processes have ended (zombies left, or none), a moment before their
+  // exit is seen. Not a sample of the task: plots and `loom status` would show it dropping to 0.
+  if (rss == 0) return;
+  MetricsSample sample = metrics_->Sample(rss, cpu);
   if (heartbeats_) heartbeats_->Offer(sample);
 }
 
