@@ -11,6 +11,11 @@ function(loom_library name)
   endif()
 endfunction()
 
+# Test sources are compiled without optimisation or debug info (LOOM_TEST_COMPILE_OPTIONS): a
+# test file takes under half the time it takes at -O2 -g (job_view_test.cc: 12.6 s against 28.8 s),
+# and compiling the tests is most of a clean build. The code under test keeps the build type's flags.
+set(LOOM_TEST_COMPILE_OPTIONS -O0 -g0 CACHE STRING "Compile options of the test sources")
+
 # loom_test(NAME DEPS lib... LABELS unit|integration|slow [TIMEOUT s] [SRCS files]
 #           [PROPERTIES prop value...])
 # The test source defaults to NAME.cc beside the calling CMakeLists.txt. PROPERTIES go to every
@@ -22,6 +27,7 @@ function(loom_test name)
   endif()
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_options(${name} PRIVATE ${LOOM_TEST_COMPILE_OPTIONS})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()

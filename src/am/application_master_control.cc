@@ -16,6 +16,9 @@ using nlohmann::json;
 
 namespace {
 
+// JobStateResponse.samples: at most this many, the newest (control.proto).
+constexpr size_t kMaxSamplesPerJobState = 5000;
+
 TaskId FromRef(const control::TaskRef& ref) { return {ref.type(), ref.index()}; }
 
 // Horovod's slot plan of the gang now complete, read from the very variables its processes are
@@ -307,6 +310,14 @@ void ApplicationMaster::HandleRegisterTensorBoard(const control::TensorBoardRequ
 void ApplicationMaster::HandleJobState(const control::JobStateRequest& req, Reply<control::JobStateResponse> reply) {
   control::JobStateResponse events;
   if (req.events_offset() >= 0) ReadEventsFrom(req.events_offset(), &events);
+  if (req.send_samples() && !opts_.job_dir.root().empty()) {
+    std::string lines;
+    for (const history::TaskSample& s : history::ReadSamplesAfter(opts_.job_dir.metrics(), req.samples_after_ms(),
+                                                                  kMaxSamplesPerJobState)) {
+      lines += history::SampleLine(s);
+    }
+    events.set_samples(std::move(lines));
+  }
   if (loop_done_) {
     // The job has ended and its state no longer changes; a call posted to the stopped loop
     // would never be answered, and the server's shutdown would wait for it.

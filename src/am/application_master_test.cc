@@ -495,6 +495,20 @@ TEST_F(AmTest, EachSampleIsRecordedOnceInMetricsJsonl) {
   EXPECT_DOUBLE_EQ(*samples[1].cpu_cores, 1.5);
   EXPECT_THAT(samples[1].gpus, ::testing::ElementsAre(history::GpuValue{1, 50, 7}));
   EXPECT_GE(samples[1].ms, samples[0].ms);
+
+  // JobState hands them to a client whose metrics.jsonl is not this one (YARN), only when asked,
+  // only those after the time it names.
+  control::JobStateRequest req;
+  req.set_events_offset(-1);
+  control::JobStateResponse resp;
+  ASSERT_TRUE(stub_->JobState(Ctx().get(), req, &resp).ok());
+  EXPECT_EQ(resp.samples(), "");
+  req.set_send_samples(true);
+  ASSERT_TRUE(stub_->JobState(Ctx().get(), req, &resp).ok());
+  EXPECT_EQ(resp.samples(), history::SampleLine(samples[0]) + history::SampleLine(samples[1]));
+  req.set_samples_after_ms(samples[1].ms);
+  ASSERT_TRUE(stub_->JobState(Ctx().get(), req, &resp).ok());
+  EXPECT_EQ(resp.samples(), "");
 }
 
 }  // namespace

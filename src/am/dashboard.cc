@@ -4,7 +4,6 @@
 #include <optional>
 #include <thread>
 
-#include "history/job_record.h"
 #include "history/job_view.h"
 
 namespace loom::am {
@@ -19,13 +18,10 @@ web::JobPage OwnJobCatalog::List(const web::JobQuery& q) const {
   auto view = history::LoadJobView(dir_);
   if (!view.ok()) return page;
   view->id = job_id_;
-  auto record = history::JobRecord::Read(dir_);
-  const std::string user = record.ok() ? record->user : "";
-  if ((!q.states.empty() && !q.states.count(view->state)) || (!q.user.empty() && q.user != user)) return page;
+  web::JobSummary summary = web::JobSummary::Of(*view);
+  if (!q.Matches(summary)) return page;
   page.total = 1;
-  if (q.offset == 0) {
-    page.jobs.push_back(web::JobSummary::Of(*view, user).ToJson());
-  }
+  if (q.offset == 0) page.jobs.push_back(summary.ToJson());
   return page;
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "core/version.h"
 
 namespace {
 
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
     return args.empty() ? loom::cli::kExitUsage : 0;
   }
   if (args[0] == "--version" || args[0] == "version") {
-    std::puts("loom 0.1.0");
+    std::printf("loom %s\n", loom::kVersion);
     return 0;
   }
   loom::cli::RunAsKerberosClientIfNeeded(argv);

@@ -1,6 +1,8 @@
 #pragma once
 // GPU metrics of a task, as TonY's TaskMonitor collects them (loom.task.gpu-metrics.enabled):
-// nvidia-smi asked about the task's GPUs, once per metrics interval.
+// nvidia-smi asked about the task's GPUs, once per metrics interval. Not NVML: the executor is
+// the static `loom`, and a static program's dlopen works only with the glibc it was linked
+// with, which a cluster's nodes do not have.
 
 #include <chrono>
 #include <cstdint>

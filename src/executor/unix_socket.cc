@@ -36,6 +36,18 @@ Result<sockaddr_un> AddressOf(const std::string& path, int* dir_fd) {
   return addr;
 }
 
+// A new stream socket and the address of `path` for it, `*dir_fd` as AddressOf leaves it.
+Result<int> SocketFor(const std::string& path, sockaddr_un* addr, int* dir_fd) {
+  LOOM_ASSIGN_OR_RETURN(*addr, AddressOf(path, dir_fd));
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    int err = errno;
+    if (*dir_fd >= 0) ::close(*dir_fd);
+    return Status::FromErrno("socket", err);
+  }
+  return fd;
+}
+
 Status WriteAll(int fd, const char* data, size_t n) {
   while (n > 0) {
     ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
@@ -63,13 +75,9 @@ Result<size_t> ReadAll(int fd, char* data, size_t n) {
 }  // namespace
 
 Result<int> ListenUnix(const std::string& path) {
+  sockaddr_un addr{};
   int dir_fd = -1;
-  LOOM_ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(path, &dir_fd));
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    if (dir_fd >= 0) ::close(dir_fd);
-    return Status::FromErrno("socket", errno);
-  }
+  LOOM_ASSIGN_OR_RETURN(int fd, SocketFor(path, &addr, &dir_fd));
   int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   int err = errno;
   if (dir_fd >= 0) ::close(dir_fd);
@@ -82,13 +90,9 @@ Result<int> ListenUnix(const std::string& path) {
 }
 
 Result<int> ConnectUnix(const std::string& path) {
+  sockaddr_un addr{};
   int dir_fd = -1;
-  LOOM_ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(path, &dir_fd));
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    if (dir_fd >= 0) ::close(dir_fd);
-    return Status::FromErrno("socket", errno);
-  }
+  LOOM_ASSIGN_OR_RETURN(int fd, SocketFor(path, &addr, &dir_fd));
   int rc;
   do {
     rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));

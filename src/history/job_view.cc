@@ -193,6 +193,7 @@ Result<JobView> LoadJobView(const JobDir& dir) {
   view.id = dir.job_id();
   if (auto job = JobRecord::Read(dir); job.ok()) {
     view.name = job->name;
+    view.user = job->user;
     view.backend = job->backend;
     view.submitted_ms = job->submitted_ms;
   }
@@ -312,6 +313,7 @@ json ToJson(const JobView& v) {
   }
   json j = {{"job_id", v.id},
             {"name", v.name},
+            {"user", v.user},
             {"backend", v.backend},
             {"state", v.state},
             {"diagnostics", v.diagnostics},

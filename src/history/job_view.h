@@ -61,6 +61,7 @@ struct TaskView {
 struct JobView {
   std::string id;
   std::string name;
+  std::string user;  // who submitted it (job.json)
   std::string backend;
   // SUBMITTED, QUEUED, RUNNING, then the end as status.json or JOB_FINISHED spells it. Text,
   // not core's JobState: that is the AM's machine (NEW..KILLED), which has no SUBMITTED or

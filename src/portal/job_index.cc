@@ -4,11 +4,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <mutex>
 #include <set>
 
-#include "history/job_record.h"
 #include "history/job_view.h"
 #include "web/job_files.h"
 #include "web/prometheus.h"
@@ -18,11 +16,6 @@ namespace loom::portal {
 namespace {
 
 int64_t MtimeNs(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec; }
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // The job dirs of one root: real directories only (a link is not followed), names as ids.
 std::vector<std::string> JobDirNames(const std::string& root) {
@@ -92,8 +85,7 @@ int JobIndex::Refresh() {
     }
     ++read;
     view->id = e.id;
-    auto record = history::JobRecord::Read(history::JobDir(e.root + "/" + e.id));
-    e.summary = web::JobSummary::Of(*view, record.ok() ? record->user : "");
+    e.summary = web::JobSummary::Of(*view);
     ++it;
   }
   std::unique_lock lock(mu_);
@@ -118,19 +110,11 @@ Result<web::JobCatalog::Location> JobIndex::Find(const std::string& job_id) cons
 }
 
 web::JobPage JobIndex::List(const web::JobQuery& q) const {
-  const std::string name = Lower(q.name);
   web::JobPage page;
   std::shared_lock lock(mu_);
   for (const Entry* entry : newest_first_) {
     const web::JobSummary& e = entry->summary;
-    if (!q.states.empty() && !q.states.count(e.state)) continue;
-    if (!q.user.empty() && e.user != q.user) continue;
-    if (!q.backend.empty() && e.backend != q.backend) continue;
-    if (q.since_ms && e.submitted_ms < q.since_ms) continue;
-    if (q.until_ms && e.submitted_ms > q.until_ms) continue;
-    if (!name.empty() && Lower(e.name).find(name) == std::string::npos && Lower(e.job_id).find(name) == std::string::npos) {
-      continue;
-    }
+    if (!q.Matches(e)) continue;
     if (page.total >= q.offset && page.total < int64_t{q.offset} + q.limit) page.jobs.push_back(e.ToJson());
     ++page.total;
   }

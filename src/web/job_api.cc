@@ -8,7 +8,7 @@
 #include "core/files.h"
 #include "core/job_spec.h"
 #include "core/strings.h"
-#include "history/job_record.h"
+#include "core/version.h"
 #include "history/metrics_log.h"
 #include "web/embedded_assets.h"
 #include "web/prometheus.h"
@@ -23,7 +23,6 @@ constexpr size_t kMaxEventsPerAnswer = 5000;
 constexpr size_t kMaxSamplesPerAnswer = 20000;
 constexpr int64_t kDefaultLogBytes = 64 << 10;
 constexpr int64_t kMaxLogBytes = 1 << 20;
-constexpr char kVersion[] = "0.1.0";
 
 // Invalid UTF-8 (a task's output may hold any bytes) becomes U+FFFD instead of an exception.
 HttpResponse JsonAnswer(const json& body) {
@@ -106,9 +105,20 @@ Result<LogChunk> JobCatalog::ReadLog(const Location& where, const history::TaskV
   return ReadLogChunk(fd, offset, limit);
 }
 
-JobSummary JobSummary::Of(const history::JobView& view, const std::string& user) {
-  return {view.id,           view.name,         user, view.backend.empty() ? "local" : view.backend, view.state,
-          view.diagnostics, view.submitted_ms, view.finished_ms, view.tasks.size()};
+JobSummary JobSummary::Of(const history::JobView& view) {
+  return {view.id,          view.name,         view.user,        view.backend.empty() ? "local" : view.backend,
+          view.state,       view.diagnostics, view.submitted_ms, view.finished_ms,
+          view.tasks.size()};
+}
+
+bool JobQuery::Matches(const JobSummary& job) const {
+  if (!states.empty() && !states.count(job.state)) return false;
+  if (!user.empty() && job.user != user) return false;
+  if (!backend.empty() && job.backend != backend) return false;
+  if (since_ms && job.submitted_ms < since_ms) return false;
+  if (until_ms && job.submitted_ms > until_ms) return false;
+  return name.empty() || ToLower(job.name).find(name) != std::string::npos ||
+         ToLower(job.job_id).find(name) != std::string::npos;
 }
 
 json JobSummary::ToJson() const {
@@ -152,7 +162,7 @@ HttpResponse WebApp::Api(const std::vector<std::string>& parts, const HttpReques
     for (const std::string& s : Split(Param(request, "state"), ',')) q.states.insert(s);
     q.user = Param(request, "user");
     q.backend = Param(request, "backend");
-    q.name = Param(request, "name");
+    q.name = ToLower(Param(request, "name"));
     auto since = IntParam(request, "since", 0, 0, INT64_MAX);
     auto until = IntParam(request, "until", 0, 0, INT64_MAX);
     auto offset = IntParam(request, "offset", 0, 0, 1 << 30);
@@ -185,8 +195,6 @@ HttpResponse WebApp::Job(const std::string& job_id, const std::vector<std::strin
 
   if (rest.empty()) {
     json j = history::ToJson(*view);
-    auto record = history::JobRecord::Read(dir);
-    j["user"] = record.ok() ? record->user : "";
     j["live"] = catalog_.Live(*view);
     return JsonAnswer(j);
   }

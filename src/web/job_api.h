@@ -22,12 +22,17 @@
 
 namespace loom::web {
 
+struct JobSummary;
+
 struct JobQuery {
   std::set<std::string> states;  // any of them; empty: all
   std::string user, backend;     // equal; "": any
-  std::string name;              // a substring, any case
+  std::string name;              // a substring of the name or id, any case; kept in lower case
   int64_t since_ms = 0, until_ms = 0;  // submitted in [since, until]; 0: open
   int offset = 0, limit = 50;
+
+  // Whether the job passes every filter (offset and limit are the caller's paging).
+  bool Matches(const JobSummary& job) const;
 };
 
 // A job as the list shows it.
@@ -35,7 +40,7 @@ struct JobSummary {
   std::string job_id, name, user, backend, state, diagnostics;
   int64_t submitted_ms = 0, finished_ms = 0;
   size_t tasks = 0;  // how many
-  static JobSummary Of(const history::JobView& view, const std::string& user);
+  static JobSummary Of(const history::JobView& view);
   nlohmann::json ToJson() const;
 };
 

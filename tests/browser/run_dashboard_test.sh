@@ -9,30 +9,23 @@
 #   tests/browser/run_dashboard_test.sh LOOM ARTEFACT_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 LOOM ARTEFACT_DIR" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/common.sh"
 loom=$(realpath "$1")
-mkdir -p "$2"
-artefacts=$(realpath "$2")
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/loom-dashboard-test.XXXXXX")
+browser_test_init dashboard-test "$2"
 export LOOM_HOME=$scratch/home
 mkdir -p "$LOOM_HOME"
-pids=()
 id=""
 cleanup() {
   local rc=$?
   [ -z "$id" ] || "$loom" kill "$id" >/dev/null 2>&1 || true
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_background
   cp "$scratch"/*.out "$artefacts/" 2>/dev/null || true
   rm -rf "$scratch"
   exit $rc
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-log() { echo "run_dashboard_test: $*"; }
 cd "$here"
-[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error
 
 (cd "$root" && exec "$loom" submit --src_dir examples/pytorch --executes train_ddp.py \
   --python_binary_path /usr/bin/python3 --conf_file examples/pytorch/tony.xml \
@@ -43,15 +36,9 @@ pids+=("$submit")
 # The job's id, then its dashboard once the AM answers there.
 url=""
 for _ in $(seq 1 600); do
-  [ -n "$id" ] || id=$({ grep -o 'job_[0-9]*_[0-9a-f]*' "$scratch/submit.out" || true; } | head -1)
+  [ -n "$id" ] || id=$(job_id "$scratch/submit.out")
   if [ -n "$id" ]; then
-    url=$("$loom" status --json "$id" 2>/dev/null | node -e '
-      let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", async () => {
-        try {
-          const u = JSON.parse(s).dashboard_url || "";
-          if (u && (await fetch(new URL("api/info", u))).ok) console.log(u);
-        } catch (e) {}
-      });' || true)
+    url=$(answering_url "$loom" "$id" dashboard_url)
     [ -n "$url" ] && break
   fi
   kill -0 "$submit" 2>/dev/null || { cat "$scratch/submit.out"; log "the job ended before its dashboard answered"; exit 1; }
@@ -60,8 +47,12 @@ done
 [ -n "$url" ] || { cat "$scratch/submit.out"; log "no dashboard answered"; exit 1; }
 log "job $id, dashboard at $url"
 
-rc=0
+# In the background, so that a signal to this script is handled at once (bash runs a trap only
+# once its foreground command has ended).
 LOOM_DASHBOARD_URL=$url LOOM_BROWSER_ARTEFACTS=$artefacts LOOM_TEST_JOB=$id \
-  node --test --test-reporter=spec dashboard.test.mjs || rc=$?
+  node --test --test-reporter=spec dashboard.test.mjs &
+pids+=("$!")
+rc=0
+wait "$!" || rc=$?
 wait "$submit" || true
 exit $rc

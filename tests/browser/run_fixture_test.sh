@@ -7,23 +7,19 @@
 #   tests/browser/run_fixture_test.sh DIST ARTEFACT_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 DIST ARTEFACT_DIR" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/common.sh"
 dist=$(realpath "$1")
-mkdir -p "$2/portal" "$2/dashboard"
-artefacts=$(realpath "$2")
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/loom-fixture-test.XXXXXX")
-pids=()
+browser_test_init fixture-test "$2"
+mkdir -p "$artefacts/portal" "$artefacts/dashboard"
 cleanup() {
   local rc=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_background
   rm -rf "$scratch"
   exit $rc
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 cd "$here"
-[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error
 
 # Starts the fixture server with ARGS; sets `url`.
 serve() {

@@ -14,22 +14,17 @@
 # folder); LOOM_PORTAL_TEST_KEEP=1 keeps the scratch folder and its LOOM_HOME.
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 LOOM ARTEFACT_DIR" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/common.sh"
 loom=$(realpath "$1")
-mkdir -p "$2"
-artefacts=$(realpath "$2")
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/loom-portal-test.XXXXXX")
+browser_test_init portal-test "$2"
 export LOOM_HOME=$scratch/home
 mkdir -p "$LOOM_HOME"
 
-pids=()
 jobs_started=()
 cleanup() {
   local rc=$?
   for id in "${jobs_started[@]}"; do "$loom" kill "$id" >/dev/null 2>&1 || true; done
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_background
   cp "$scratch"/*.out "$artefacts/" 2>/dev/null || true
   if [ "${LOOM_PORTAL_TEST_KEEP:-}" = 1 ]; then log "kept $scratch"; else rm -rf "$scratch"; fi
   exit $rc
@@ -37,9 +32,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log() { echo "run_portal_test: $*"; }
 export LOOM=$loom
-job_id() { { grep -o 'job_[0-9]*_[0-9a-f]*' "$1" || true; } | head -1; }
 # The job's state in `loom status --json`, or its tasks' states with "tasks".
 status_of() {
   "$loom" status --json "$1" 2>/dev/null | node -e '
@@ -112,5 +105,4 @@ log "portal at $url; jobs: ddp $ddp, failed $failed, xss $xss, killed $killed"
 export LOOM_PORTAL_URL=$url LOOM_BROWSER_ARTEFACTS=$artefacts
 export LOOM_TEST_JOBS="{\"ddp\":\"$ddp\",\"failed\":\"$failed\",\"killed\":\"$killed\",\"xss\":\"$xss\"}"
 cd "$here"
-[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error
 node --test --test-reporter=spec portal.test.mjs

@@ -20,18 +20,14 @@
 # seconds everything but the clean-up may take (250, below ctest's TIMEOUT of 300).
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 LOOM DOUBLE ARTEFACT_DIR" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/common.sh"
 loom=$(realpath "$1")
 double=$(realpath "$2")
-mkdir -p "$3"
-artefacts=$(realpath "$3")
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/loom-yarn-dashboard-test.XXXXXX")
+browser_test_init yarn-dashboard-test "$3"
 export LOOM_HOME=$scratch/home
 export HADOOP_CONF_DIR=$scratch/cluster/conf
 export USER=${USER:-$(id -un)}
 mkdir -p "$LOOM_HOME"
-log() { echo "run_yarn_dashboard_test: $*"; }
 
 double_pid=""
 submit_pid=""
@@ -79,7 +75,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 cd "$here"
-[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error
 
 # Everything up to the clean-up ends by then (ctest's TIMEOUT is 300 s).
 deadline=$((SECONDS + ${LOOM_YARN_DASHBOARD_BUDGET_S:-250}))
@@ -105,17 +100,9 @@ submit_pid=$!
 # The job's id, then the application's tracking URL (the RM's proxy) once the AM answers there.
 url=""
 while [ "$SECONDS" -lt "$((deadline - 90))" ]; do
-  [ -n "$id" ] || id=$({ grep -o 'job_[0-9]*_[0-9a-f]*' "$scratch/submit.out" || true; } | head -1)
+  [ -n "$id" ] || id=$(job_id "$scratch/submit.out")
   if [ -n "$id" ]; then
-    url=$("$loom" status --json "$id" 2>/dev/null | node -e '
-      let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", async () => {
-        try {
-          const u = JSON.parse(s).tracking_url || "";
-          if (!/^http:\/\/[^/]+\/proxy\/application_\d+_\d+\/$/.test(u)) return;
-          const r = await fetch(new URL("api/info", u), { redirect: "manual", signal: AbortSignal.timeout(5000) });
-          if (r.ok && (await r.json()).server === "am") console.log(u);
-        } catch (e) {}
-      });' || true)
+    url=$(answering_url "$loom" "$id" tracking_url '^http://[^/]+/proxy/application_[0-9]+_[0-9]+/$')
     [ -n "$url" ] && break
   fi
   kill -0 "$submit_pid" 2>/dev/null || { cat "$scratch/submit.out"; log "the job ended before its dashboard answered through the proxy"; exit 1; }

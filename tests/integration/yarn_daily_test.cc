@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(YarnDaily, StopSignal, ::testing::Values(SIGINT, SIGTER
 
 TEST(YarnDaily, StatusOfARunningJobComesFromYarn) {
   YarnDoubleCluster cluster;
-  Subprocess submit = cluster.loom().Start(SleepJob(), "submit", cluster.Env());
+  Subprocess submit = cluster.loom().Start(SleepJob({"--conf", "loom.task.metrics-interval-ms=200"}), "submit", cluster.Env());
   std::string id = cluster.loom().WaitUntilRunning(2, 60s);
   ASSERT_FALSE(id.empty()) << cluster.ContainerLogs("am.log");
   std::string app = cluster.ApplicationId(id);
@@ -92,6 +92,22 @@ TEST(YarnDaily, StatusOfARunningJobComesFromYarn) {
   EXPECT_EQ(j["tasks"].size(), 2u);
   RunResult list = cluster.loom().Run({"list"}, cluster.Env());
   EXPECT_THAT(list.out, HasSubstr(app));
+  // Each task's latest CPU and RSS, which only the AM's metrics.jsonl in its container holds:
+  // they come with the AM's events (JobState), as on the local backend.
+  bool sampled = Eventually(
+      [&] {
+        j = nlohmann::json::parse(cluster.loom().Run({"status", "--json", id}, cluster.Env()).out, nullptr, false);
+        if (!j.is_object() || j["tasks"].size() != 2) return false;
+        for (const auto& t : j["tasks"]) {
+          if (!t.contains("metrics") || t["metrics"].value("rss_bytes", 0) <= 0 || !t["metrics"].contains("cpu_cores")) {
+            return false;
+          }
+        }
+        return true;
+      },
+      20s);
+  EXPECT_TRUE(sampled) << j.dump();
+  EXPECT_THAT(cluster.loom().Run({"status", id}, cluster.Env()).out, ::testing::ContainsRegex("worker:0 +RUNNING .* [1-9][0-9]*M "));
   // While it runs, HDFS holds no secret of the job: it travels in the containers' credentials.
   for (const std::string& f : cluster.StagingFiles()) EXPECT_THAT(f, Not(HasSubstr("secret"))) << f;
   ::kill(submit.pid(), SIGINT);

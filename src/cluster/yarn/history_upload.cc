@@ -56,17 +56,17 @@ Result<int64_t> CatchUpFromHdfs(const std::string& webhdfs, const std::string& u
   size_t complete = bytes->rfind('\n');
   if (complete == std::string::npos) return am_events_offset;
   bytes->resize(complete + 1);
-  LOOM_RETURN_IF_ERROR(AppendEventLines(dir.events(), *bytes));
+  LOOM_RETURN_IF_ERROR(AppendWholeLines(dir.events(), *bytes));
   return am_events_offset + static_cast<int64_t>(bytes->size());
 }
 
-Status AppendEventLines(const std::string& events_path, const std::string& lines) {
-  int fd = ::open(events_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno("open " + events_path, errno);
+Status AppendWholeLines(const std::string& path, const std::string& lines) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("open " + path, errno);
   ssize_t n = ::write(fd, lines.data(), lines.size());
   int err = errno;
   ::close(fd);
-  if (n != static_cast<ssize_t>(lines.size())) return Status::FromErrno("append to " + events_path, err);
+  if (n != static_cast<ssize_t>(lines.size())) return Status::FromErrno("append to " + path, err);
   return Status::Ok();
 }
 

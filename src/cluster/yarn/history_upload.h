@@ -40,9 +40,9 @@ Status FetchMetrics(const std::string& webhdfs, const std::string& user, const s
 Result<int64_t> CatchUpFromHdfs(const std::string& webhdfs, const std::string& user, const std::string& staging_dir,
                                 int64_t am_events_offset, const history::JobDir& dir);
 
-// Appends whole event lines to an events.jsonl in one write(2) on O_APPEND, so that they never
-// interleave with the events its owner appends.
-Status AppendEventLines(const std::string& events_path, const std::string& lines);
+// Appends whole lines to an events.jsonl or metrics.jsonl in one write(2) on O_APPEND, so that
+// they never interleave with the lines its owner appends.
+Status AppendWholeLines(const std::string& path, const std::string& lines);
 
 class HistoryUploader {
  public:

@@ -21,6 +21,7 @@
 #include "history/events.h"
 #include "history/history_copy.h"
 #include "history/job_view.h"
+#include "history/metrics_log.h"
 
 namespace loom::cluster::yarn {
 
@@ -234,13 +235,22 @@ bool YarnJobSubmitter::PullAmEvents(const std::string& am_address, const std::st
     am_->client->Prepare(ctx, std::chrono::seconds(2));
     control::JobStateRequest req;
     req.set_events_offset(record->am_events_offset);
+    // The samples since this copy's newest, once a sync: the running tasks' CPU, RSS and GPU
+    // for `loom status` (the AM's metrics.jsonl replaces this copy at the end, FetchMetrics).
+    // Each task's samples come in time order, so the newest line here is the one to ask after.
+    if (round == 0) {
+      std::vector<history::TaskSample> newest = history::ReadSamplesAfter(dir.metrics(), 0, 1);
+      req.set_send_samples(true);
+      req.set_samples_after_ms(newest.empty() ? 0 : newest.back().ms);
+    }
     control::JobStateResponse resp;
     if (!am_->client->stub().JobState(&ctx, req, &resp).ok()) {
       am_->failed = true;
       return false;
     }
+    if (!resp.samples().empty()) (void)AppendWholeLines(dir.metrics(), resp.samples());
     if (resp.events().empty()) return true;
-    if (!AppendEventLines(dir.events(), resp.events()).ok()) return false;
+    if (!AppendWholeLines(dir.events(), resp.events()).ok()) return false;
     record->am_events_offset = resp.events_end();
     // The AM's events as its EventLog writes them: compact JSON, "event" second.
     static const std::string kEnded = std::string("\"event\":\"") + history::events::kJobFinished + "\"";
