@@ -94,7 +94,7 @@ TEST_F(MpiTaskTest, ARankHostIdlesInAScratchDirOfItsOwnAndSweepsThoseOfKilledExe
   auto own = [] {
     int n = 0;
     std::error_code ec;
-    for (const std::string& parent : {"/dev/shm", "/tmp"}) {
+    for (const std::string parent : {"/dev/shm", "/tmp"}) {
       for (const auto& e : fs::directory_iterator(parent, ec)) {
         n += e.path().filename().string().starts_with("loom-mpi-" + std::to_string(::getpid()) + "-worker-1-");
       }

@@ -104,7 +104,9 @@ TEST(LocalTaskEnv, IsTheBaseSetPlusWhatIsForwardedAndNoWayToTheSecret) {
   std::map<std::string, std::string> submitter = loom.Env();
   for (const auto& [k, v] : client) submitter[k] = v;
   for (const auto& [k, v] : submitter) {
-    if (InBaseSet(k)) EXPECT_EQ(env[k], v) << k << " is in the base set";
+    if (InBaseSet(k)) {
+      EXPECT_EQ(env[k], v) << k << " is in the base set";
+    }
   }
   for (const char* k : {"USER", "LOGNAME", "HOME", "PATH"}) EXPECT_TRUE(env.count(k)) << k;
   EXPECT_EQ(env["SHELL_SET"], "by --shell_env");
@@ -117,7 +119,9 @@ TEST(LocalTaskEnv, IsTheBaseSetPlusWhatIsForwardedAndNoWayToTheSecret) {
     EXPECT_TRUE(InBaseSet(k) || forwarded.count(k) || kLoomTaskVariables.count(k) || kShellVariables.count(k))
         << k << "=" << v << " reached the task without being in the contract";
     // Nothing else names where the job's files (and its secret file) are.
-    if (!kShellVariables.count(k)) EXPECT_EQ(v.find(loom.home()), std::string::npos) << k << "=" << v;
+    if (!kShellVariables.count(k)) {
+      EXPECT_EQ(v.find(loom.home()), std::string::npos) << k << "=" << v;
+    }
   }
   EXPECT_EQ(env.count("LOOM_IT_CLIENT_ONLY") + env.count("PYTHONPATH") + env.count("LOOM_HOME"), 0u);
 

@@ -237,7 +237,7 @@ TEST(Processes, BadValuesAreRefusedBeforeAnythingStarts) {
     }
     return loom.Run(args);
   };
-  for (const std::string& bad : {"0", "-1", "two"}) {
+  for (const std::string bad : {"0", "-1", "two"}) {
     RunResult r = submit({"tony.worker.processes=" + bad});
     EXPECT_EQ(r.exit_code, 2) << bad << r.out << r.err;
     EXPECT_THAT(r.err, HasSubstr("tony.worker.processes='" + bad + "': expected an integer >= 1"));

@@ -273,7 +273,9 @@ TEST(YarnJob, TaskContainersAreAskedToRunInTheirTypesDockerImage) {
   ASSERT_EQ(plain.Submit(QuickJob({})).exit_code, 0);
   for (const auto& c : plain.yarn().Containers()) {
     EXPECT_EQ(c.launch_env.count("YARN_CONTAINER_RUNTIME_TYPE"), 0u);
-    if (!c.is_am) EXPECT_EQ(c.launch_env.count("PATH"), 1u) << "plain containers get the AM's PATH";
+    if (!c.is_am) {
+      EXPECT_EQ(c.launch_env.count("PATH"), 1u) << "plain containers get the AM's PATH";
+    }
   }
   EXPECT_EQ(plain.Report(plain.loom().OnlyJobId()).applicationtype(), "LOOM");
 }
@@ -304,7 +306,9 @@ TEST(YarnJob, DockerAndApplicationTypeMistakesAreRefusedBeforeAnythingIsStaged) 
   }
   EXPECT_TRUE(cluster.loom().JobIds().empty());
   EXPECT_TRUE(cluster.JobStagingFiles().empty());
-  if (!cluster.real()) EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
+  if (!cluster.real()) {
+    EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
+  }
 }
 
 // loom.application.yarn-conf-path / hdfs-conf-path: the files they name are read over

@@ -36,7 +36,9 @@ TEST(YarnQueue, UnknownQueueIsRefusedBeforeAnythingIsStaged) {
   EXPECT_THAT(r.err, HasSubstr("default"));  // the queues there are
   EXPECT_TRUE(cluster.loom().JobIds().empty());
   EXPECT_TRUE(cluster.JobStagingFiles().empty()) << cluster.JobStagingFiles().front();
-  if (!cluster.real()) EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
+  if (!cluster.real()) {
+    EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
+  }
 }
 
 TEST(YarnQueue, GangThatCanNeverFitIsRefusedAtSubmit) {
@@ -57,7 +59,9 @@ TEST(YarnQueue, GangThatCanNeverFitIsRefusedAtSubmit) {
   EXPECT_THAT(r.err, HasSubstr("its tasks would wait forever"));
   EXPECT_TRUE(cluster.loom().JobIds().empty());
   EXPECT_TRUE(cluster.JobStagingFiles().empty());
-  if (!cluster.real()) EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
+  if (!cluster.real()) {
+    EXPECT_TRUE(cluster.yarn().ApplicationIds().empty());
+  }
 }
 
 TEST(YarnQueue, FourJobsRunAtOnceOnAStockQueue) {

@@ -439,7 +439,9 @@ TEST_F(SchedulerTest, EachNodeManagerRunsItsOwnContainers) {
   EXPECT_STATUS(hadoop::NmClient::GetContainerStatus(elsewhere, *token), kAborted,
                 HasSubstr("is not handled by this NodeManager"));
   for (const auto& info : double_->Containers()) {
-    if (info.id == hadoop::ContainerIdString(c.id())) EXPECT_EQ(info.node, 1);
+    if (info.id == hadoop::ContainerIdString(c.id())) {
+      EXPECT_EQ(info.node, 1);
+    }
   }
 }
 

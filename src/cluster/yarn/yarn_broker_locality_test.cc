@@ -3,10 +3,12 @@
 // for "*" it needs one heartbeat per container), pending tasks say why they wait, and tasks
 // asked for on a node that is lost are asked for elsewhere.
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 #include <mutex>
 
 #include "cluster/recording_container_events.h"
@@ -215,34 +217,70 @@ TEST_P(OnEveryHadoopTest, TheFirstAllocateCarriesTheWholeGang) {
   EXPECT_EQ(allocates.front(), 4) << "allocates' asks for \"*\": " << ::testing::PrintToString(allocates);
 }
 
+// The tasks' waiting times and the pending reports on a FakeClock: the heartbeat runs when the
+// test moves the clock, and the times are exactly what it moved.
 TEST_P(OnEveryHadoopTest, PendingTasksSayWhatTheyWaitFor) {
   StartCluster(2, 50, /*node_mb=*/4096, 2000, /*hadoop_2_8=*/GetParam());
+  FakeClock clock;
   std::mutex mu;
   std::vector<std::vector<PendingRequest>> reports;
   YarnBrokerOptions o = Options(true);
-  o.pending_report_interval = 100ms;
+  o.clock = &clock;
+  o.pending_report_interval = 10s;  // the default
   o.on_pending = [&](const std::vector<PendingRequest>& p) {
     std::lock_guard<std::mutex> lock(mu);
     reports.push_back(p);
   };
   StartBroker(std::move(o));
-  // Node 1 takes one 4096 MB worker; node 0 holds the 128 MB AM, so nothing else fits.
+  const Clock::TimePoint asked = clock.Now();
+  // Node 1 takes one 4096 MB worker; node 0 holds the 128 MB AM, so nothing else fits. The
+  // fast heartbeat (10 ms) comes as the clock moves.
   RequestWorkers(3, {4096, 1, 0});
-  ASSERT_EQ(events_.WaitAllocated(1).size(), 1u);
+  auto tick = [&] {
+    clock.Advance(10ms);
+    return events_.WaitFor([&] { return !events_.allocated.empty(); }, 2ms);
+  };
+  ASSERT_TRUE(Eventually(tick));
   std::vector<PendingRequest> waiting;
   ASSERT_TRUE(Eventually([&] {
+    clock.Advance(10ms);
     waiting = broker_->PendingRequests();
     return waiting.size() == 2 && waiting[0].reason.find("headroom") != std::string::npos;
   })) << (waiting.empty() ? "" : waiting[0].ToString());
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock.Now() - asked);
   EXPECT_EQ(waiting[0].task.type, "worker");
   EXPECT_EQ(waiting[0].resources.memory_mib, 4096);
   EXPECT_THAT(waiting[0].reason, HasSubstr("the queue's headroom is 3968 MiB"));  // 8192 - 128 - 4096
   EXPECT_THAT(waiting[0].ToString(), HasSubstr("worker:"));
-  EXPECT_GE(waiting[0].waited, waiting[1].waited);  // oldest first
+  EXPECT_EQ(waiting[0].waited, waited);  // both asked at once, and only the clock's time counts
+  EXPECT_EQ(waiting[1].waited, waited);
+  ASSERT_LT(waited, 10s);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(reports.empty()) << "a report before its interval";
+  }
+  // The interval passes: the next heartbeat reports both, with the time waited so far.
+  clock.Advance(10s);
   ASSERT_TRUE(Eventually([&] {
     std::lock_guard<std::mutex> lock(mu);
-    return !reports.empty() && reports.back().size() == 2;
+    return !reports.empty();
   }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(reports[0].size(), 2u);
+    EXPECT_EQ(reports[0][0].waited, waited + 10s);
+  }
+  // Shutdown's wait for the worker's release runs on the clock too: it moves until the end.
+  std::atomic<bool> done{false};
+  std::thread ticker([&] {
+    while (!done) {
+      clock.Advance(10ms);
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  broker_.reset();
+  done = true;
+  ticker.join();
 }
 
 // Issue 18 item 3: 4 workers of 1 GiB spread over 2 NodeManagers. The CapacityScheduler stops

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -125,8 +126,22 @@ Status YarnContainerBroker::Start(ContainerEvents* events) {
   spdlog::info("registered with the RM scheduler at {} (queue {}, largest container {} MiB / {} vcores)",
                scheduler.ToString(), registered->queue(), registered->maximumcapability().memory(),
                registered->maximumcapability().virtual_cores());
+  clock_watch_ = opts_.clock->Watch([this] {
+    std::lock_guard<std::mutex> lock(mu_);  // a waiter between its check and its wait misses no jump
+    wake_.notify_all();
+  });
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
   return Status::Ok();
+}
+
+template <typename Pred>
+void YarnContainerBroker::WaitUntil(std::unique_lock<std::mutex>& lock, Clock::TimePoint until, Pred pred) {
+  if (opts_.clock->IsReal()) {
+    wake_.wait_until(lock, until, pred);
+    return;
+  }
+  // A fake clock's time moves only by Advance, which wakes this wait (Watch in Start).
+  wake_.wait(lock, [&] { return pred() || opts_.clock->Now() >= until; });
 }
 
 Resources YarnContainerBroker::FreeOnLocked(const NodeView& n) const {
@@ -216,7 +231,7 @@ Status YarnContainerBroker::RequestAll(const std::vector<ContainerRequest>& requ
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return Status::Cancelled("the broker is shutting down");
   if (!fatal_.ok()) return fatal_;
-  auto now = std::chrono::steady_clock::now();
+  auto now = opts_.clock->Now();
   if (pending_.empty()) next_pending_report_ = now + opts_.pending_report_interval;
   for (const ContainerRequest& request : requests) {
     // Node labels pick nodes the snapshot does not describe: those asks stay "*".
@@ -254,7 +269,7 @@ void YarnContainerBroker::UpdateNodesLocked(const ypb::AllocateResponseProto& re
 }
 
 std::vector<PendingRequest> YarnContainerBroker::PendingLocked() const {
-  auto now = std::chrono::steady_clock::now();
+  auto now = opts_.clock->Now();
   std::vector<PendingRequest> out;
   for (const auto& [id, p] : pending_) {
     PendingRequest r{p.task, p.resources, p.node,
@@ -297,7 +312,7 @@ void YarnContainerBroker::HeartbeatLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   // The AM asks for its gang right after Start: the first allocate waits for those asks (a
   // heartbeat at most) instead of going out empty and making them wait for its answer.
-  wake_.wait_for(lock, opts_.heartbeat, [this] { return stopping_ || !asks_.empty(); });
+  WaitUntil(lock, opts_.clock->Now() + opts_.heartbeat, [this] { return stopping_ || !asks_.empty(); });
   while (!stopping_) {
     std::vector<ypb::ResourceRequestProto> asks = LastAskPerName(std::move(asks_));
     std::vector<ypb::ContainerIdProto> releases = std::move(releases_);
@@ -341,12 +356,12 @@ void YarnContainerBroker::HeartbeatLoop() {
     if (!response.ok()) {
       // Back off; the asks put back must not wake us at once.
       auto backoff = std::min<std::chrono::milliseconds>(opts_.heartbeat * failures, std::chrono::seconds(5));
-      wake_.wait_for(lock, backoff, [this] { return stopping_; });
+      WaitUntil(lock, opts_.clock->Now() + backoff, [this] { return stopping_; });
       continue;
     }
-    if (!pending_.empty() && std::chrono::steady_clock::now() >= next_pending_report_) {
+    if (!pending_.empty() && opts_.clock->Now() >= next_pending_report_) {
       // A gang that waits says what it waits for, and why.
-      next_pending_report_ = std::chrono::steady_clock::now() + opts_.pending_report_interval;
+      next_pending_report_ = opts_.clock->Now() + opts_.pending_report_interval;
       std::vector<PendingRequest> waiting = PendingLocked();
       lock.unlock();
       if (opts_.on_pending) {
@@ -359,7 +374,8 @@ void YarnContainerBroker::HeartbeatLoop() {
     // Fast while containers are wanted, and while Shutdown waits for the RM to report them
     // completed (the job's end waits on that).
     auto interval = pending_.empty() && !draining_ ? opts_.heartbeat : opts_.fast_heartbeat;
-    wake_.wait_for(lock, interval, [this] { return stopping_ || heartbeat_now_ || !asks_.empty() || !releases_.empty(); });
+    WaitUntil(lock, opts_.clock->Now() + interval,
+              [this] { return stopping_ || heartbeat_now_ || !asks_.empty() || !releases_.empty(); });
     heartbeat_now_ = false;
   }
 }
@@ -555,10 +571,10 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
   spdlog::info("shutting down: {} containers still running", live.size());
   for (const std::string& id : live) (void)Stop(id, grace);
   // Wait for the RM to report them completed (the heartbeat keeps running meanwhile).
-  auto deadline = std::chrono::steady_clock::now() + std::max(grace, std::chrono::milliseconds(3000));
+  auto deadline = opts_.clock->Now() + std::max(grace, std::chrono::milliseconds(3000));
   {
     std::unique_lock<std::mutex> lock(mu_);
-    wake_.wait_until(lock, deadline, [this] {
+    WaitUntil(lock, deadline, [this] {
       if (!fatal_.ok()) return true;  // no allocate will report them any more
       for (auto& [id, h] : held_) {
         if (!h.completed) return false;
@@ -569,6 +585,7 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
   }
   wake_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
+  if (clock_watch_ != 0) opts_.clock->Unwatch(std::exchange(clock_watch_, 0));
   spdlog::info("every container is gone");
 }
 

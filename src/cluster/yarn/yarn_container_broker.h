@@ -28,6 +28,7 @@
 #include "cluster/container_broker.h"
 #include "cluster/yarn/gpu_pinning.h"
 #include "cluster/yarn/staging.h"
+#include "core/clock.h"
 #include "hadoop/ipc/yarn_clients.h"
 
 namespace loom::cluster::yarn {
@@ -68,6 +69,10 @@ struct YarnBrokerOptions {
   // A container the broker gave back unused (no task waits for it: YARN sent more than asked),
   // with why; called from the heartbeat thread. Unset: logged only.
   std::function<void(const std::string& container_id, const std::string& host, const std::string& why)> on_released;
+  // What the heartbeat's intervals, the pending reports, the tasks' waiting times and
+  // Shutdown's wait are read on; outlives the broker. A test's FakeClock drives them (each
+  // Advance wakes the heartbeat thread), as core/clock.h says.
+  Clock* clock = &Clock::Real();
 };
 
 // A NodeManager's container diagnostics say the same thing more than once (the launch
@@ -101,7 +106,7 @@ class YarnContainerBroker : public ContainerBroker {
     Resources resources;
     std::string node;  // the host planned for it, "" for anywhere
     int64_t key = 0;   // its AskKey's allocation_request_id
-    std::chrono::steady_clock::time_point since;
+    Clock::TimePoint since;
   };
   // Tasks of one size and node label share a scheduler key, whose asks are their totals per
   // host, rack and "*". The CapacityScheduler goes through an application's keys in order and
@@ -144,6 +149,9 @@ class YarnContainerBroker : public ContainerBroker {
   // Takes allocate's updated_nodes: new nodes, and lost ones whose tasks go elsewhere.
   void UpdateNodesLocked(const ::hadoop::yarn::AllocateResponseProto& response);
   std::vector<PendingRequest> PendingLocked() const;
+  // Waits on wake_ (`lock` held on mu_) until `pred` holds or the clock reaches `until`.
+  template <typename Pred>
+  void WaitUntil(std::unique_lock<std::mutex>& lock, Clock::TimePoint until, Pred pred);
 
   YarnBrokerOptions opts_;
   std::unique_ptr<hadoop::AmRmClient> rm_;
@@ -163,7 +171,8 @@ class YarnContainerBroker : public ContainerBroker {
   GpuPlan gpu_plan_;  // the devices planned for each held container with GPUs
   std::map<std::string, NodeView> nodes_;  // by host
   std::optional<::hadoop::yarn::ResourceProto> headroom_;  // allocate's `limit`, last heard
-  std::chrono::steady_clock::time_point next_pending_report_;
+  Clock::TimePoint next_pending_report_;
+  int clock_watch_ = 0;  // opts_.clock's Watch, while the heartbeat runs
   std::thread heartbeat_;
   Status fatal_;  // the RM ended us (AM_SHUTDOWN, lost token)
 };
