@@ -18,6 +18,7 @@
 
 #include "core/ports.h"
 #include "core/strings.h"
+#include "web/connection_watchdog.h"
 
 namespace loom::am {
 
@@ -27,81 +28,18 @@ constexpr int kWorkers = 4;
 
 using Clock = std::chrono::steady_clock;
 
-// The connection a serving thread is on, and when its time is up.
-struct Conn {
-  int fd = -1;  // a duplicate of cpp-httplib's socket: shut down by the watchdog, closed after
-  Clock::time_point request_due;  // when the whole request must be in
-  Clock::time_point deadline;
-  int how = SHUT_RD;   // what the watchdog shuts at the deadline
-  bool fired = false;  // the watchdog's mutex
+// The connection a serving thread is on (web/connection_watchdog.h), and when its request must
+// be in. The watchdog enforces each connection's whole time: for reading while the request
+// line and headers are due (the connection is then closed unanswered), both ways while the
+// answer is. A PUT's body is timed by its reader.
+struct Conn : web::WatchedConnection {
+  Clock::time_point request_due;
 };
 
 // The connection this thread serves (cpp-httplib's handlers run on the thread that took it).
 thread_local Conn* t_conn = nullptr;
 // Set while this thread closes, unanswered, connections that may not wait (Enqueue, CloseWaiting).
 thread_local bool t_refuse = false;
-
-// Enforces each connection's whole time, which cpp-httplib does not: its timeouts are per
-// read and per write, so a client that sends a byte every 2 s would hold a thread for ever.
-// At the deadline the socket is shut down: for reading while the request line and headers
-// are due (the connection is then closed unanswered: cpp-httplib takes a socket shut for
-// reading as gone), both ways while the answer is. A PUT's body is timed by its reader.
-class Watchdog {
- public:
-  Watchdog() : thread_([this] { Run(); }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  void Arm(Conn& c, std::chrono::milliseconds in, int how) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      c.deadline = Clock::now() + in;
-      c.how = how;
-      c.fired = false;
-      conns_.insert(&c);
-    }
-    cv_.notify_one();
-  }
-  // After this, the watchdog never touches `c` again.
-  void Disarm(Conn& c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    conns_.erase(&c);
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      auto next = Clock::time_point::max();
-      auto now = Clock::now();
-      for (Conn* c : conns_) {
-        if (c->fired) continue;
-        if (c->deadline <= now) {
-          ::shutdown(c->fd, c->how);
-          c->fired = true;
-        } else {
-          next = std::min(next, c->deadline);
-        }
-      }
-      if (next == Clock::time_point::max()) {
-        cv_.wait(lock);
-      } else {
-        cv_.wait_until(lock, next);
-      }
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;     // mu_
-  std::set<Conn*> conns_;  // mu_: those of the serving threads, a few
-  std::thread thread_;
-};
 
 // One Content-Length at most, digits only: two could each be read by a different party
 // (request smuggling), and cpp-httplib would take the first and read a sign or junk as 0.
@@ -234,7 +172,7 @@ class RendezvousServer::Http : public httplib::Server {
   }
 
   RendezvousServer& owner_;
-  Watchdog watchdog_;
+  web::ConnectionWatchdog watchdog_;
 };
 
 RendezvousServer::RendezvousServer() : RendezvousServer(Limits{}) {}

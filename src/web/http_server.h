@@ -6,10 +6,13 @@
 // what a path answers is tested without a socket.
 //
 // Limits, for a server that must keep serving whatever a client sends: a request line of 8 KiB
-// and headers of 8 KiB (cpp-httplib's; longer is 414 or 400), no request body (413), 5 s to
-// send a request, a few threads (a slow client holds one). Answers carry no-store and
-// nosniff, and a Content-Security-Policy that lets a page load only this server's own files.
+// and headers of 8 KiB (cpp-httplib's; longer is 414 or 400), no request body (413), a few
+// threads, and a whole time for each request to come in (10 s; a client that trickles its
+// request holds a thread no longer: web/connection_watchdog.h), 5 s for each write of an
+// answer. Answers carry no-store and nosniff, and a Content-Security-Policy that lets a page
+// load only this server's own files.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,7 +48,8 @@ class HttpServer {
 
   // Listens on `bind_address` (a numeric IPv4 or IPv6 address: names are resolved by the
   // caller, never through glibc's NSS) and `port` (0: any free one); returns the port.
-  Result<int> Start(const std::string& bind_address, int port, int threads = 4);
+  Result<int> Start(const std::string& bind_address, int port, int threads = 4,
+                    std::chrono::milliseconds request_time = std::chrono::seconds(10));
   // Stops listening and waits for the requests being served. Idempotent.
   void Stop();
 

@@ -6,6 +6,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +19,7 @@ namespace loom::web {
 namespace {
 
 using ::testing::HasSubstr;
+using namespace std::chrono_literals;
 
 // The raw exchange of one request, for what a well-behaved client would never send: what came
 // back until the server closed the connection (it does after each of these answers) or 2 s.
@@ -87,6 +92,53 @@ TEST_F(HttpServerTest, ReadOnlyAndBadRequestsAre4xxAndTheServerGoesOn) {
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 200);
   EXPECT_EQ(calls_, 1);
+}
+
+// Clients that trickle their requests, a header byte every 200 ms (well within the 5 s read
+// timeout), hold the server's two threads only for the request time: then they are closed and a
+// real request is answered. Without the whole-time limit the GET would wait for ever.
+TEST(HttpServer, ClientsThatTrickleTheirRequestsAreCutAtTheRequestTime) {
+  std::atomic<int> calls{0};
+  HttpServer server([&](const HttpRequest&) {
+    ++calls;
+    return HttpResponse{};
+  });
+  auto port = server.Start("127.0.0.1", 0, /*threads=*/2, /*request_time=*/1500ms);
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  std::atomic<int> closed{0};
+  std::vector<std::thread> tricklers;
+  for (int i = 0; i < 2; ++i) {
+    tricklers.emplace_back([&] {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(*port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return (void)::close(fd);
+      const std::string start = "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+      (void)!::send(fd, start.data(), start.size(), MSG_NOSIGNAL);
+      // Until the server closes it (an end or a reset), for 10 s at most.
+      for (auto until = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < until;) {
+        char c;
+        ssize_t got = ::recv(fd, &c, 1, MSG_DONTWAIT);
+        if (got == 0 || (got < 0 && errno != EAGAIN) || ::send(fd, "a", 1, MSG_NOSIGNAL) != 1) {
+          ++closed;
+          break;
+        }
+        std::this_thread::sleep_for(200ms);
+      }
+      ::close(fd);
+    });
+  }
+  std::this_thread::sleep_for(300ms);  // both threads hold a trickling request
+  httplib::Client client("127.0.0.1", *port);
+  client.set_read_timeout(8, 0);
+  auto res = client.Get("/");
+  for (std::thread& t : tricklers) t.join();
+  ASSERT_TRUE(res) << "no answer while two clients trickled";
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(closed, 2);
+  EXPECT_EQ(calls, 1);  // the tricklers never reached the handler
 }
 
 TEST(HttpServer, RefusesANameAsBindAddressAndATakenPort) {
