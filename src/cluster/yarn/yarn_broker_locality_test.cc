@@ -275,7 +275,7 @@ TEST_P(OnEveryHadoopTest, PendingTasksSayWhatTheyWaitFor) {
   std::thread ticker([&] {
     while (!done) {
       clock.Advance(10ms);
-      std::this_thread::sleep_for(1ms);
+      std::this_thread::yield();
     }
   });
   broker_.reset();
