@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <gmock/gmock.h>
@@ -134,7 +135,19 @@ TEST(HistoryLocation, AKilledYarnJobsRecordIsTheClients) {
   EXPECT_EQ(StatusOf(text).value("state", ""), "KILLED") << text;
   EXPECT_EQ(StatusOf(text).value("diagnostics", ""), local.diagnostics) << text;
   EXPECT_THAT(local.diagnostics, HasSubstr("loom kill"));
-  ExpectRecord(HdfsNames(fs, location + "/" + id));
+  // The AM may still be writing its own copy (a temporary file it then drops, since the
+  // client's end is there): the record settles to its files alone.
+  std::vector<std::string> names;
+  EXPECT_TRUE(loom::testing::Eventually(
+      [&] {
+        names = HdfsNames(fs, location + "/" + id);
+        return std::all_of(names.begin(), names.end(), [](const std::string& n) {
+          return std::find(kRecord.begin(), kRecord.end(), n) != kRecord.end();
+        });
+      },
+      10s))
+      << ::testing::PrintToString(names);
+  ExpectRecord(names);
 }
 
 TEST(HistoryLocation, ABadValueStopsTheSubmissionNamingTheKey) {

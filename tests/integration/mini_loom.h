@@ -50,6 +50,10 @@ class MiniLoom {
   MiniLoom() {
     home_ = std::filesystem::temp_directory_path() /
             ("loom_it_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    // A home of this name is an earlier process's that had this pid and did not clean up (it was
+    // killed): its jobs are not this test's.
+    std::error_code ec;
+    std::filesystem::remove_all(home_, ec);
     std::filesystem::create_directories(home_);
     std::lock_guard<std::mutex> lock(homes_mu_);
     homes_.insert(home_.string());

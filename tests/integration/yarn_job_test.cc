@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -352,7 +353,8 @@ TEST(YarnJob, SiteFilesNamedByTheJobWinOverHadoopConfDir) {
   EXPECT_EQ(cluster.loom().JobIds().size(), 1u);
 }
 
-// A ResourceManager that accepts connections and drops them, counting them.
+// A ResourceManager that accepts connections and drops them, counting those that open with
+// Hadoop IPC's "hrpc" (another process's stray connection to this port is not loom's try).
 class DroppingServer {
  public:
   DroppingServer() {
@@ -368,7 +370,10 @@ class DroppingServer {
     thread_ = std::thread([this] {
       int c;
       while ((c = ::accept(fd_, nullptr, nullptr)) >= 0) {
-        ++accepted_;
+        timeval limit{2, 0};
+        ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+        char magic[4];
+        if (::recv(c, magic, sizeof(magic), MSG_WAITALL) == 4 && std::string_view(magic, 4) == "hrpc") ++accepted_;
         ::close(c);
       }
     });
