@@ -1,9 +1,7 @@
 #include "am/rendezvous_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,7 +16,7 @@
 
 #include "core/ports.h"
 #include "core/strings.h"
-#include "web/connection_watchdog.h"
+#include "web/watched_http_server.h"
 
 namespace loom::am {
 
@@ -28,16 +26,11 @@ constexpr int kWorkers = 4;
 
 using Clock = std::chrono::steady_clock;
 
-// The connection a serving thread is on (web/connection_watchdog.h), and when its request must
-// be in. The watchdog enforces each connection's whole time: for reading while the request
-// line and headers are due (the connection is then closed unanswered), both ways while the
-// answer is. A PUT's body is timed by its reader.
-struct Conn : web::WatchedConnection {
-  Clock::time_point request_due;
-};
-
-// The connection this thread serves (cpp-httplib's handlers run on the thread that took it).
-thread_local Conn* t_conn = nullptr;
+// When the request of the connection this thread serves must be in. The watchdog enforces each
+// connection's whole time (web/watched_http_server.h): for reading while the request line and
+// headers are due (the connection is then closed unanswered), both ways while the answer is.
+// A PUT's body is timed by its reader, against this.
+thread_local Clock::time_point t_request_due;
 // Set while this thread closes, unanswered, connections that may not wait (Enqueue, CloseWaiting).
 thread_local bool t_refuse = false;
 
@@ -64,7 +57,7 @@ class RendezvousServer::HttpQueue : public httplib::TaskQueue {
   RendezvousServer& owner_;
 };
 
-class RendezvousServer::Http : public httplib::Server {
+class RendezvousServer::Http : public web::WatchedHttpServer {
  public:
   explicit Http(RendezvousServer& owner) : owner_(owner) {
     const auto timeout = owner.limits_.request_timeout;
@@ -90,7 +83,7 @@ class RendezvousServer::Http : public httplib::Server {
       if (!req.has_header("Content-Length")) return Answer(res, {411, ""});
       // The body's time is the reader's (below): shut for reading, the socket could not take
       // the 408.
-      if (t_conn != nullptr) watchdog_.Disarm(*t_conn);
+      if (web::WatchedConnection* conn = Current()) watchdog().Disarm(*conn);
       // Digits only, at most 12 (ContentLengthIsValid): no exception.
       if (std::stoull(Trim(req.get_header_value("Content-Length"))) > owner_.limits_.max_value_bytes) {
         return Answer(res, {413, ""});
@@ -104,7 +97,7 @@ class RendezvousServer::Http : public httplib::Server {
       // time, for one that stops.
       bool whole = read([&body](const char* data, size_t n) {
         body.append(data, n);
-        return t_conn == nullptr || Clock::now() <= t_conn->request_due;
+        return Current() == nullptr || Clock::now() <= t_request_due;
       });
       // Not received in time, or the client went: as horovod, the request is dropped.
       if (!whole) return (void)Answer(res, {408, ""});
@@ -121,7 +114,7 @@ class RendezvousServer::Http : public httplib::Server {
  private:
   // The request is in: `response` is sent within the request time from now.
   httplib::Server::HandlerResponse Answer(httplib::Response& res, RendezvousServer::Response response) {
-    if (t_conn != nullptr) watchdog_.Arm(*t_conn, owner_.limits_.request_timeout, SHUT_RDWR);
+    if (web::WatchedConnection* conn = Current()) watchdog().Arm(*conn, owner_.limits_.request_timeout, SHUT_RDWR);
     res.status = response.code;
     res.body = std::move(response.body);
     return httplib::Server::HandlerResponse::Handled;
@@ -132,47 +125,16 @@ class RendezvousServer::Http : public httplib::Server {
       ::close(sock);
       return false;
     }
-    // cpp-httplib waits on its sockets with select(), and answers 500 to one numbered
-    // FD_SETSIZE or more: a lower number when there is one, else closed unanswered.
-    if (sock >= FD_SETSIZE) {
-      int low = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
-      ::close(sock);
-      if (low < 0 || low >= FD_SETSIZE) {
-        if (low >= 0) ::close(low);
-        return false;
-      }
-      sock = low;
-    }
-    // The watchdog holds its own descriptor of the socket, so that it never shuts down another
-    // connection's that took the number cpp-httplib closes.
-    Conn conn;
-    conn.fd = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
-    if (conn.fd < 0) {
-      ::close(sock);
-      return false;
-    }
-    conn.request_due = Clock::now() + owner_.limits_.request_timeout;
-    watchdog_.Arm(conn, owner_.limits_.request_timeout, SHUT_RD);
-    t_conn = &conn;
-    // cpp-httplib's own process_and_close_socket (private, so restated from 0.11.4), but for
-    // the Range header: the store answers whole values, as horovod's.
-    bool ok = httplib::detail::process_server_socket(
-        svr_sock_, sock, keep_alive_max_count_, keep_alive_timeout_sec_, read_timeout_sec_, read_timeout_usec_,
-        write_timeout_sec_, write_timeout_usec_,
-        [this](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
-          return process_request(strm, close_connection, connection_closed,
-                                 [](httplib::Request& req) { req.ranges.clear(); });
-        });
-    httplib::detail::shutdown_socket(sock);
-    httplib::detail::close_socket(sock);
-    t_conn = nullptr;
-    watchdog_.Disarm(conn);
-    ::close(conn.fd);
-    return ok;
+    return web::WatchedHttpServer::process_and_close_socket(sock);
   }
+  void OnConnection(web::WatchedConnection& conn) override {
+    t_request_due = Clock::now() + owner_.limits_.request_timeout;
+    watchdog().Arm(conn, owner_.limits_.request_timeout, SHUT_RD);
+  }
+  // The store answers whole values, as horovod's: no Range.
+  void PrepareRequest(httplib::Request& req) override { req.ranges.clear(); }
 
   RendezvousServer& owner_;
-  web::ConnectionWatchdog watchdog_;
 };
 
 RendezvousServer::RendezvousServer() : RendezvousServer(Limits{}) {}

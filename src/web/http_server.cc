@@ -1,71 +1,43 @@
 #include "web/http_server.h"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "web/connection_watchdog.h"
+#include "web/watched_http_server.h"
 
 namespace loom::web {
 
 namespace {
 
-// The connection this thread serves (cpp-httplib's handlers run on the thread that took it).
-thread_local WatchedConnection* t_conn = nullptr;
-
-// cpp-httplib's server with a whole time for each request (ConnectionWatchdog): a request must
-// be in within `request_time` of its connection's start or of the previous answer (plus the
-// keep-alive wait), else the connection is closed unanswered. Its answer is timed by each
-// write (5 s), as before.
-class WatchedServer : public httplib::Server {
+// cpp-httplib's server with a whole time for each request: a request must be in within
+// `request_time` of its connection's start or of the previous answer (plus the keep-alive
+// wait), else the connection is closed unanswered. Its answer is timed by each write (5 s).
+class WatchedServer : public WatchedHttpServer {
  public:
   std::chrono::milliseconds request_time{10000};
 
   WatchedServer() {
     // The request is in.
     set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
-      if (t_conn != nullptr) watchdog_.Disarm(*t_conn);
+      if (WatchedConnection* conn = Current()) watchdog().Disarm(*conn);
       return HandlerResponse::Unhandled;
     });
     // Answered (cpp-httplib logs after each answer, its own refusals too): the next request
     // on a kept-alive connection.
     set_logger([this](const httplib::Request&, const httplib::Response&) {
-      if (t_conn != nullptr) watchdog_.Arm(*t_conn, std::chrono::seconds(keep_alive_timeout_sec_) + request_time, SHUT_RD);
+      if (WatchedConnection* conn = Current()) {
+        watchdog().Arm(*conn, std::chrono::seconds(keep_alive_timeout_sec_) + request_time, SHUT_RD);
+      }
     });
   }
 
  private:
-  // cpp-httplib's own (0.11.4), with the connection watched.
-  bool process_and_close_socket(socket_t sock) override {
-    WatchedConnection conn;
-    conn.fd = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
-    if (conn.fd < 0) {
-      ::close(sock);
-      return false;
-    }
-    watchdog_.Arm(conn, request_time, SHUT_RD);
-    t_conn = &conn;
-    bool ok = httplib::detail::process_server_socket(
-        svr_sock_, sock, keep_alive_max_count_, keep_alive_timeout_sec_, read_timeout_sec_, read_timeout_usec_,
-        write_timeout_sec_, write_timeout_usec_,
-        [this](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
-          return process_request(strm, close_connection, connection_closed, nullptr);
-        });
-    httplib::detail::shutdown_socket(sock);
-    httplib::detail::close_socket(sock);
-    t_conn = nullptr;
-    watchdog_.Disarm(conn);
-    ::close(conn.fd);
-    return ok;
-  }
-
-  ConnectionWatchdog watchdog_;
+  void OnConnection(WatchedConnection& conn) override { watchdog().Arm(conn, request_time, SHUT_RD); }
 };
 
 // What every answer carries: nothing cached (the pages show a job that changes), no type
