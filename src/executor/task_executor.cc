@@ -1,16 +1,12 @@
 #include "executor/task_executor.h"
 
-#include <poll.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +35,7 @@
 #include "executor/mpi_task.h"
 #include "executor/port_reserver.h"
 #include "executor/process_tree.h"
+#include "executor/signal_waiter.h"
 #include "executor/task_metrics.h"
 #include "executor/task_processes.h"
 #include "executor/timing_policy.h"
@@ -61,9 +58,6 @@ class TaskExecutor {
   // loom.task.executor.registry-timeout-sec (0: forever, as TonY). DeadlineExceeded when it
   // gave up; Aborted when a signal ended the wait (stop_signal_).
   Status Register();
-  // Runs the blocking RPC `call` (on `ctx`) on a thread of its own while this thread watches
-  // the signals; a terminating signal cancels the call and is returned (0: none).
-  int CallWatchingSignals(grpc::ClientContext& ctx, const std::function<void()>& call);
   // One metrics sample (loom.task.metrics-interval-ms, executor/task_metrics.h); the heartbeat
   // thread sends it at once.
   void SampleMetrics();
@@ -80,15 +74,6 @@ class TaskExecutor {
   bool AmWantsStop() const { return heartbeats_ && heartbeats_->am_wants_stop(); }
   bool AmLost() const { return heartbeats_ && heartbeats_->am_lost(); }
   void Report(const ExitInfo& info);
-  void Wake();
-  // Drains the signalfd; returns the first terminating signal seen (0 if none).
-  int DrainSignals();
-  // Waits up to `timeout_ms` for a signal or a Wake(); returns the terminating signal, if any.
-  // On a fake clock, until a signal, a Wake() or the clock's next jump (the timeout is the
-  // clock's to count).
-  int WaitForEvent(int timeout_ms);
-  // Waits until `deadline` on the clock, unless a terminating signal comes first (returned).
-  int WaitUntil(Clock::TimePoint deadline);
   void ReapChildren();
   control::TaskRef Ref() const;
 
@@ -99,7 +84,7 @@ class TaskExecutor {
   std::string secret_;
   std::optional<std::string> given_secret_;  // RunTaskExecutor's `secret`
   Clock& clock_;                // every deadline and beat is read on it
-  int clock_watch_ = 0;
+  SignalWaiter waits_{clock_, [this] { ReapChildren(); }};  // the main thread's only place of waiting
   std::unique_ptr<control::ControlClient> am_;  // the AM's control plane, the secret on every call
   ReservedPort port_;
   ReservedPort tb_port_;        // TB_PORT, for the task that serves TensorBoard (wiring_.reserve_tb_port)
@@ -107,8 +92,6 @@ class TaskExecutor {
   control::RegisterResponse params_;
   int stop_signal_ = 0;         // the signal that ended the registration
 
-  int signal_fd_ = -1;
-  int wake_fd_ = -1;
   TaskProcesses processes_;             // loom.<type>.processes (executor/task_processes.h)
   std::optional<ExitInfo> task_exit_;   // the task's: the first failed member's, else member 0's
   std::string report_stderr_path_;      // whose stderr tail the exit report carries
@@ -122,23 +105,13 @@ class TaskExecutor {
   std::unique_ptr<MpiTask> mpi_;
 };
 
-TaskExecutor::~TaskExecutor() {
-  StopHeartbeats();
-  clock_.Unwatch(clock_watch_);
-  if (signal_fd_ >= 0) ::close(signal_fd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-}
+TaskExecutor::~TaskExecutor() { StopHeartbeats(); }
 
 control::TaskRef TaskExecutor::Ref() const {
   control::TaskRef ref;
   ref.set_type(task_.type);
   ref.set_index(task_.index);
   return ref;
-}
-
-void TaskExecutor::Wake() {
-  uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof(one));
 }
 
 namespace {
@@ -217,7 +190,8 @@ Status TaskExecutor::Register() {
     ctx.set_deadline(std::chrono::system_clock::now() + RegistrationCallLimit(retry, clock_.Now()));
     ctx.set_wait_for_ready(true);
     grpc::Status s;
-    if (int sig = CallWatchingSignals(ctx, [&] { s = am_->stub().Register(&ctx, req, &params_); })) {
+    if (int sig = waits_.CallWatchingSignals([&] { s = am_->stub().Register(&ctx, req, &params_); },
+                                             [&] { ctx.TryCancel(); })) {
       stop_signal_ = sig;
       return Status::Aborted("stopped by " + SignalName(sig) + " while registering with the AM");
     }
@@ -235,69 +209,22 @@ Status TaskExecutor::Register() {
           " ms (" + config::Respell("loom.task.executor.registry-timeout-sec", wiring_.key_prefix) + "=" +
           FormatSeconds(limit_ms) + "): " + s.error_message());
     }
-    if (int sig = WaitUntil(clock_.Now() + step.wait)) {
+    if (int sig = waits_.WaitUntil(clock_.Now() + step.wait)) {
       stop_signal_ = sig;
       return Status::Aborted("stopped by " + SignalName(sig) + " while registering with the AM");
     }
   }
 }
 
-int TaskExecutor::CallWatchingSignals(grpc::ClientContext& ctx, const std::function<void()>& call) {
-  std::atomic<bool> done{false};
-  std::thread caller([&] {
-    call();
-    done = true;
-    Wake();
-  });
-  int sig = 0;
-  while (!done) {
-    int s = WaitForEvent(1000);
-    if (s && !sig) {
-      sig = s;
-      ctx.TryCancel();
-    }
-  }
-  caller.join();
-  return sig;
-}
-
 void TaskExecutor::StartHeartbeats() {
   heartbeats_ = std::make_unique<HeartbeatStream>(HeartbeatStream::Options{
       am_.get(), Ref(), milliseconds(params_.heartbeat_interval_ms()), params_.max_missed_heartbeats(),
-      [this] { Wake(); }, &clock_});
+      [this] { waits_.Wake(); }, &clock_});
   if (TestHook(env_, "LOOM_TEST_DROP_HEARTBEATS", task_.ToString())) {
     spdlog::warn("test hook: sending no heartbeats");
     return;
   }
   heartbeats_->Start();
-}
-
-int TaskExecutor::DrainSignals() {
-  int terminating = 0;
-  signalfd_siginfo si;
-  while (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {
-    if (si.ssi_signo == SIGCHLD) ReapChildren();
-    else if (!terminating) terminating = static_cast<int>(si.ssi_signo);
-  }
-  return terminating;
-}
-
-int TaskExecutor::WaitForEvent(int timeout_ms) {
-  pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  ::poll(fds, 2, clock_.IsReal() ? timeout_ms : -1);
-  if (fds[1].revents & POLLIN) {
-    uint64_t v;
-    (void)!::read(wake_fd_, &v, sizeof(v));
-  }
-  return DrainSignals();
-}
-
-int TaskExecutor::WaitUntil(Clock::TimePoint deadline) {
-  while (true) {
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock_.Now());
-    if (left <= milliseconds(0)) return 0;
-    if (int sig = WaitForEvent(static_cast<int>(left.count()))) return sig;
-  }
 }
 
 void TaskExecutor::ReapChildren() {
@@ -317,26 +244,21 @@ Result<std::optional<control::ClusterSpecResponse>> TaskExecutor::AwaitClusterSp
   grpc::ClientContext ctx;
   am_->Prepare(ctx);
   grpc::Status status;
-  std::atomic<bool> done{false};
   // The call blocks until the gang is complete; wait for it beside the signals and the
   // heartbeat thread's verdict, so SIGTERM or a lost AM can end the wait.
-  std::thread call([&] {
-    status = am_->stub().GetClusterSpec(&ctx, req, &resp);
-    done = true;
-    Wake();
-  });
   bool cancelled = false;
-  while (!done) {
-    int sig = WaitForEvent(1000);
-    if ((sig || AmLost() || AmWantsStop()) && !cancelled) {
-      stop_reason_ = sig ? "stopped by " + SignalName(sig) + " while waiting for the gang"
-                         : AmLost() ? "AM lost while waiting for the gang" : "stopped by the AM";
-      ctx.TryCancel();
-      cancelled = true;
-    }
+  int sig = waits_.CallWatchingSignals(
+      [&] { status = am_->stub().GetClusterSpec(&ctx, req, &resp); },
+      [&] {
+        cancelled = true;
+        ctx.TryCancel();
+      },
+      [&] { return AmLost() || AmWantsStop(); });
+  if (cancelled) {
+    stop_reason_ = sig ? "stopped by " + SignalName(sig) + " while waiting for the gang"
+                       : AmLost() ? "AM lost while waiting for the gang" : "stopped by the AM";
+    return std::optional<control::ClusterSpecResponse>();
   }
-  call.join();
-  if (cancelled) return std::optional<control::ClusterSpecResponse>();
   if (!status.ok()) {
     return Status(static_cast<StatusCode>(status.error_code()), "waiting for the cluster spec: " + status.error_message());
   }
@@ -413,7 +335,7 @@ int TaskExecutor::Supervise() {
   auto state = [&] { return SupervisionPacer::State{terminating, tb_port_.port() && !tb_announced_}; };
   while (!processes_.AllEnded()) {
     // Woken at once by SIGCHLD, signals or the heartbeat thread; the timeout paces the beats.
-    int sig = WaitForEvent(static_cast<int>(pacer.Wait(state(), clock_.Now()).count()));
+    int sig = waits_.WaitForEvent(static_cast<int>(pacer.Wait(state(), clock_.Now()).count()));
     if (processes_.AllEnded()) break;
     const Clock::TimePoint now = clock_.Now();
     if (sig) terminate("stopped by " + SignalName(sig));
@@ -534,14 +456,7 @@ void TaskExecutor::Report(const ExitInfo& info) {
 int TaskExecutor::Run() {
   // Signals are taken synchronously through a signalfd; block them before any thread exists
   // so that no gRPC thread receives them instead.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
-  ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
-  signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  // A fake clock's jump may make a deadline or a beat due: the waits look again.
-  clock_watch_ = clock_.Watch([this] { Wake(); });
+  waits_.Open();
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   Status s = Init();
