@@ -10,9 +10,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
-
 class BadInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,6 +29,23 @@ class BadInputTest : public ::testing::Test {
     EXPECT_THAT(r.out, ::testing::Not(HasSubstr("submitted")));
     // Every process Loom starts carries this home in its environment.
     EXPECT_TRUE(FindProcessesWithEnv("LOOM_HOME=" + loom_.home()).empty()) << "a process was started";
+  }
+  // A TonY configuration file holding `properties` (name, value), in the home; its path.
+  std::string TonyXml(const std::vector<std::pair<std::string, std::string>>& properties) {
+    std::string conf = loom_.home() + "/tony.xml";
+    std::ofstream out(conf);
+    out << "<configuration>";
+    for (const auto& [name, value] : properties) {
+      out << "<property><name>" << name << "</name><value>" << value << "</value></property>";
+    }
+    out << "</configuration>";
+    return conf;
+  }
+  // `loom submit` with `extra` starts nothing, and its error says each of `says`.
+  void ExpectRefused(std::vector<std::string> extra, const std::vector<std::string>& says) {
+    RunResult r = Submit(std::move(extra));
+    ExpectNothingStarted(r);
+    for (const std::string& s : says) EXPECT_THAT(r.err, HasSubstr(s));
   }
   MiniLoom loom_;
   std::string src_;
@@ -54,46 +68,35 @@ TEST_F(BadInputTest, ExecutesNamingNoScript) {
 
 // How --executes runs is decided by `loom submit` and recorded for the AM; the user cannot set it.
 TEST_F(BadInputTest, RecordedExecutesDecisionIsNotTheUsers) {
-  RunResult r = Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.internal.executes-as=program"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("loom.internal.executes-as (from --conf): Loom sets this key itself"));
+  ExpectRefused({"--conf", "loom.worker.instances=1", "--conf", "loom.internal.executes-as=program"},
+                {"loom.internal.executes-as (from --conf): Loom sets this key itself"});
 }
 
 TEST_F(BadInputTest, NegativeInstances) {
-  RunResult r = Submit({"--conf", "tony.worker.instances=-2"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.worker.instances='-2': expected an integer >= 0"));
+  ExpectRefused({"--conf", "tony.worker.instances=-2"}, {"tony.worker.instances='-2': expected an integer >= 0"});
 }
 
 TEST_F(BadInputTest, MalformedMemory) {
-  RunResult r = Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.worker.memory=4x"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("loom.worker.memory='4x': expected a memory size"));
+  ExpectRefused({"--conf", "loom.worker.instances=1", "--conf", "loom.worker.memory=4x"},
+                {"loom.worker.memory='4x': expected a memory size"});
 }
 
 TEST_F(BadInputTest, UnknownKeyInConfFileGetsSuggestion) {
-  std::string conf = loom_.home() + "/tony.xml";
-  std::ofstream(conf) << "<configuration>"
-                         "<property><name>tony.worker.instances</name><value>2</value></property>"
-                         "<property><name>tony.worker.memroy</name><value>2g</value></property>"
-                         "</configuration>";
+  std::string conf = TonyXml({{"tony.worker.instances", "2"}, {"tony.worker.memroy", "2g"}});
   RunResult r = Submit({"-conf_file", conf});  // TonY's single-dash spelling
   ExpectNothingStarted(r);
   EXPECT_THAT(r.err, HasSubstr("unknown key tony.worker.memroy (from " + conf + "); did you mean tony.worker.memory?"));
 }
 
 TEST_F(BadInputTest, MoreGpusThanTheHostHas) {
-  RunResult r = Submit({"--conf", "loom.worker.instances=2", "--conf", "loom.worker.gpus=1", "--conf", "loom.local.gpus=1"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("the job needs 2 GPUs in total but this host has 1"));
+  ExpectRefused({"--conf", "loom.worker.instances=2", "--conf", "loom.worker.gpus=1", "--conf", "loom.local.gpus=1"},
+                {"the job needs 2 GPUs in total but this host has 1"});
 }
 
 TEST_F(BadInputTest, MalformedXml) {
   std::string conf = loom_.home() + "/broken.xml";
   std::ofstream(conf) << "<configuration><property><name>x</name>";
-  RunResult r = Submit({"--conf_file", conf});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("malformed XML"));
+  ExpectRefused({"--conf_file", conf}, {"malformed XML"});
   // Placed where an editor shows it, not at a byte offset: line 3's closing tag is misspelt.
   std::ofstream(conf, std::ios::trunc) << "<?xml version=\"1.0\"?>\n<configuration>\n"
                                           "  <property><name>tony.worker.instances</name><value>1</value></propertyy>\n"
@@ -106,9 +109,7 @@ TEST_F(BadInputTest, MalformedXml) {
 
 TEST_F(BadInputTest, UnknownFlagAndBackend) {
   ExpectNothingStarted(Submit({"--conf", "loom.worker.instances=1", "--executez", "x"}));
-  RunResult r = Submit({"--conf", "loom.worker.instances=1", "--cluster", "mesos"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("--cluster"));
+  ExpectRefused({"--conf", "loom.worker.instances=1", "--cluster", "mesos"}, {"--cluster"});
 }
 
 TEST_F(BadInputTest, MisspeltTaskType) {
@@ -119,22 +120,18 @@ TEST_F(BadInputTest, MisspeltTaskType) {
 }
 
 TEST_F(BadInputTest, KerberosLoginKeysOnTheLocalBackendAreRefused) {
-  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.keytab.location=/etc/alice.keytab"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.keytab.location=/etc/alice.keytab: a Kerberos login is for --cluster yarn"));
-  r = Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.kerberos.principal=alice@EXAMPLE.COM"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("loom.kerberos.principal=alice@EXAMPLE.COM: a Kerberos login"));
+  ExpectRefused({"--conf", "tony.worker.instances=1", "--conf", "tony.keytab.location=/etc/alice.keytab"},
+                {"tony.keytab.location=/etc/alice.keytab: a Kerberos login is for --cluster yarn"});
+  ExpectRefused({"--conf", "loom.worker.instances=1", "--conf", "loom.kerberos.principal=alice@EXAMPLE.COM"},
+                {"loom.kerberos.principal=alice@EXAMPLE.COM: a Kerberos login"});
 }
 
 TEST_F(BadInputTest, FlagsAndKeysWithNothingToDoAreRefused) {
   // TonY's --hdfs_classpath feeds a JVM classpath; Loom has no JVM to give it to.
-  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--hdfs_classpath", "hdfs:///jars"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("--hdfs_classpath hdfs:///jars: TonY puts these HDFS jars on its JVMs' classpath"));
-  r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.application.mapred-conf-path=/etc/mapred-site.xml"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.application.mapred-conf-path=/etc/mapred-site.xml (from --conf): Loom runs no MapReduce"));
+  ExpectRefused({"--conf", "tony.worker.instances=1", "--hdfs_classpath", "hdfs:///jars"},
+                {"--hdfs_classpath hdfs:///jars: TonY puts these HDFS jars on its JVMs' classpath"});
+  ExpectRefused({"--conf", "tony.worker.instances=1", "--conf", "tony.application.mapred-conf-path=/etc/mapred-site.xml"},
+                {"tony.application.mapred-conf-path=/etc/mapred-site.xml (from --conf): Loom runs no MapReduce"});
 }
 
 TEST_F(BadInputTest, UnusableResourceLedgerIsFoundAtSubmit) {
@@ -150,44 +147,33 @@ TEST_F(BadInputTest, UnusableResourceLedgerIsFoundAtSubmit) {
 }
 
 TEST_F(BadInputTest, PlacementConstraintsAreRefused) {
-  std::string conf = loom_.home() + "/tony.xml";
-  std::ofstream(conf) << "<configuration>"
-                         "<property><name>tony.worker.instances</name><value>2</value></property>"
-                         "<property><name>tony.worker.placement-spec</name><value>worker,notin,node,worker</value></property>"
-                         "</configuration>";
-  RunResult r = Submit({"--conf_file", conf});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.worker.placement-spec=worker,notin,node,worker (from " + conf +
-                               "): YARN placement constraints are not supported yet"));
+  std::string conf = TonyXml({{"tony.worker.instances", "2"}, {"tony.worker.placement-spec", "worker,notin,node,worker"}});
+  ExpectRefused({"--conf_file", conf}, {"tony.worker.placement-spec=worker,notin,node,worker (from " + conf +
+                                        "): YARN placement constraints are not supported yet"});
 }
 
 TEST_F(BadInputTest, MxnetWithoutSchedulerNamesTheUsersKeys) {
-  RunResult r = Submit({"--conf", "tony.application.framework=mxnet", "--conf", "tony.worker.instances=2",
-                        "--conf", "tony.server.instances=1"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.application.framework=mxnet needs tony.scheduler.instances=1"));
+  ExpectRefused({"--conf", "tony.application.framework=mxnet", "--conf", "tony.worker.instances=2", "--conf",
+                 "tony.server.instances=1"},
+                {"tony.application.framework=mxnet needs tony.scheduler.instances=1"});
 }
 
 TEST_F(BadInputTest, FailOnWorkerFailureContradictingTheSuccessPolicy) {
-  RunResult r = Submit({"--conf", "tony.worker.instances=2", "--conf",
-                        "tony.application.fail-on-worker-failure-enabled=true", "--conf",
-                        "loom.application.success-policy=any"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.application.fail-on-worker-failure-enabled=true contradicts "
-                               "loom.application.success-policy=any"));
+  ExpectRefused({"--conf", "tony.worker.instances=2", "--conf", "tony.application.fail-on-worker-failure-enabled=true",
+                 "--conf", "loom.application.success-policy=any"},
+                {"tony.application.fail-on-worker-failure-enabled=true contradicts "
+                 "loom.application.success-policy=any"});
 }
 
 TEST_F(BadInputTest, DockerImageWithDockerOff) {
-  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.docker.containers.image=python:3.11"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.docker.containers.image=python:3.11 asks for Docker, but tony.docker.enabled "
-                               "is false: set tony.docker.enabled=true"));
+  ExpectRefused({"--conf", "tony.worker.instances=1", "--conf", "tony.docker.containers.image=python:3.11"},
+                {"tony.docker.containers.image=python:3.11 asks for Docker, but tony.docker.enabled "
+                 "is false: set tony.docker.enabled=true"});
 }
 
 TEST_F(BadInputTest, StageNamingATypeTheJobLacks) {
-  RunResult r = Submit({"--conf", "tony.worker.instances=1", "--conf", "tony.application.prepare-stage=loader"});
-  ExpectNothingStarted(r);
-  EXPECT_THAT(r.err, HasSubstr("tony.application.prepare-stage: task type 'loader' is not a type of the job"));
+  ExpectRefused({"--conf", "tony.worker.instances=1", "--conf", "tony.application.prepare-stage=loader"},
+                {"tony.application.prepare-stage: task type 'loader' is not a type of the job"});
 }
 
 TEST_F(BadInputTest, UnknownJobForStatusLogsKill) {

@@ -25,10 +25,8 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 using nlohmann::json;
-using namespace std::chrono_literals;
 
 const std::vector<std::string> kRecord = {"config.xml", "events.jsonl", "job.json", "metrics.jsonl", "status.json"};
 
@@ -152,12 +150,10 @@ TEST(HistoryLocation, AKilledYarnJobsRecordIsTheClients) {
 
 TEST(HistoryLocation, ABadValueStopsTheSubmissionNamingTheKey) {
   MiniLoom loom;
-  const std::vector<std::string> job = {"--conf", "loom.worker.instances=1", "--conf", "loom.worker.command=true"};
   auto submit = [&](const std::string& key_value, const std::vector<std::string>& backend) {
     std::vector<std::string> args = {"submit"};
     args.insert(args.end(), backend.begin(), backend.end());
-    args.insert(args.end(), job.begin(), job.end());
-    args.insert(args.end(), {"--conf", key_value});
+    for (std::string& arg : Confs({"loom.worker.instances=1", "loom.worker.command=true", key_value})) args.push_back(arg);
     return loom.Run(args);
   };
   RunResult s3 = submit("tony.history.location=s3://bucket/history", {});
@@ -170,8 +166,8 @@ TEST(HistoryLocation, ABadValueStopsTheSubmissionNamingTheKey) {
   EXPECT_TRUE(loom.JobIds().empty() || loom.View(loom.JobIds()[0]).state != "SUCCEEDED");
 
   YarnDoubleCluster cluster;
-  RunResult file = cluster.Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.worker.command=true", "--conf",
-                                   "loom.history.location=file:///tmp/history"});
+  RunResult file =
+      cluster.Submit(Confs({"loom.worker.instances=1", "loom.worker.command=true", "loom.history.location=file:///tmp/history"}));
   EXPECT_EQ(file.exit_code, 2) << file.out << file.err;
   EXPECT_THAT(file.err, HasSubstr("loom.history.location='file:///tmp/history': a directory on this machine"));
 }

@@ -24,10 +24,7 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using nlohmann::json;
-using namespace std::chrono_literals;
 
 // `loom submit` of `workers` tasks that sleep until stopped, each given 0.5 s to stop.
 std::vector<std::string> SleepingJob(int workers) {

@@ -28,6 +28,11 @@
 
 namespace loom::testing {
 
+// The matchers and literals nearly every integration test uses, named once for all of them.
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
 // The scripts the integration jobs run, relative to the source tree (MiniLoom::Source).
 inline const std::string kScripts = "tests/integration/scripts";
 
@@ -35,7 +40,18 @@ struct RunResult {
   int exit_code = -1;
   std::string out;
   std::string err;
+  std::chrono::steady_clock::duration took{};  // from start to exit (MiniLoom::Run)
 };
+
+// `--conf SETTING` for each of `settings` ("key=value").
+inline std::vector<std::string> Confs(const std::vector<std::string>& settings) {
+  std::vector<std::string> args;
+  for (const std::string& s : settings) {
+    args.push_back("--conf");
+    args.push_back(s);
+  }
+  return args;
+}
 
 // The line of `text` that starts with `prefix`, without it.
 inline std::string LineAfter(const std::string& text, const std::string& prefix) {
@@ -108,8 +124,11 @@ class MiniLoom {
 
   RunResult Run(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra_env = {}) {
     std::string name = "run" + std::to_string(runs_++);
+    auto start = std::chrono::steady_clock::now();
     Subprocess child = Start(args, name, extra_env);
-    return Collect(child, name);
+    RunResult r = Collect(child, name);
+    r.took = std::chrono::steady_clock::now() - start;
+    return r;
   }
 
   std::vector<std::string> JobIds() const {
@@ -172,6 +191,19 @@ class MiniLoom {
     return dir ? cluster::local::JobProcesses(*dir) : FindProcessesWithEnv("LOOM_JOB_ID=" + id);
   }
 
+  // Waits until the (only) job has `tasks` tasks, all RUNNING, and at least `processes` processes
+  // alive; returns its id, "" (with a failure that says how far it got) on timeout.
+  std::string WaitUntilRunningWithProcesses(size_t tasks, size_t processes) const {
+    std::string id = WaitUntilRunning(tasks, std::chrono::seconds(30));
+    if (id.empty()) {
+      ADD_FAILURE() << "no job with " << tasks << " tasks running";
+    } else if (!loom::testing::Eventually([&] { return JobProcesses(id).size() >= processes; }, std::chrono::seconds(15))) {
+      ADD_FAILURE() << JobProcesses(id).size() << " processes of " << id << ", not " << processes;
+      id.clear();
+    }
+    return id;
+  }
+
   // The command lines of `pids`, for failure messages.
   static std::string DescribeProcesses(const std::vector<pid_t>& pids) {
     std::string out;
@@ -209,6 +241,13 @@ inline std::vector<std::string> PythonSubmitArgs(const std::string& src, const s
                                    "--python_binary_path", "/usr/bin/python3"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
+}
+
+// `loom submit` of tasks that sleep until stopped, each with a child of its own, under `settings`.
+inline std::vector<std::string> SleepersWithChildren(const std::vector<std::string>& settings) {
+  std::vector<std::string> extra = {"--task_params", "--spawn-child"};
+  for (std::string& arg : Confs(settings)) extra.push_back(std::move(arg));
+  return PythonSubmitArgs(kScripts, "sleep_forever.py", std::move(extra));
 }
 
 }  // namespace loom::testing

@@ -15,10 +15,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
-using namespace std::chrono_literals;
-
 // The DDP example as 2 tasks x 2 processes, a few epochs.
 std::vector<std::string> DdpTwoByTwo() {
   return PythonSubmitArgs("examples/pytorch", "train_ddp.py",
@@ -186,15 +182,11 @@ TEST(Processes, AFailedProcessRestartsItsTaskUnderTheRestartPolicy) {
 
 TEST(Processes, LoomKillStopsEveryProcess) {
   MiniLoom loom;
-  Subprocess submit = loom.Start(PythonSubmitArgs(kScripts, "sleep_forever.py",
-                                            {"--task_params", "--spawn-child", "--conf", "loom.worker.instances=1",
-                                             "--conf", "loom.worker.processes=3", "--conf", "loom.task.stop-grace-ms=500"}),
-                                 "submit");
-  std::string id = loom.WaitUntilRunning(1, 30s);
-  ASSERT_FALSE(id.empty());
+  Subprocess submit = loom.Start(
+      SleepersWithChildren({"loom.worker.instances=1", "loom.worker.processes=3", "loom.task.stop-grace-ms=500"}), "submit");
   // The AM, the executor and three processes with a child each.
-  ASSERT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).size() >= 8; }, 15s))
-      << MiniLoom::JobProcesses(id).size() << " processes";
+  std::string id = loom.WaitUntilRunningWithProcesses(1, 8);
+  ASSERT_FALSE(id.empty());
   RunResult kill = loom.Run({"kill", id});
   EXPECT_EQ(kill.exit_code, 0) << kill.err;
   RunResult r = loom.Collect(submit, "submit");

@@ -24,10 +24,7 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using nlohmann::json;
-using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 std::vector<std::string> Submit(std::vector<std::string> extra) {

@@ -7,9 +7,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using namespace std::chrono_literals;
-
 std::vector<std::string> Job(std::vector<std::string> extra) {
   std::vector<std::string> args = {"submit", "--src_dir", MiniLoom::Source(kScripts),
                                    "--executes", "sleep_forever.py", "--python_binary_path", "/usr/bin/python3",
@@ -32,23 +29,26 @@ Outcome RunJob(MiniLoom& loom, std::vector<std::string> extra, std::map<std::str
   return o;
 }
 
-TEST(Timeouts, RegistrationTimeoutNamesTheTask) {
+// A job of `workers` workers whose last one registers only after 20 s, under `timeout`: it fails
+// well before then, its diagnostics saying each of `says`.
+void ExpectLateRegistrationFails(int workers, const std::string& timeout, const std::vector<std::string>& says) {
   MiniLoom loom;
-  Outcome o = RunJob(loom, {"--conf", "loom.worker.instances=2", "--conf", "tony.container.registration.timeout=1000"},
-                     {{"LOOM_TEST_DELAY_REGISTRATION_MS", "worker:1=20000"}});
+  const std::string late = "worker:" + std::to_string(workers - 1);
+  Outcome o = RunJob(loom, Confs({"loom.worker.instances=" + std::to_string(workers), timeout}),
+                     {{"LOOM_TEST_DELAY_REGISTRATION_MS", late + "=20000"}});
   EXPECT_EQ(o.result.exit_code, 1);
-  EXPECT_THAT(o.view.diagnostics, HasSubstr("task worker:1 failed: did not register within 1000 ms"));
+  for (const std::string& s : says) EXPECT_THAT(o.view.diagnostics, HasSubstr(s));
   EXPECT_LT(o.took, 10s);
 }
 
+TEST(Timeouts, RegistrationTimeoutNamesTheTask) {
+  ExpectLateRegistrationFails(2, "tony.container.registration.timeout=1000",
+                              {"task worker:1 failed: did not register within 1000 ms"});
+}
+
 TEST(Timeouts, GangAllocationTimeoutListsWhatIsMissing) {
-  MiniLoom loom;
-  Outcome o = RunJob(loom, {"--conf", "loom.worker.instances=3", "--conf", "tony.container.allocation.timeout=1500"},
-                     {{"LOOM_TEST_DELAY_REGISTRATION_MS", "worker:2=20000"}});
-  EXPECT_EQ(o.result.exit_code, 1);
-  EXPECT_THAT(o.view.diagnostics, HasSubstr("gang allocation timeout"));
-  EXPECT_THAT(o.view.diagnostics, HasSubstr("launched but not registered: worker:2"));
-  EXPECT_LT(o.took, 10s);
+  ExpectLateRegistrationFails(3, "tony.container.allocation.timeout=1500",
+                              {"gang allocation timeout", "launched but not registered: worker:2"});
 }
 
 std::vector<std::string> DependencyJob(bool ignored) {

@@ -15,9 +15,7 @@ namespace loom::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::Not;
 
 Status Run(std::vector<std::string> argv, const std::string& cwd = "") { return RunTool(argv, cwd); }
 

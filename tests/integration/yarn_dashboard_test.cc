@@ -20,10 +20,8 @@ namespace loom::testing {
 namespace {
 
 using ::testing::EndsWith;
-using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using nlohmann::json;
-using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 namespace ypb = ::hadoop::yarn;
 

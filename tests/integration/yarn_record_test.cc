@@ -14,9 +14,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
-
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -157,8 +154,7 @@ TEST(YarnRecord, LogsOfARestartedGangShowEveryAttempt) {
 TEST(YarnRecord, SubmitRightAfterAnRmRestartWaitsForTheNodeManagers) {
   LOOM_REQUIRE_YARN_DOUBLE("NodeManagers that register late, as after an RM restart");
   YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) { o.nodes_register_after_ms = 2000; });
-  RunResult r = cluster.Submit({"--conf", "loom.worker.instances=1", "--conf", "loom.worker.memory=256m", "--conf",
-                                "loom.worker.command=true"});
+  RunResult r = cluster.Submit(Confs({"loom.worker.instances=1", "loom.worker.memory=256m", "loom.worker.command=true"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("has no running NodeManager (just restarted?); waiting up to 60 s for them to register"));
 }

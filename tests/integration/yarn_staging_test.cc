@@ -21,7 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::Each;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::MatchesRegex;
 using ::testing::SizeIs;

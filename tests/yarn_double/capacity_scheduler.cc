@@ -23,14 +23,7 @@ namespace rec = loom::yarn_double::records;
 
 // The date in the scheduler's diagnostics: FastDateFormat "EEE MMM dd HH:mm:ss Z yyyy", in UTC
 // as on the recorded RM ("Sun Nov 22 18:58:42 +0000 2026").
-std::string DiagnosticsDate(int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof(buf), "%a %b %d %H:%M:%S +0000 %Y", &tm);
-  return buf;
-}
+std::string DiagnosticsDate(int64_t ms) { return FormatUtc(ms, "%a %b %d %H:%M:%S +0000 %Y"); }
 
 // Resources.multiplyAndNormalizeUp: `r` times `fraction`, memory rounded up to the minimum
 // allocation, vcores up to whole ones. 10% of 8192 MB is 896 MB with 128 MB steps (rm-rest 08).

@@ -45,12 +45,9 @@ namespace fake_hdfs_internal {
 
 Reply RemoteException(int code, const std::string& exception, const std::string& java_class,
                                 const std::string& message) {
-  ordered_json e;
-  e["exception"] = exception;
-  e["javaClassName"] = java_class;
-  e["message"] = message;
-  ordered_json j;
-  j["RemoteException"] = e;
+  // The keys in the recorded NameNode's order.
+  const ordered_json j = {
+      {"RemoteException", {{"exception", exception}, {"javaClassName", java_class}, {"message", message}}}};
   return {code, Dump(j), ""};
 }
 

@@ -24,10 +24,33 @@ class GssAcceptorTest : public ::testing::Test {
     ASSERT_OK(kdc_.StartLoggedIn({"root", "rm/localhost", "nn/localhost", "HTTP/localhost"}));
   }
 
+  // rm/localhost's acceptor (from rm's keytab), a client that asks for `service`, and the client's
+  // first token, not yet accepted.
+  struct RmExchange {
+    std::unique_ptr<GssAcceptor> acceptor;
+    std::unique_ptr<Initiator> client;
+    std::string ap_req;
+  };
+  void BeginWithRm(const std::string& service, RmExchange* x) {
+    auto acceptor = GssAcceptor::Create(kdc_.Keytab("rm/localhost"), "rm/localhost@LOOM.TEST");
+    ASSERT_OK(acceptor);
+    x->acceptor = std::move(*acceptor);
+    x->client = std::make_unique<Initiator>(service);
+    auto ap_req = FirstToken(*x->client);
+    ASSERT_OK(ap_req);
+    x->ap_req = *ap_req;
+  }
+
+  // The first token `client` sends: a Kerberos AP-REQ (or SPNEGO's wrapping of one).
+  static Result<std::string> FirstToken(Initiator& client) {
+    bool done = false;
+    return client.Step("", &done);
+  }
+
   // Runs the whole exchange; the acceptor once complete.
   void Establish(GssAcceptor* acceptor, Initiator* client) {
     bool client_done = false;
-    auto token = client->Step("", &client_done);
+    auto token = FirstToken(*client);
     ASSERT_OK(token);
     for (int round = 0; round < 4; ++round) {
       auto step = acceptor->Accept(*token);
@@ -45,48 +68,45 @@ class GssAcceptorTest : public ::testing::Test {
 };
 
 TEST_F(GssAcceptorTest, RawKerberosNamesTheUserAndWrapsBothWays) {
-  auto acceptor = GssAcceptor::Create(kdc_.Keytab("rm/localhost"), "rm/localhost@LOOM.TEST");
-  ASSERT_OK(acceptor);
-  Initiator client("rm/localhost@LOOM.TEST");
-  bool done = false;
-  auto ap_req = client.Step("", &done);
-  ASSERT_OK(ap_req);
+  RmExchange x;
+  ASSERT_NO_FATAL_FAILURE(BeginWithRm("rm/localhost@LOOM.TEST", &x));
   // RFC 2743 InitialContextToken with the krb5 OID and TOK_ID 01 00 (K4.3).
-  EXPECT_EQ(static_cast<uint8_t>((*ap_req)[0]), 0x60);
-  auto step = (*acceptor)->Accept(*ap_req);
+  EXPECT_EQ(static_cast<uint8_t>(x.ap_req[0]), 0x60);
+  auto step = x.acceptor->Accept(x.ap_req);
   ASSERT_OK(step);
   EXPECT_TRUE(step->complete);
   EXPECT_FALSE(step->output.empty());  // the AP-REP: mutual authentication (K4.4)
-  ASSERT_OK(client.Step(step->output, &done));
+  bool done = false;
+  ASSERT_OK(x.client->Step(step->output, &done));
   EXPECT_TRUE(done);
-  EXPECT_EQ((*acceptor)->client_principal(), "root@LOOM.TEST");
+  EXPECT_EQ(x.acceptor->client_principal(), "root@LOOM.TEST");
 
   // Layer offer, not sealed (K4.6), then sealed traffic both ways.
-  auto offer = (*acceptor)->Wrap(std::string("\x04\x01\x00\x00", 4), false);
+  auto offer = x.acceptor->Wrap(std::string("\x04\x01\x00\x00", 4), false);
   ASSERT_OK(offer);
   int conf = -1;
-  auto plain = client.Unwrap(*offer, &conf);
+  auto plain = x.client->Unwrap(*offer, &conf);
   ASSERT_OK(plain);
   EXPECT_EQ(*plain, std::string("\x04\x01\x00\x00", 4));
   EXPECT_EQ(conf, 0);
-  auto sealed = client.Wrap("call bytes", true);
+  auto sealed = x.client->Wrap("call bytes", true);
   ASSERT_OK(sealed);
   bool conf_used = false;
-  auto opened = (*acceptor)->Unwrap(*sealed, &conf_used);
+  auto opened = x.acceptor->Unwrap(*sealed, &conf_used);
   ASSERT_OK(opened);
   EXPECT_EQ(*opened, "call bytes");
   EXPECT_TRUE(conf_used);
-  auto reply = (*acceptor)->Wrap("reply bytes", true);
+  auto reply = x.acceptor->Wrap("reply bytes", true);
   ASSERT_OK(reply);
   EXPECT_EQ(reply->find("reply bytes"), std::string::npos);  // sealed
-  plain = client.Unwrap(*reply, &conf);
+  plain = x.client->Unwrap(*reply, &conf);
   ASSERT_OK(plain);
   EXPECT_EQ(*plain, "reply bytes");
   EXPECT_EQ(conf, 1);
   // A tampered token is refused.
-  std::string bad = *client.Wrap("x", true);
+  std::string bad = *x.client->Wrap("x", true);
   bad.back() ^= 1;
-  EXPECT_STATUS((*acceptor)->Unwrap(bad, &conf_used), kUnauthenticated, HasSubstr("GSSAPI unwrap"));
+  EXPECT_STATUS(x.acceptor->Unwrap(bad, &conf_used), kUnauthenticated, HasSubstr("GSSAPI unwrap"));
 }
 
 TEST_F(GssAcceptorTest, SpnegoInitialToken) {
@@ -99,16 +119,11 @@ TEST_F(GssAcceptorTest, SpnegoInitialToken) {
 
 TEST_F(GssAcceptorTest, TicketForAnotherServiceIsRefused) {
   // The client asks for nn/localhost, the server is rm/localhost with rm's keytab only.
-  auto acceptor = GssAcceptor::Create(kdc_.Keytab("rm/localhost"), "rm/localhost@LOOM.TEST");
-  ASSERT_OK(acceptor);
-  Initiator client("nn/localhost@LOOM.TEST");
-  bool done = false;
-  auto ap_req = client.Step("", &done);
-  ASSERT_OK(ap_req);
-  auto step = (*acceptor)->Accept(*ap_req);
-  EXPECT_STATUS(step, kUnauthenticated, HasSubstr("GSSAPI accept for rm/localhost@LOOM.TEST failed"));
-  EXPECT_TRUE((*acceptor)->client_principal().empty());
-  EXPECT_FALSE((*acceptor)->Wrap("x", true).ok());
+  RmExchange x;
+  ASSERT_NO_FATAL_FAILURE(BeginWithRm("nn/localhost@LOOM.TEST", &x));
+  EXPECT_STATUS(x.acceptor->Accept(x.ap_req), kUnauthenticated, HasSubstr("GSSAPI accept for rm/localhost@LOOM.TEST failed"));
+  EXPECT_TRUE(x.acceptor->client_principal().empty());
+  EXPECT_FALSE(x.acceptor->Wrap("x", true).ok());
 }
 
 TEST_F(GssAcceptorTest, MissingKeytabOrKeyIsFailedPrecondition) {

@@ -18,17 +18,9 @@
 
 #include "core/status.h"
 #include "delegation_token_store.h"
-#include "hadoop/testing/ipc_server.h"
+#include "ipc_server_names.h"
 
 namespace loom::yarn_double {
-
-// The double's IPC ports run the shared test server (src/hadoop/testing/ipc_server.h).
-using hadoop::testing::CallResult;
-using hadoop::testing::ConnectionInfo;
-using hadoop::testing::IpcServer;
-using hadoop::testing::IpcServerOptions;
-using hadoop::testing::PasswordLookup;
-using hadoop::testing::RpcError;
 
 inline constexpr char kNameNodeClientProtocol[] = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
 

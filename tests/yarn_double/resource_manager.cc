@@ -23,14 +23,9 @@ namespace {
 constexpr char kInvalidToken[] = "org.apache.hadoop.security.token.SecretManager$InvalidToken";
 
 std::string FormatIsoMs(int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[80];
-  std::snprintf(out, sizeof(out), "%s.%03d+0000", buf, static_cast<int>(ms % 1000));
-  return out;
+  char millis[24];
+  std::snprintf(millis, sizeof(millis), ".%03d+0000", static_cast<int>(ms % 1000));
+  return FormatUtc(ms, "%Y-%m-%dT%H:%M:%S") + millis;
 }
 
 }  // namespace

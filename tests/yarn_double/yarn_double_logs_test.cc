@@ -263,6 +263,37 @@ class DoubleLogsTest : public ::testing::TestWithParam<std::string> {
   hadoop::HadoopConf conf_;
 };
 
+// A request to the NodeManager's web port, and the status and the recorded body (the recording's
+// values replaced by ours) it must be answered with.
+struct RecordedAnswer {
+  std::string target;
+  int status;
+  std::string s2c;
+};
+void ExpectAnswersAsRecorded(int http, const std::vector<std::pair<std::string, std::string>>& replace,
+                             const std::vector<RecordedAnswer>& rows) {
+  for (const RecordedAnswer& row : rows) {
+    SCOPED_TRACE(row.target);
+    HttpAnswer a = Get(http, row.target);
+    EXPECT_EQ(a.status, row.status);
+    EXPECT_EQ(a.body, RecordedBody(row.s2c, replace));
+  }
+}
+
+// Loom's reader of the stdout of a container that wrote "out-line\n": whole from offset 0, from
+// `source`, `complete` or not; then from offset 4 (what following asks for next).
+void ExpectStdoutRead(hadoop::YarnLogReader& reader, const std::string& app, const hadoop::ContainerLogLocation& where,
+                      hadoop::LogSource source, bool complete) {
+  Result<hadoop::LogChunk> chunk = reader.ReadFrom(app, where, "stdout", 0);
+  ASSERT_OK(chunk);
+  EXPECT_EQ(chunk->bytes, "out-line\n");
+  EXPECT_EQ(chunk->source, source);
+  EXPECT_EQ(chunk->complete, complete);
+  chunk = reader.ReadFrom(app, where, "stdout", 4);
+  ASSERT_OK(chunk);
+  EXPECT_EQ(chunk->bytes, "line\n");
+}
+
 TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   const bool aggregating = !GetParam().empty();
   const std::string go = work_.string() + "/go";
@@ -322,30 +353,19 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   EXPECT_EQ(Get(http, "/ws/v1/node/containers/" + cid).status, 200);
   // Never existed (22-24) and malformed (27).
   std::string never = "container_" + app.substr(12, 14) + "9999_01_000001";
-  a = Get(http, "/ws/v1/node/containers/" + never);
-  EXPECT_EQ(a.status, 404);
-  EXPECT_EQ(a.body, RecordedBody("nm-web/22-nm-8042-never-existed-container.s2c.bin", ours));
-  a = Get(http, "/ws/v1/node/containers/" + never + "/logs");
-  EXPECT_EQ(a.status, 500);
-  EXPECT_EQ(a.body, RecordedBody("nm-web/23-nm-8042-never-existed-container-logs.s2c.bin", ours));
-  a = Get(http, "/ws/v1/node/containerlogs/" + never + "/stdout");
-  EXPECT_EQ(a.status, 404);
-  EXPECT_EQ(a.body, RecordedBody("nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin", ours));
-  a = Get(http, "/ws/v1/node/containers/container_bogus");
-  EXPECT_EQ(a.status, 400);
-  EXPECT_EQ(a.body, RecordedBody("nm-web/27-nm-8042-malformed-container-id.s2c.bin", ours));
+  ExpectAnswersAsRecorded(http, ours,
+                          {{"/ws/v1/node/containers/" + never, 404, "nm-web/22-nm-8042-never-existed-container.s2c.bin"},
+                           {"/ws/v1/node/containers/" + never + "/logs", 500,
+                            "nm-web/23-nm-8042-never-existed-container-logs.s2c.bin"},
+                           {"/ws/v1/node/containerlogs/" + never + "/stdout", 404,
+                            "nm-web/24-nm-8042-never-existed-containerlogs-stdout.s2c.bin"},
+                           {"/ws/v1/node/containers/container_bogus", 400,
+                            "nm-web/27-nm-8042-malformed-container-id.s2c.bin"}});
 
   // Loom's reader while it runs: from the NodeManager, not complete; following costs one request.
   hadoop::YarnLogReader reader(conf_, "root");
   hadoop::ContainerLogLocation where{cid, node, double_->nm_http_address()};
-  Result<hadoop::LogChunk> chunk = reader.ReadFrom(app, where, "stdout", 0);
-  ASSERT_OK(chunk);
-  EXPECT_EQ(chunk->bytes, "out-line\n");
-  EXPECT_EQ(chunk->source, hadoop::LogSource::kNodeManager);
-  EXPECT_FALSE(chunk->complete);
-  chunk = reader.ReadFrom(app, where, "stdout", 4);
-  ASSERT_OK(chunk);
-  EXPECT_EQ(chunk->bytes, "line\n");
+  ASSERT_NO_FATAL_FAILURE(ExpectStdoutRead(reader, app, where, hadoop::LogSource::kNodeManager, /*complete=*/false));
 
   // The end.
   ASSERT_OK(WriteFileAtomic(go, ""));
@@ -358,7 +378,7 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
               RecordedBody("nm-web/16-nm-8042-finished-containerlogs-stdout.s2c.bin", ours));
     EXPECT_EQ(Get(http, base + "/stdout?size=-4").body,
               RecordedBody("nm-web/18-nm-8042-finished-containerlogs-stdout-size-minus4.s2c.bin", ours));
-    chunk = reader.ReadFrom(app, where, "stderr", 0);
+    Result<hadoop::LogChunk> chunk = reader.ReadFrom(app, where, "stderr", 0);
     ASSERT_OK(chunk);
     EXPECT_EQ(chunk->bytes, "err-line\n");
     EXPECT_TRUE(chunk->complete);
@@ -381,25 +401,16 @@ TEST_P(DoubleLogsTest, NodeManagerAnswersLikeTheRecordingThenAggregates) {
   EXPECT_EQ(hdfs_->Stat(file)->owner, "root");
   // ... then the NM answers as recorded once aggregation is on (tfile-http-02..04).
   const std::vector<std::pair<std::string, std::string>> after = {{"container_1795374029814_0002_01_000002", cid}};
-  a = Get(http, "/ws/v1/node/containers/" + cid);
-  EXPECT_EQ(a.status, 404);
-  EXPECT_EQ(a.body, RecordedBody("log-aggregation/tfile-http-02-nm-8042-container-after-aggregation.s2c.bin", after));
-  a = Get(http, "/ws/v1/node/containers/" + cid + "/logs");
-  EXPECT_EQ(a.status, 500);
-  EXPECT_EQ(a.body, RecordedBody("log-aggregation/tfile-http-03-nm-8042-container-logs-after-aggregation.s2c.bin", after));
-  a = Get(http, base + "/stdout");
-  EXPECT_EQ(a.status, 404);
-  EXPECT_EQ(a.body, RecordedBody("log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin", after));
+  ExpectAnswersAsRecorded(
+      http, after,
+      {{"/ws/v1/node/containers/" + cid, 404,
+        "log-aggregation/tfile-http-02-nm-8042-container-after-aggregation.s2c.bin"},
+       {"/ws/v1/node/containers/" + cid + "/logs", 500,
+        "log-aggregation/tfile-http-03-nm-8042-container-logs-after-aggregation.s2c.bin"},
+       {base + "/stdout", 404, "log-aggregation/tfile-http-04-nm-8042-containerlogs-stdout-after-aggregation.s2c.bin"}});
 
   // Loom's reader: the NM says "Unknown container", the FakeHdfs has the logs.
-  chunk = reader.ReadFrom(app, where, "stdout", 0);
-  ASSERT_OK(chunk);
-  EXPECT_EQ(chunk->bytes, "out-line\n");
-  EXPECT_EQ(chunk->source, hadoop::LogSource::kAggregated);
-  EXPECT_TRUE(chunk->complete);
-  chunk = reader.ReadFrom(app, where, "stdout", 4);
-  ASSERT_OK(chunk);
-  EXPECT_EQ(chunk->bytes, "line\n");
+  ASSERT_NO_FATAL_FAILURE(ExpectStdoutRead(reader, app, where, hadoop::LogSource::kAggregated, /*complete=*/true));
   EXPECT_EQ(*reader.Read(app, where, "stderr"), "err-line\n");
   Result<std::vector<std::string>> names = reader.List(app, where);
   ASSERT_OK(names);

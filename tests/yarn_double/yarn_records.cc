@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <random>
 
 namespace loom::yarn_double {
@@ -163,6 +164,15 @@ std::vector<std::string> ServiceFrames(const std::string& impl_frame, const std:
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::string FormatUtc(int64_t ms, const char* format) {
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), format, &tm);
+  return buf;
 }
 
 std::string RandomPassword() {

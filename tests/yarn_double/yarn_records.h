@@ -8,19 +8,11 @@
 #include <vector>
 
 #include "hadoop/proto/yarn.pb.h"
-#include "hadoop/testing/ipc_server.h"
+#include "ipc_server_names.h"
 
 namespace loom::yarn_double {
 
 namespace yp = ::hadoop::yarn;
-
-// The double's IPC ports run the shared test server (src/hadoop/testing/ipc_server.h).
-using hadoop::testing::CallResult;
-using hadoop::testing::ConnectionInfo;
-using hadoop::testing::IpcServer;
-using hadoop::testing::IpcServerOptions;
-using hadoop::testing::PasswordLookup;
-using hadoop::testing::RpcError;
 
 // ---- ids ----------------------------------------------------------------------------------------
 
@@ -70,6 +62,8 @@ std::vector<std::string> ServiceFrames(const std::string& impl_frame, const std:
 
 // Epoch milliseconds now.
 int64_t NowMs();
+// Epoch milliseconds `ms` as strftime's `format` in UTC, to the second.
+std::string FormatUtc(int64_t ms, const char* format);
 // 20 random bytes (a token password, like HMAC-SHA1 output).
 std::string RandomPassword();
 int32_t RandomInt32();

@@ -19,7 +19,8 @@ seconds (default 0), prints "<type>:<index> done" and exits 0.
 import argparse
 import os
 import sys
-import time
+
+from task_end import fail_or_finish
 
 
 def matches(patterns, job_name, task_index):
@@ -56,15 +57,9 @@ def main():
         print(f"{me} stderr line {i}/{args.lines}", file=sys.stderr,
               flush=True)
 
-    if matches(patterns, job_name, task_index):
-        time.sleep(args.delay)
-        print(f"{me} exiting with code {args.code}", file=sys.stderr)
-        print(f"fatal: simulated failure in {me}", file=sys.stderr,
-              flush=True)
-        return args.code
-    time.sleep(args.others_sleep)
-    print(f"{me} done", flush=True)
-    return 0
+    return fail_or_finish(me, matches(patterns, job_name, task_index), args,
+                          [f"{me} exiting with code {args.code}",
+                           f"fatal: simulated failure in {me}"])
 
 
 if __name__ == "__main__":

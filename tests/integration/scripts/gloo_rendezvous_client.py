@@ -213,21 +213,21 @@ def check(v, everyone, local, cross):
     rank, size = v["HOROVOD_RANK"], v["HOROVOD_SIZE"]
     if sorted(everyone) != list(range(size)):
         problems.append(f"global ranks {sorted(everyone)} are not 0..{size - 1}")
-    same_host = sorted(r for r, p in everyone.items() if p["hostname"] == v["HOROVOD_HOSTNAME"])
-    local_members = [local[i]["rank"] for i in sorted(local)]
-    if local_members != same_host:
-        problems.append(f"local scope holds ranks {local_members} in local-rank order, but the ranks "
-                        f"on host {v['HOROVOD_HOSTNAME']} are {same_host}")
-    if v["HOROVOD_LOCAL_SIZE"] != len(same_host):
-        problems.append(f"HOROVOD_LOCAL_SIZE {v['HOROVOD_LOCAL_SIZE']} but {len(same_host)} ranks on the host")
-    same_slot = sorted(r for r, p in everyone.items() if p["local_rank"] == v["HOROVOD_LOCAL_RANK"])
-    cross_members = [cross[i]["rank"] for i in sorted(cross)]
-    if cross_members != same_slot:
-        problems.append(f"cross scope holds ranks {cross_members} in cross-rank order, but the ranks "
-                        f"with local rank {v['HOROVOD_LOCAL_RANK']} are {same_slot}")
-    if v["HOROVOD_CROSS_SIZE"] != len(same_slot):
-        problems.append(f"HOROVOD_CROSS_SIZE {v['HOROVOD_CROSS_SIZE']} but {len(same_slot)} ranks "
-                        f"with local rank {v['HOROVOD_LOCAL_RANK']}")
+    # Each scope holds, in its own rank order, the ranks that share one value with this one.
+    scopes = [  # name, members, what they share (record key, variable), size variable, the ranks in words
+        ("local", local, "hostname", "HOROVOD_HOSTNAME", "HOROVOD_LOCAL_SIZE",
+         f"on host {v['HOROVOD_HOSTNAME']}", "on the host"),
+        ("cross", cross, "local_rank", "HOROVOD_LOCAL_RANK", "HOROVOD_CROSS_SIZE",
+         f"with local rank {v['HOROVOD_LOCAL_RANK']}", f"with local rank {v['HOROVOD_LOCAL_RANK']}"),
+    ]
+    for name, scope, key, shared, size_var, where, where_counted in scopes:
+        sharing = sorted(r for r, p in everyone.items() if p[key] == v[shared])
+        members = [scope[i]["rank"] for i in sorted(scope)]
+        if members != sharing:
+            problems.append(f"{name} scope holds ranks {members} in {name}-rank order, but the ranks "
+                            f"{where} are {sharing}")
+        if v[size_var] != len(sharing):
+            problems.append(f"{size_var} {v[size_var]} but {len(sharing)} ranks {where_counted}")
     for r, p in everyone.items():
         if p["size"] != size:
             problems.append(f"rank {r} has HOROVOD_SIZE {p['size']}, this one {size}")

@@ -15,7 +15,8 @@ exits 0 at once.
 import argparse
 import os
 import sys
-import time
+
+from task_end import fail_or_finish
 
 
 def main():
@@ -36,13 +37,8 @@ def main():
     if attempt > 0:
         print(f"{me} attempt {attempt} ok", flush=True)
         return 0
-    if task == args.task and rank == args.process:
-        time.sleep(args.delay)
-        print(f"{me} failing with code {args.code}", file=sys.stderr, flush=True)
-        return args.code
-    time.sleep(args.others_sleep)
-    print(f"{me} done", flush=True)
-    return 0
+    return fail_or_finish(me, task == args.task and rank == args.process, args,
+                          [f"{me} failing with code {args.code}"])
 
 
 if __name__ == "__main__":
