@@ -30,12 +30,46 @@ class EntryPointCommandTest : public testing::JobSpecFixture {
     EXPECT_OK(spec);
     return spec.ok() ? spec->FindType("worker")->command : "";
   }
+  // loom-test-tool, a program on the tasks' PATH (--shell_env PATH=<dir>/bin), not on this process's.
+  void PutAToolOnTheTasksPath() {
+    std::filesystem::create_directories(dir_ / "bin");
+    std::ofstream(dir_ / "bin" / "loom-test-tool") << "#!/bin/sh\n";
+    std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
+    conf_.Set("loom.execution.envs", "PATH=" + (dir_ / "bin").string(), "--shell_env");
+  }
 };
 
-TEST_F(EntryPointCommandTest, CommandUsesPythonBinaryAndParams) {
-  conf_.Set("loom.application.python-binary-path", "/usr/bin/python3", "f");
-  conf_.Set("loom.application.task-params", "--epochs 3", "f");
-  EXPECT_EQ(WorkerCommand(), "/usr/bin/python3 train.py --epochs 3");
+// What the worker runs, as the interpreter's keys, --src_dir and --executes make it.
+TEST_F(EntryPointCommandTest, TheWorkerRunsTheEntryPoint) {
+  std::ofstream(dir_ / "run.sh") << "echo hi\n";
+  struct Setting {
+    std::string key, value, source;
+  };
+  struct Case {
+    std::vector<Setting> settings;
+    std::string command;
+  };
+  const Case cases[] = {
+      {{{"loom.application.python-binary-path", "/usr/bin/python3", "f"},
+        {"loom.application.task-params", "--epochs 3", "f"}},
+       "/usr/bin/python3 train.py --epochs 3"},
+      // --executes may start with the src dir.
+      {{{"loom.application.src-dir", "src", "--src_dir"}, {"loom.application.executes", "src/train.py", "--executes"}},
+       "python3 train.py"},
+      // Without a src dir, the script is resolved from the base dir.
+      {{{"loom.application.src-dir", "", "--src_dir"},
+        {"loom.application.executes", "src/train.py --lr 1", "--executes"}},
+       "python3 " + (dir_ / "src/train.py").string() + " --lr 1"},
+      {{{"loom.application.src-dir", "", "--src_dir"}, {"loom.application.executes", "run.sh", "--executes"}},
+       (dir_ / "run.sh").string()},
+  };
+  const config::Config base = conf_;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.command);
+    conf_ = base;
+    for (const Setting& set : c.settings) conf_.Set(set.key, set.value, set.source);
+    EXPECT_EQ(WorkerCommand(), c.command);
+  }
 }
 
 TEST_F(EntryPointCommandTest, ThePythonEntryPointsInterpreterIsKept) {
@@ -47,12 +81,6 @@ TEST_F(EntryPointCommandTest, ThePythonEntryPointsInterpreterIsKept) {
   spec = BuildJobSpec(conf_, dir_.string());
   ASSERT_OK(spec);
   EXPECT_EQ(spec->python_binary, "");
-}
-
-TEST_F(EntryPointCommandTest, ExecutesMayStartWithTheSrcDir) {
-  conf_.Set("loom.application.src-dir", "src", "--src_dir");
-  conf_.Set("loom.application.executes", "src/train.py", "--executes");
-  EXPECT_EQ(WorkerCommand(), "python3 train.py");
 }
 
 TEST_F(EntryPointCommandTest, VenvFormatsAndTheirCommands) {
@@ -72,15 +100,6 @@ TEST_F(EntryPointCommandTest, VenvFormatsAndTheirCommands) {
   ASSERT_OK(pex);
   EXPECT_EQ(pex->python_venv_format, VenvFormat::kPex);
   EXPECT_EQ(pex->FindType("worker")->command, "/usr/bin/python3 venv train.py");
-}
-
-TEST_F(EntryPointCommandTest, ScriptWithoutSrcDirIsResolvedFromTheBaseDir) {
-  conf_.Set("loom.application.src-dir", "", "--src_dir");
-  conf_.Set("loom.application.executes", "src/train.py --lr 1", "--executes");
-  EXPECT_EQ(WorkerCommand(), "python3 " + (dir_ / "src/train.py").string() + " --lr 1");
-  std::ofstream(dir_ / "run.sh") << "echo hi\n";
-  conf_.Set("loom.application.executes", "run.sh", "--executes");
-  EXPECT_EQ(WorkerCommand(), (dir_ / "run.sh").string());
 }
 
 TEST_F(EntryPointCommandTest, MissingScriptIsAnError) {
@@ -107,10 +126,7 @@ TEST_F(EntryPointCommandTest, TheAmRunsWhatSubmitDecided) {
 }
 
 TEST_F(EntryPointCommandTest, TheTasksPathDecidesWhatIsAProgram) {
-  std::filesystem::create_directories(dir_ / "bin");
-  std::ofstream(dir_ / "bin" / "loom-test-tool") << "#!/bin/sh\n";
-  std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
-  conf_.Set("loom.execution.envs", "PATH=" + (dir_ / "bin").string(), "--shell_env");
+  PutAToolOnTheTasksPath();
   conf_.Set("loom.application.executes", "loom-test-tool --x", "--executes");
   EXPECT_EQ(WorkerCommand(), "loom-test-tool --x");
   // `env` is on this process's PATH, but not on the one the tasks get.
@@ -121,10 +137,7 @@ TEST_F(EntryPointCommandTest, TheTasksPathDecidesWhatIsAProgram) {
 }
 
 TEST_F(EntryPointCommandTest, TheDecisionTravelsToTheAmInItsConfig) {
-  std::filesystem::create_directories(dir_ / "bin");
-  std::ofstream(dir_ / "bin" / "loom-test-tool") << "#!/bin/sh\n";
-  std::filesystem::permissions(dir_ / "bin" / "loom-test-tool", std::filesystem::perms::owner_all);
-  conf_.Set("loom.execution.envs", "PATH=" + (dir_ / "bin").string(), "--shell_env");
+  PutAToolOnTheTasksPath();
   conf_.Set("loom.application.executes", "loom-test-tool --x", "--executes");
   auto submitted = BuildJobSpec(conf_, dir_.string());
   ASSERT_OK(submitted);

@@ -10,13 +10,6 @@
 
 namespace loom {
 
-using config::Config;
-using config::GetBool;
-using config::GetInt;
-using config::GetList;
-using config::GetMemoryMib;
-using config::GetString;
-
 std::string FrameworkName(Framework f) {
   switch (f) {
     case Framework::kTensorFlow: return "tensorflow";

@@ -4,9 +4,6 @@
 
 namespace loom {
 
-using config::Config;
-using config::GetInt;
-
 namespace {
 
 // Where a `loom.max-total-*` cap is exceeded, a problem naming it.

@@ -9,10 +9,19 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/config/key_registry.h"
 #include "core/files.h"
 #include "core/job_spec.h"
 
 namespace loom {
+
+// The config and its readers, as the steps name them.
+using config::Config;
+using config::GetBool;
+using config::GetInt;
+using config::GetList;
+using config::GetMemoryMib;
+using config::GetString;
 
 inline bool IsListed(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();

@@ -8,9 +8,6 @@
 
 namespace loom {
 
-using config::Config;
-using config::GetString;
-
 // loom.application.framework=mpi (runtime/mpi.h): one tracked `launcher` task runs mpirun, and
 // every other type but the sidecars holds ranks: untracked, it runs no command of its own and
 // stays up until the launcher ends, so the job's result is the launcher's.

@@ -5,11 +5,6 @@
 
 namespace loom {
 
-using config::Config;
-using config::GetBool;
-using config::GetInt;
-using config::GetList;
-
 // TonY's two stages. Given one list, the other is every remaining type.
 void ApplyStages(const Config& conf, JobSpec& spec, std::vector<std::string>& problems) {
   auto key = [&](const std::string& k) { return config::Spelled(conf, k); };

@@ -8,13 +8,6 @@
 
 namespace loom {
 
-using config::Config;
-using config::GetBool;
-using config::GetInt;
-using config::GetList;
-using config::GetMemoryMib;
-using config::GetString;
-
 namespace {
 
 int RankOrder(const std::string& type) {

@@ -7,10 +7,6 @@
 
 namespace loom {
 
-using config::Config;
-using config::GetList;
-using config::GetString;
-
 namespace {
 
 // The candidate `name` is one or two edits away from (a typo of), if any. Names of three letters

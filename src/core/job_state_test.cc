@@ -14,12 +14,7 @@ JobSpec MakeSpec(std::vector<std::tuple<std::string, int, TaskRole, bool>> types
   JobSpec spec;
   spec.success_policy = policy;
   for (auto& [name, n, role, sof] : types) {
-    TaskTypeSpec t;
-    t.name = name;
-    t.instances = n;
-    t.role = role;
-    t.stop_on_failure = sof;
-    spec.types.push_back(t);
+    spec.types.push_back({.name = name, .instances = n, .role = role, .stop_on_failure = sof});
   }
   return spec;
 }
@@ -81,23 +76,49 @@ TEST(JobTracker, ChiefFailureFailsAtOnce) {
   EXPECT_EQ(stop.size(), 2u);
 }
 
-TEST(JobTracker, AnyWorkerFailureFailsByDefault) {
-  JobSpec spec = MakeSpec({{"worker", 3, TaskRole::kTracked, false}});
-  JobTracker jt(spec);
-  jt.OnTaskFinished({"worker", 2}, 3, false, "exit code 3");
-  EXPECT_EQ(jt.state(), JobState::kFailed);
-  EXPECT_THAT(jt.diagnostics(), HasSubstr("task worker:2 failed: exit code 3"));
-}
-
-TEST(JobTracker, TonyRuleToleratesSomeWorkerFailures) {
-  JobSpec spec = MakeSpec({{"worker", 3, TaskRole::kTracked, false}}, SuccessPolicy::kAny);
-  JobTracker jt(spec);
-  jt.OnTaskFinished({"worker", 2}, 3, false, "");
-  EXPECT_EQ(jt.state(), JobState::kRunning);
-  jt.OnTaskFinished({"worker", 1}, 0, false, "");
-  jt.OnTaskFinished({"worker", 0}, 0, false, "");
-  EXPECT_EQ(jt.state(), JobState::kSucceeded);
-  EXPECT_THAT(jt.diagnostics(), HasSubstr("2 of 3"));
+// Tasks end in turn, each leaving the job in a state; at the end the diagnostics say why.
+TEST(JobTracker, WhichEndsDecideTheJob) {
+  struct End {
+    TaskId task;
+    int exit_code;
+    std::string why;
+    JobState then;
+  };
+  struct Case {
+    const char* name;
+    JobSpec spec;
+    std::vector<End> ends;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"AnyWorkerFailureFailsByDefault",
+       MakeSpec({{"worker", 3, TaskRole::kTracked, false}}),
+       {{{"worker", 2}, 3, "exit code 3", JobState::kFailed}},
+       "task worker:2 failed: exit code 3"},
+      {"TonyRuleToleratesSomeWorkerFailures",
+       MakeSpec({{"worker", 3, TaskRole::kTracked, false}}, SuccessPolicy::kAny),
+       {{{"worker", 2}, 3, "", JobState::kRunning},
+        {{"worker", 1}, 0, "", JobState::kRunning},
+        {{"worker", 0}, 0, "", JobState::kSucceeded}},
+       "2 of 3"},
+      {"StopOnFailureAndUntrackedFailures",
+       MakeSpec({{"worker", 1, TaskRole::kTracked, false}, {"ps", 1, TaskRole::kUntracked, true}}),
+       {{{"ps", 0}, 1, "", JobState::kFailed}},
+       "stop-on-failure task ps:0"},
+      {"SidecarFailureIsIgnored",
+       MakeSpec({{"worker", 1, TaskRole::kTracked, false}, {"tensorboard", 1, TaskRole::kSidecar, false}}),
+       {{{"tensorboard", 0}, 1, "", JobState::kRunning}, {{"worker", 0}, 0, "", JobState::kSucceeded}},
+       ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    JobTracker jt(c.spec);
+    for (const End& e : c.ends) {
+      jt.OnTaskFinished(e.task, e.exit_code, false, e.why);
+      EXPECT_EQ(jt.state(), e.then) << "after " << e.task.ToString();
+    }
+    EXPECT_THAT(jt.diagnostics(), HasSubstr(c.says));
+  }
 }
 
 TEST(JobTracker, TonyRuleCountsStoppedTasksApartFromSuccesses) {
@@ -115,23 +136,6 @@ TEST(JobTracker, TonyRuleCountsStoppedTasksApartFromSuccesses) {
   EXPECT_THAT(jt.diagnostics(), HasSubstr("2 of 4 tracked tasks succeeded (tony.application.success-policy=any)"));
   EXPECT_THAT(jt.diagnostics(), HasSubstr("task worker:2 failed"));
   EXPECT_THAT(jt.diagnostics(), HasSubstr("evaluator:0 stopped by the AM"));
-}
-
-TEST(JobTracker, StopOnFailureAndUntrackedFailures) {
-  JobSpec spec = MakeSpec({{"worker", 1, TaskRole::kTracked, false}, {"ps", 1, TaskRole::kUntracked, true}});
-  JobTracker jt(spec);
-  jt.OnTaskFinished({"ps", 0}, 1, false, "");
-  EXPECT_EQ(jt.state(), JobState::kFailed);
-  EXPECT_THAT(jt.diagnostics(), HasSubstr("stop-on-failure task ps:0"));
-}
-
-TEST(JobTracker, SidecarFailureIsIgnored) {
-  JobSpec spec = MakeSpec({{"worker", 1, TaskRole::kTracked, false}, {"tensorboard", 1, TaskRole::kSidecar, false}});
-  JobTracker jt(spec);
-  jt.OnTaskFinished({"tensorboard", 0}, 1, false, "");
-  EXPECT_EQ(jt.state(), JobState::kRunning);
-  jt.OnTaskFinished({"worker", 0}, 0, false, "");
-  EXPECT_EQ(jt.state(), JobState::kSucceeded);
 }
 
 TEST(JobTracker, FirstFinalStateWins) {

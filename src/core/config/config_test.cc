@@ -88,29 +88,29 @@ TEST(Config, RoundTripsThroughXml) {
   EXPECT_EQ(back.Get("loom.worker.instances"), "2");
 }
 
-TEST(Validate, UnknownKeyGetsSuggestion) {
-  Config c;
-  c.Set("tony.worker.instnaces", "2", "--conf");
-  EXPECT_STATUS(Validate(c), kInvalidArgument,
-                HasSubstr("unknown key tony.worker.instnaces (from --conf); did you mean tony.worker.instances?"));
-  Config d;
-  d.Set("loom.application.timout", "10", "f.xml");
-  EXPECT_STATUS(Validate(d), kInvalidArgument, HasSubstr("did you mean loom.application.timeout?"));
-}
-
-TEST(Validate, BadValuesNameKeyValueAndExpectation) {
-  Config c;
-  c.Set("loom.worker.memory", "4x", "--conf");
-  EXPECT_STATUS(Validate(c), kInvalidArgument, HasSubstr("loom.worker.memory='4x': expected a memory size"));
-  Config d;
-  d.Set("loom.worker.instances", "-1", "--conf");
-  EXPECT_STATUS(Validate(d), kInvalidArgument, HasSubstr("loom.worker.instances='-1': expected an integer >= 0"));
-  Config e;
-  e.Set("loom.application.framework", "caffe", "--conf");
-  EXPECT_STATUS(Validate(e), kInvalidArgument, HasSubstr("expected one of tensorflow, pytorch"));
-  Config f;
-  f.Set("loom.task.port-range", "30000-20000", "--conf");
-  EXPECT_STATUS(Validate(f), kInvalidArgument, HasSubstr("LOW-HIGH"));
+// One key refused: an unknown one with a suggestion, a bad value with its key and what it should be.
+TEST(Validate, ABadKeyIsNamedWithWhatIsWrong) {
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* source;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"tony.worker.instnaces", "2", "--conf",
+       "unknown key tony.worker.instnaces (from --conf); did you mean tony.worker.instances?"},
+      {"loom.application.timout", "10", "f.xml", "did you mean loom.application.timeout?"},
+      {"loom.worker.memory", "4x", "--conf", "loom.worker.memory='4x': expected a memory size"},
+      {"loom.worker.instances", "-1", "--conf", "loom.worker.instances='-1': expected an integer >= 0"},
+      {"loom.application.framework", "caffe", "--conf", "expected one of tensorflow, pytorch"},
+      {"loom.task.port-range", "30000-20000", "--conf", "LOW-HIGH"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.key) + "=" + c.value);
+    Config conf;
+    conf.Set(c.key, c.value, c.source);
+    EXPECT_STATUS(Validate(conf), kInvalidArgument, HasSubstr(c.says));
+  }
 }
 
 TEST(Validate, ReportsEveryProblemAtOnce) {
