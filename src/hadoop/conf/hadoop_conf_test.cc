@@ -25,6 +25,13 @@ std::string Prop(const std::string& name, const std::string& value) {
   return "  <property><name>" + name + "</name><value>" + value + "</value></property>\n";
 }
 
+// The RM's client, scheduler and web addresses when only its host is known: Hadoop's default ports.
+void ExpectDefaultRmPorts(const HadoopConf& conf, const std::string& host) {
+  EXPECT_EQ(conf.rm.ToString(), host + ":8032");
+  EXPECT_EQ(conf.scheduler.ToString(), host + ":8030");
+  EXPECT_EQ(conf.rm_webapp, host + ":8088");
+}
+
 class HadoopConfTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -45,9 +52,7 @@ TEST(HadoopConfCaptured, ReadsTheRealClusterFiles) {
   EXPECT_EQ(conf->fs_scheme, "hdfs");
   EXPECT_EQ(conf->fs_host, "127.0.0.1");
   EXPECT_EQ(conf->fs_port, 9000);
-  EXPECT_EQ(conf->rm.ToString(), "127.0.0.1:8032");
-  EXPECT_EQ(conf->scheduler.ToString(), "127.0.0.1:8030");
-  EXPECT_EQ(conf->rm_webapp, "127.0.0.1:8088");
+  ExpectDefaultRmPorts(*conf, "127.0.0.1");
   EXPECT_EQ(conf->namenode_http.ToString(), "127.0.0.1:9870");
   EXPECT_EQ(conf->security, "simple");
   EXPECT_EQ(conf->rpc_protection, "authentication");
@@ -58,9 +63,7 @@ TEST_F(HadoopConfTest, AddressesDefaultToTheResourceManagerHostname) {
   Write("yarn-site.xml", Site(Prop("yarn.resourcemanager.hostname", "rm.example.com")));
   Result<HadoopConf> conf = HadoopConf::Load(dir_);
   ASSERT_OK(conf);
-  EXPECT_EQ(conf->rm.ToString(), "rm.example.com:8032");
-  EXPECT_EQ(conf->scheduler.ToString(), "rm.example.com:8030");
-  EXPECT_EQ(conf->rm_webapp, "rm.example.com:8088");
+  ExpectDefaultRmPorts(*conf, "rm.example.com");
   // No hdfs-site.xml: the NameNode's HTTP server is on the fs.defaultFS host.
   EXPECT_EQ(conf->namenode_http.ToString(), "nn.example.com:9870");
   EXPECT_EQ(conf->fs_host, "nn.example.com");
@@ -71,9 +74,7 @@ TEST_F(HadoopConfTest, NoYarnSiteMeansTheWildcardDefaults) {
   Write("core-site.xml", Site(Prop("fs.defaultFS", "hdfs://nn:9000")));
   Result<HadoopConf> conf = HadoopConf::Load(dir_);
   ASSERT_OK(conf);
-  EXPECT_EQ(conf->rm.ToString(), "0.0.0.0:8032");
-  EXPECT_EQ(conf->scheduler.ToString(), "0.0.0.0:8030");
-  EXPECT_EQ(conf->rm_webapp, "0.0.0.0:8088");
+  ExpectDefaultRmPorts(*conf, "0.0.0.0");
 }
 
 TEST_F(HadoopConfTest, ExpandsReferencesToKeysAndEnvironment) {

@@ -10,8 +10,8 @@
 
 #include "core/eventually.h"
 #include "core/testing.h"
+#include "hadoop/ipc/fake_ipc_test_helpers.h"
 #include "hadoop/proto/yarn.pb.h"
-#include "hadoop/testing/fake_ipc_server.h"
 #include "hadoop/wire/ipc_frame.h"
 
 namespace loom::hadoop {
@@ -19,23 +19,21 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
-using testing::FakeCall;
-using testing::FakeIpcServer;
-using testing::FakeReply;
-using testing::FakeServerOptions;
+using namespace fake_ipc_test;
 namespace ypb = ::hadoop::yarn;
 
 const Token kToken{std::string("\x0a\x05token\x10\x01", 9), "s3cret-password", "YARN_AM_RM_TOKEN", ""};
 const std::string kContext = std::string("@") + kClientProtocol;
 
 IpcOptions Options(const FakeIpcServer& server) {
-  IpcOptions o;
-  o.host = "127.0.0.1";
-  o.port = server.port();
-  o.protocol = kClientProtocol;
-  o.user = "alice";
+  IpcOptions o = LoopbackOptions(server.port(), kClientProtocol, "alice");
   o.call_timeout = std::chrono::seconds(10);
+  return o;
+}
+
+IpcOptions TokenOptions(const FakeIpcServer& server) {
+  IpcOptions o = Options(server);
+  o.token = kToken;
   return o;
 }
 
@@ -66,6 +64,17 @@ Status CallReport(IpcClient& client, int n) {
     return Status::Internal("call " + std::to_string(n) + " got " + resp.application_report().name());
   }
   return Status::Ok();
+}
+
+// Answers calls of `method` with `reply`, and every other call as EchoReport does.
+FakeIpcServer::Handler EchoExcept(std::string method, FakeReply reply) {
+  return [method, reply](const FakeCall& call) { return call.method == method ? reply : EchoReport(call); };
+}
+
+// One call of `method`, for its status only.
+Status CallMethod(IpcClient& client, const std::string& method) {
+  ypb::GetApplicationReportResponseProto resp;
+  return client.Call(method, ReportRequest(1), &resp);
 }
 
 TEST(IpcClient, ConcurrentCallsGetTheirOwnResponses) {
@@ -110,29 +119,19 @@ TEST(IpcClient, ReconnectsAfterTheServerClosedTheConnection) {
 }
 
 TEST(IpcClient, EndOfStreamFailsThePendingCall) {
-  FakeIpcServer server({}, [](const FakeCall& call) {
-    if (call.method != "hangUp") return EchoReport(call);
-    FakeReply reply;
-    reply.kind = FakeReply::Kind::kNoReply;
-    reply.close_after = true;
-    return reply;
-  });
+  FakeIpcServer server({}, EchoExcept("hangUp", {.kind = FakeReply::Kind::kNoReply, .close_after = true}));
   IpcClient client(Options(server));
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("hangUp", ReportRequest(1), &resp), kUnavailable,
-                HasSubstr("127.0.0.1:" + std::to_string(server.port())));
+  EXPECT_STATUS(CallMethod(client, "hangUp"), kUnavailable, HasSubstr("127.0.0.1:" + std::to_string(server.port())));
   EXPECT_OK(CallReport(client, 2));
 }
 
 TEST(IpcClient, RemoteErrorKeepsTheConnection) {
-  FakeIpcServer server({}, [](const FakeCall& call) {
-    if (call.method != "fail") return EchoReport(call);
-    return FakeReply::Error("org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException",
-                            "Application with id 'application_42_0001' doesn't exist in RM.\n\tat org.apache.X");
-  });
+  FakeReply not_found =
+      FakeReply::Error("org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException",
+                       "Application with id 'application_42_0001' doesn't exist in RM.\n\tat org.apache.X");
+  FakeIpcServer server({}, EchoExcept("fail", not_found));
   IpcClient client(Options(server));
-  ypb::GetApplicationReportResponseProto resp;
-  Status st = client.Call("fail", ReportRequest(1), &resp);
+  Status st = CallMethod(client, "fail");
   EXPECT_STATUS(st, kAborted,
                 "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException: Application with id "
                 "'application_42_0001' doesn't exist in RM.");
@@ -142,35 +141,24 @@ TEST(IpcClient, RemoteErrorKeepsTheConnection) {
 }
 
 TEST(IpcClient, FatalClosesTheConnectionAndTheNextCallReconnects) {
-  FakeIpcServer server({}, [](const FakeCall& call) {
-    if (call.method != "fatal") return EchoReport(call);
-    FakeReply reply;
-    reply.kind = FakeReply::Kind::kFatal;
-    reply.exception_class = "org.apache.hadoop.ipc.RpcServerException";
-    reply.message = "something broke";
-    return reply;
-  });
+  FakeIpcServer server({}, EchoExcept("fatal", {.kind = FakeReply::Kind::kFatal,
+                                                .exception_class = "org.apache.hadoop.ipc.RpcServerException",
+                                                .message = "something broke"}));
   IpcClient client(Options(server));
-  ypb::GetApplicationReportResponseProto resp;
-  Status st = client.Call("fatal", ReportRequest(1), &resp);
-  EXPECT_STATUS(st, kUnavailable, StartsWith("org.apache.hadoop.ipc.RpcServerException: something broke"));
+  Status st = CallMethod(client, "fatal");
+  EXPECT_STATUS(st, kUnavailable,
+                ::testing::StartsWith("org.apache.hadoop.ipc.RpcServerException: something broke"));
   EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(server.port())));
   EXPECT_OK(CallReport(client, 2));
   EXPECT_EQ(server.connections(), 2);
 }
 
 TEST(IpcClient, CallTimeoutLeavesTheConnectionUsable) {
-  FakeIpcServer server({}, [](const FakeCall& call) {
-    if (call.method != "silent") return EchoReport(call);
-    FakeReply reply;
-    reply.kind = FakeReply::Kind::kNoReply;
-    return reply;
-  });
+  FakeIpcServer server({}, EchoExcept("silent", {.kind = FakeReply::Kind::kNoReply}));
   IpcOptions o = Options(server);
   o.call_timeout = std::chrono::milliseconds(200);
   IpcClient client(o);
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("silent", ReportRequest(1), &resp), kDeadlineExceeded, HasSubstr("silent"));
+  EXPECT_STATUS(CallMethod(client, "silent"), kDeadlineExceeded, HasSubstr("silent"));
   EXPECT_OK(CallReport(client, 2));
   EXPECT_EQ(server.connections(), 1);
 }
@@ -184,24 +172,17 @@ TEST(IpcClient, LateResponseToATimedOutCallIsIgnored) {
   IpcOptions o = Options(server);
   o.call_timeout = std::chrono::milliseconds(100);
   IpcClient client(o);
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("slow", ReportRequest(1), &resp), kDeadlineExceeded, HasSubstr("slow"));
+  EXPECT_STATUS(CallMethod(client, "slow"), kDeadlineExceeded, HasSubstr("slow"));
   // The late reply is on its way to the client before the next call.
   ASSERT_TRUE(loom::testing::Eventually([&] { return server.delayed_replies() == 1; }));
   EXPECT_OK(CallReport(client, 2));
 }
 
 TEST(IpcClient, OversizedFrameIsAnErrorNotACrash) {
-  FakeIpcServer server({}, [](const FakeCall& call) {
-    if (call.method != "garbage") return EchoReport(call);
-    FakeReply reply;
-    reply.kind = FakeReply::Kind::kRaw;
-    reply.body = std::string("\x7f\xff\xff\xff", 4) + "junk";
-    return reply;
-  });
+  FakeIpcServer server(
+      {}, EchoExcept("garbage", {.kind = FakeReply::Kind::kRaw, .body = std::string("\x7f\xff\xff\xff", 4) + "junk"}));
   IpcClient client(Options(server));
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("garbage", ReportRequest(1), &resp), kUnavailable, HasSubstr("exceeds"));
+  EXPECT_STATUS(CallMethod(client, "garbage"), kUnavailable, HasSubstr("exceeds"));
   EXPECT_OK(CallReport(client, 2));
 }
 
@@ -209,16 +190,10 @@ TEST(IpcClient, MalformedFramesAreErrors) {
   for (std::string junk : {std::string("\x00\x00\x00\x03\x7f\x01\x02", 7),       // message overruns the frame
                            std::string("\x00\x00\x00\x02\x01\xff", 6),           // not a response header
                            std::string("\x00\x00\x00\x00", 4)}) {                // empty frame
-    FakeIpcServer server({}, [&](const FakeCall& call) {
-      if (call.method != "garbage") return EchoReport(call);
-      FakeReply reply;
-      reply.kind = FakeReply::Kind::kRaw;
-      reply.body = junk;
-      return reply;
-    });
+    SCOPED_TRACE("frame of " + std::to_string(junk.size()) + " bytes");
+    FakeIpcServer server({}, EchoExcept("garbage", {.kind = FakeReply::Kind::kRaw, .body = junk}));
     IpcClient client(Options(server));
-    ypb::GetApplicationReportResponseProto resp;
-    Status st = client.Call("garbage", ReportRequest(1), &resp);
+    Status st = CallMethod(client, "garbage");
     EXPECT_FALSE(st.ok());
     EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:"));
     EXPECT_OK(CallReport(client, 2));
@@ -226,71 +201,55 @@ TEST(IpcClient, MalformedFramesAreErrors) {
 }
 
 TEST(IpcClient, UnparsableResponseBodyIsDataLoss) {
-  FakeIpcServer server({}, [](const FakeCall&) {
-    FakeReply reply;
-    reply.body = "\xff\xff";  // not a GetApplicationReportResponseProto
-    return reply;
-  });
+  // The body is not a GetApplicationReportResponseProto.
+  FakeIpcServer server({}, [](const FakeCall&) { return FakeReply{.body = "\xff\xff"}; });
   IpcClient client(Options(server));
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("getApplicationReport", ReportRequest(1), &resp), kDataLoss,
-                HasSubstr("GetApplicationReportResponseProto"));
+  EXPECT_STATUS(CallMethod(client, "getApplicationReport"), kDataLoss, HasSubstr("GetApplicationReportResponseProto"));
 }
 
 TEST(IpcClient, TokenAuthSendsAnEmptyUserInContext) {
   FakeIpcServer server({kToken}, EchoReport);
-  IpcOptions o = Options(server);
-  o.token = kToken;
-  IpcClient client(o);
+  IpcClient client(TokenOptions(server));
   ASSERT_OK(CallReport(client, 1));
   EXPECT_THAT(server.contexts(), ElementsAre(kContext));
 }
 
 TEST(IpcClient, TokenAuthWithASeparateChallengeRound) {
-  FakeServerOptions options{kToken};
+  testing::FakeServerOptions options{kToken};
   options.separate_challenge = true;
   FakeIpcServer server(options, EchoReport);
-  IpcOptions o = Options(server);
-  o.token = kToken;
-  IpcClient client(o);
+  IpcClient client(TokenOptions(server));
   ASSERT_OK(CallReport(client, 1));
   EXPECT_THAT(server.contexts(), ElementsAre(kContext));
 }
 
 TEST(IpcClient, WrongPasswordIsUnauthenticated) {
   FakeIpcServer server({kToken}, EchoReport);
-  IpcOptions o = Options(server);
-  o.token = kToken;
+  IpcOptions o = TokenOptions(server);
   o.token->password = "not-the-password";
   IpcClient client(o);
-  ypb::GetApplicationReportResponseProto resp;
-  Status st = client.Call("getApplicationReport", ReportRequest(1), &resp);
-  EXPECT_STATUS(st, kUnauthenticated, StartsWith("javax.security.sasl.SaslException: "));
+  Status st = CallMethod(client, "getApplicationReport");
+  EXPECT_STATUS(st, kUnauthenticated, ::testing::StartsWith("javax.security.sasl.SaslException: "));
   EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(server.port())));
 }
 
 TEST(IpcClient, SimpleClientOnATokenOnlyServer) {
   FakeIpcServer server({kToken}, EchoReport);
   IpcClient client(Options(server));
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("getApplicationReport", ReportRequest(1), &resp), kUnauthenticated,
+  EXPECT_STATUS(CallMethod(client, "getApplicationReport"), kUnauthenticated,
                 HasSubstr("SIMPLE authentication is not enabled.  Available:[TOKEN]"));
 }
 
 TEST(IpcClient, TokenClientFallsBackToSimpleWhenTheServerSaysSo) {
   FakeIpcServer server({}, EchoReport);  // answers NEGOTIATE with SUCCESS
-  IpcOptions o = Options(server);
-  o.token = kToken;
-  IpcClient client(o);
+  IpcClient client(TokenOptions(server));
   ASSERT_OK(CallReport(client, 1));
   EXPECT_THAT(server.contexts(), ElementsAre("alice" + kContext));
 }
 
 TEST(IpcClient, UpdatedTokenIsUsedOnTheNextConnection) {
   FakeIpcServer server({kToken}, EchoReport);
-  IpcOptions o = Options(server);
-  o.token = kToken;
-  IpcClient client(o);
+  IpcClient client(TokenOptions(server));
   ASSERT_OK(CallReport(client, 1));
 
   Token rolled = kToken;
@@ -306,8 +265,7 @@ TEST(IpcClient, UpdatedTokenIsUsedOnTheNextConnection) {
 
 TEST(IpcClient, OneCallPerConnection) {
   FakeIpcServer server({kToken}, EchoReport);
-  IpcOptions o = Options(server);
-  o.token = kToken;
+  IpcOptions o = TokenOptions(server);
   o.one_call_per_connection = true;
   IpcClient client(o);
   for (int i = 0; i < 3; ++i) ASSERT_OK(CallReport(client, i));
@@ -319,8 +277,7 @@ TEST(IpcClient, OneCallPerConnectionReportsRemoteErrors) {
   IpcOptions o = Options(server);
   o.one_call_per_connection = true;
   IpcClient client(o);
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("getApplicationReport", ReportRequest(1), &resp), kAborted, "java.io.IOException: nope");
+  EXPECT_STATUS(CallMethod(client, "getApplicationReport"), kAborted, "java.io.IOException: nope");
 }
 
 TEST(IpcClient, CallAfterCloseReconnects) {
@@ -338,14 +295,9 @@ TEST(IpcClient, ConnectionRefusedNamesTheServer) {
     FakeIpcServer gone({}, EchoReport);
     port = gone.port();
   }
-  IpcOptions o;
-  o.host = "127.0.0.1";
-  o.port = port;
-  o.protocol = kAmProtocol;
-  IpcClient client(o);
+  IpcClient client(LoopbackOptions(port, kAmProtocol, ""));
   EXPECT_EQ(client.Describe(), "127.0.0.1:" + std::to_string(port) + " (ApplicationMasterProtocolPB)");
-  ypb::GetApplicationReportResponseProto resp;
-  EXPECT_STATUS(client.Call("x", ReportRequest(1), &resp), kUnavailable,
+  EXPECT_STATUS(CallMethod(client, "x"), kUnavailable,
                 HasSubstr("cannot connect to 127.0.0.1:" + std::to_string(port)));
 }
 

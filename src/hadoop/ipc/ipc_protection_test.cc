@@ -39,15 +39,7 @@ std::string ResponseFrame(int32_t call_id, const google::protobuf::MessageLite& 
   return Frame(payload);
 }
 
-std::string SaslReply(const RpcSaslProto& sasl) {
-  RpcResponseHeaderProto h;
-  h.set_callid(static_cast<uint32_t>(kSaslCallId));
-  h.set_status(RpcResponseHeaderProto::SUCCESS);
-  std::string payload;
-  AppendDelimited(&payload, h);
-  AppendDelimited(&payload, sasl);
-  return Frame(payload);
-}
+std::string SaslReply(const RpcSaslProto& sasl) { return ResponseFrame(kSaslCallId, sasl); }
 
 RpcSaslProto ParseSasl(const std::string& frame) {
   Result<std::vector<std::string_view>> parts = SplitDelimited(std::string_view(frame).substr(4));

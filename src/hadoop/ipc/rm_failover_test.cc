@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "core/testing.h"
+#include "hadoop/ipc/fake_ipc_test_helpers.h"
 #include "hadoop/ipc/yarn_clients.h"
-#include "hadoop/testing/fake_ipc_server.h"
 #include "hadoop/testing/test_socket.h"
 #include "hadoop/wire/ipc_frame.h"
 
@@ -17,9 +17,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::FakeCall;
-using testing::FakeIpcServer;
-using testing::FakeReply;
+using namespace fake_ipc_test;
 using Ms = std::chrono::milliseconds;
 
 constexpr char kStandbyMessage[] = "Operation category READ is not supported in state standby";
@@ -110,20 +108,11 @@ struct ScriptedRm {
   FakeIpcServer server;
 };
 
-IpcOptions Options(int port) {
-  IpcOptions o;
-  o.host = "127.0.0.1";
-  o.port = port;
-  o.protocol = kClientProtocol;
-  o.user = "alice";
-  return o;
-}
-
 class FailoverClientTest : public ::testing::Test {
  protected:
   FailoverIpcClient Client(std::vector<int> ports, FailoverSettings s = {3, 100, 1000}) {
     std::vector<IpcOptions> servers;
-    for (int p : ports) servers.push_back(Options(p));
+    for (int p : ports) servers.push_back(LoopbackOptions(p, kClientProtocol, "alice"));
     return FailoverIpcClient(std::move(servers), s, [this](Ms d) { sleeps_.push_back(d.count()); },
                              [] { return 0.5; });
   }

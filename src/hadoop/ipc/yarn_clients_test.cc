@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/testing.h"
-#include "hadoop/testing/fake_ipc_server.h"
+#include "hadoop/ipc/fake_ipc_test_helpers.h"
 
 namespace loom::hadoop {
 namespace {
@@ -17,9 +17,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::FakeCall;
-using testing::FakeIpcServer;
-using testing::FakeReply;
+using namespace fake_ipc_test;
 
 constexpr char kNotRegistered[] = "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException";
 const Token kAmToken{"amrm-identifier", "amrm-password", "YARN_AM_RM_TOKEN", ""};
@@ -387,51 +385,44 @@ class NmClientTest : public ::testing::Test {
   FakeReply Handle(const FakeCall& call) {
     std::lock_guard lock(mu_);
     methods_.push_back(call.method);
-    auto failed = [](const ypb::ContainerIdProto& id) {
-      ypb::ContainerExceptionMapProto f;
-      *f.mutable_container_id() = id;
-      f.mutable_exception()->set_message("Container " + ContainerIdString(id) + " is not handled by this NodeManager");
-      f.mutable_exception()->set_class_name("org.apache.hadoop.yarn.exceptions.YarnException");
-      return f;
-    };
     if (call.method == "startContainers") {
-      ypb::StartContainersRequestProto req;
-      req.ParseFromString(call.request);
-      started_ = req;
-      ypb::StartContainersResponseProto resp;
-      ypb::ContainerIdProto id = container_.id();
-      if (fail_) {
-        *resp.add_failed_requests() = failed(id);
-      } else {
-        *resp.add_succeeded_requests() = id;
-      }
-      return FakeReply::Ok(resp);
+      started_.ParseFromString(call.request);
+      return Answer<ypb::StartContainersResponseProto>(container_.id(), [&](auto& resp) {
+        *resp.add_succeeded_requests() = container_.id();
+      });
     }
     if (call.method == "stopContainers") {
       ypb::StopContainersRequestProto req;
       req.ParseFromString(call.request);
-      ypb::StopContainersResponseProto resp;
-      if (fail_) {
-        *resp.add_failed_requests() = failed(req.container_id(0));
-      } else {
+      return Answer<ypb::StopContainersResponseProto>(req.container_id(0), [&](auto& resp) {
         *resp.add_succeeded_requests() = req.container_id(0);
-      }
-      return FakeReply::Ok(resp);
+      });
     }
     if (call.method == "getContainerStatuses") {
       ypb::GetContainerStatusesRequestProto req;
       req.ParseFromString(call.request);
-      ypb::GetContainerStatusesResponseProto resp;
-      if (fail_) {
-        *resp.add_failed_requests() = failed(req.container_id(0));
-      } else {
+      return Answer<ypb::GetContainerStatusesResponseProto>(req.container_id(0), [&](auto& resp) {
         auto* s = resp.add_status();
         *s->mutable_container_id() = req.container_id(0);
         s->set_state(ypb::C_RUNNING);
-      }
-      return FakeReply::Ok(resp);
+      });
     }
     return FakeReply::Error("org.apache.hadoop.ipc.RpcNoSuchMethodException", call.method);
+  }
+
+  // The NM's `Response` about container `id`: its failure when fail_, else what `succeed` adds.
+  template <typename Response, typename Succeed>
+  FakeReply Answer(const ypb::ContainerIdProto& id, Succeed succeed) {
+    Response resp;
+    if (fail_) {
+      ypb::ContainerExceptionMapProto* f = resp.add_failed_requests();
+      *f->mutable_container_id() = id;
+      f->mutable_exception()->set_message("Container " + ContainerIdString(id) + " is not handled by this NodeManager");
+      f->mutable_exception()->set_class_name("org.apache.hadoop.yarn.exceptions.YarnException");
+    } else {
+      succeed(resp);
+    }
+    return FakeReply::Ok(resp);
   }
 
   std::mutex mu_;

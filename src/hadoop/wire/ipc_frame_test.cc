@@ -248,22 +248,27 @@ void CheckStream(const std::string& dir, const std::string& stem, bool c2s, cons
   }
 }
 
+// Checks both streams of every connection recorded in the captures' folder `sub`; returns how many.
+int CheckConnections(const std::string& sub, Totals* totals) {
+  int connections = 0;
+  std::string dir = kCaptures + sub;
+  for (const std::string& stem : StemsIn(dir)) {
+    SCOPED_TRACE(sub + "/" + stem);
+    Transcript tr = ParseTranscript(dir, stem);
+    EXPECT_FALSE(tr.messages.empty());
+    CheckStream(dir, stem, /*c2s=*/true, tr, totals);
+    CheckStream(dir, stem, /*c2s=*/false, tr, totals);
+    ++connections;
+  }
+  return connections;
+}
+
 TEST(IpcCaptures, EveryFrameSplitsParsesAndDecodesLikeHadoop) {
   // Link yarn.pb.cc so that its descriptors are in the generated pool for the lookups by name.
   ASSERT_NE(::hadoop::yarn::AllocateResponseProto::descriptor(), nullptr);
   Totals totals;
-  int connections = 0;
-  for (const char* sub : {"dshell", "negative"}) {
-    std::string dir = kCaptures + sub;
-    for (const std::string& stem : StemsIn(dir)) {
-      SCOPED_TRACE(std::string(sub) + "/" + stem);
-      Transcript tr = ParseTranscript(dir, stem);
-      EXPECT_FALSE(tr.messages.empty());
-      CheckStream(dir, stem, /*c2s=*/true, tr, &totals);
-      CheckStream(dir, stem, /*c2s=*/false, tr, &totals);
-      ++connections;
-    }
-  }
+  int connections = CheckConnections("dshell", &totals);
+  connections += CheckConnections("negative", &totals);  // after dshell: `expected` lists the errors in this order
   EXPECT_EQ(connections, 17);
   EXPECT_EQ(totals.files, 34);
   std::cout << "checked " << connections << " connections, " << totals.frames << " frames, " << totals.messages
@@ -299,24 +304,14 @@ TEST(IpcCaptures, EveryFrameSplitsParsesAndDecodesLikeHadoop) {
 TEST(IpcCaptures, QueueAndKillConnectionsDecodeLikeHadoop) {
   ASSERT_NE(::hadoop::yarn::GetQueueInfoResponseProto::descriptor(), nullptr);
   Totals totals;
-  int connections = 0;
-  std::string dir = kCaptures + "ipc-queue";
-  for (const std::string& stem : StemsIn(dir)) {
-    SCOPED_TRACE("ipc-queue/" + stem);
-    Transcript tr = ParseTranscript(dir, stem);
-    EXPECT_FALSE(tr.messages.empty());
-    CheckStream(dir, stem, /*c2s=*/true, tr, &totals);
-    CheckStream(dir, stem, /*c2s=*/false, tr, &totals);
-    ++connections;
-  }
-  EXPECT_EQ(connections, 6);
+  EXPECT_EQ(CheckConnections("ipc-queue", &totals), 6);
   EXPECT_EQ(totals.skipped, 0);
   EXPECT_EQ(totals.typed, totals.messages);
   EXPECT_EQ(totals.reencoded_frames, 16);  // 6 contexts and 10 calls, every one rebuilt byte for byte
   EXPECT_TRUE(totals.errors.empty());      // an unknown queue is a SUCCESS with an empty body
 
   // The unknown queue's reply: a body of zero bytes, so no queueInfo.
-  Result<std::string> nosuch = ReadFile(dir + "/02-cli-rm-8032-queue-status-nosuch.s2c.bin");
+  Result<std::string> nosuch = ReadFile(kCaptures + "ipc-queue/02-cli-rm-8032-queue-status-nosuch.s2c.bin");
   ASSERT_OK(nosuch);
   FrameReader reader;
   reader.Feed(*nosuch);

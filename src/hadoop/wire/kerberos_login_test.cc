@@ -100,6 +100,18 @@ class Acceptor {
     gss_->release_buffer(&minor, &out);
     return rep;
   }
+  // The security-layer offer after the handshake (K4.6): wrapped, not sealed.
+  std::string Offer(uint8_t layer, uint32_t max_buffer) {
+    std::string plain = BuildGssapiLayerMessage(layer, max_buffer);
+    gss_buffer_desc in{plain.size(), plain.data()};
+    gss_buffer_desc out{0, nullptr};
+    OM_uint32 minor = 0;
+    OM_uint32 major = gss_->wrap(&minor, ctx_, 0, GSS_C_QOP_DEFAULT, &in, nullptr, &out);
+    EXPECT_FALSE(GSS_ERROR(major)) << GssapiError(*gss_, major, minor);
+    std::string token(static_cast<const char*>(out.value), out.length);
+    gss_->release_buffer(&minor, &out);
+    return token;
+  }
   // Hands the context to a layer (the acceptor's WRAPs after SUCCESS).
   std::unique_ptr<SaslSecurityLayer> Layer(bool privacy) {
     gss_ctx_id_t c = ctx_;
@@ -154,16 +166,8 @@ TEST_F(KerberosTest, FullExchangeWithPrivacy) {
   ASSERT_OK(empty);
   EXPECT_EQ(empty->SerializeAsString(), std::string("\x10\x04\x1a\x00", 4));  // K4.5
 
-  // The server offers privacy only, unsealed (K4.6).
-  const GssapiLibrary* gss = *Gssapi();
-  std::string offer_plain = BuildGssapiLayerMessage(kGssapiLayerPrivacy, kGssapiMaxBuffer);
-  gss_buffer_desc in{offer_plain.size(), offer_plain.data()};
-  gss_buffer_desc out{0, nullptr};
-  OM_uint32 minor = 0;
-  ASSERT_FALSE(GSS_ERROR(gss->wrap(&minor, server.context(), 0, GSS_C_QOP_DEFAULT, &in, nullptr, &out)));
-  std::string offer_token(static_cast<const char*>(out.value), out.length);
-  gss->release_buffer(&minor, &out);
-  auto choice = (*client)->Respond(offer_token);
+  // The server offers privacy only.
+  auto choice = (*client)->Respond(server.Offer(kGssapiLayerPrivacy, kGssapiMaxBuffer));
   ASSERT_OK(choice);
   // Shaped as Java's (K4.7): RFC 4121 Wrap from the initiator, not sealed, EC=12, RRC=0. MIT's
   // acceptor (unlike Java's, K4.4) sends an acceptor subkey, so flag 0x04 may be set here.
@@ -171,7 +175,10 @@ TEST_F(KerberosTest, FullExchangeWithPrivacy) {
   EXPECT_EQ(t.substr(0, 2), std::string("\x05\x04", 2));
   EXPECT_EQ(static_cast<uint8_t>(t[2]) & 0x03, 0x00);
   EXPECT_EQ(t.substr(3, 5), std::string("\xff\x00\x0c\x00\x00", 5));
+  const GssapiLibrary* gss = *Gssapi();
   gss_buffer_desc cin{choice->token().size(), const_cast<char*>(choice->token().data())};
+  gss_buffer_desc out{0, nullptr};
+  OM_uint32 minor = 0;
   int conf = 1;
   ASSERT_FALSE(GSS_ERROR(gss->unwrap(&minor, server.context(), &cin, &out, &conf, nullptr)));
   EXPECT_EQ(std::string(static_cast<const char*>(out.value), out.length), std::string("\x04\x01\x00\x00", 4));
@@ -204,14 +211,7 @@ TEST_F(KerberosTest, AuthenticationOnlyHasNoLayerAndQopMismatchIsRefused) {
     Acceptor server(kdc_.Keytab("rm/localhost"));
     std::string who;
     ASSERT_OK((*client)->Respond(server.Accept((*client)->Initiate()->token(), &who)));
-    const GssapiLibrary* gss = *Gssapi();
-    std::string offer_plain = BuildGssapiLayerMessage(kGssapiLayerNone, 0);
-    gss_buffer_desc in{offer_plain.size(), offer_plain.data()};
-    gss_buffer_desc out{0, nullptr};
-    OM_uint32 minor = 0;
-    ASSERT_FALSE(GSS_ERROR(gss->wrap(&minor, server.context(), 0, GSS_C_QOP_DEFAULT, &in, nullptr, &out)));
-    std::string token(static_cast<const char*>(out.value), out.length);
-    gss->release_buffer(&minor, &out);
+    std::string token = server.Offer(kGssapiLayerNone, 0);
     if (protection == "privacy") {
       EXPECT_STATUS((*client)->Respond(token), kInvalidArgument,
                     HasSubstr("protects RPC with authentication but hadoop.rpc.protection=privacy"));
