@@ -154,12 +154,7 @@ Token FromProto(const ::hadoop::common::TokenProto& t) {
 
 namespace {
 IpcOptions ClientOptions(std::string host, int port, std::string user) {
-  IpcOptions o;
-  o.host = std::move(host);
-  o.port = port;
-  o.protocol = kClientProtocol;
-  o.user = std::move(user);
-  return o;
+  return {.host = std::move(host), .port = port, .protocol = kClientProtocol, .user = std::move(user)};
 }
 }  // namespace
 
@@ -270,12 +265,7 @@ Result<std::vector<ypb::ApplicationReportProto>> ApplicationClient::GetApplicati
 
 namespace {
 IpcOptions AmOptions(std::string host, int port, Token token) {
-  IpcOptions o;
-  o.host = std::move(host);
-  o.port = port;
-  o.protocol = kAmProtocol;
-  o.token = std::move(token);
-  return o;
+  return {.host = std::move(host), .port = port, .protocol = kAmProtocol, .token = std::move(token)};
 }
 }  // namespace
 

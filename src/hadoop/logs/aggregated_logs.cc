@@ -133,43 +133,33 @@ Result<std::string> AggregatedLogs::OpenRange(const std::string& path, int64_t o
 Result<std::shared_ptr<const AggregatedLogFile>> AggregatedLogs::Load(const AggregatedNodeFile& f) {
   auto it = cache_.find(f.path);
   if (it != cache_.end() && it->second.length == f.length && it->second.mtime_ms == f.mtime_ms) return it->second.file;
-  const std::string what = "aggregated log file " + f.path;
-  std::shared_ptr<AggregatedLogFile> parsed;
-  if (f.length <= whole_file_limit_) {
-    Result<std::string> bytes = OpenRange(f.path, 0, -1);
-    if (!bytes.ok()) return bytes.status().WithContext(what);
-    Result<AggregatedLogFile> file = ParseAggregatedLogFile(*bytes);
-    if (!file.ok()) return file.status().WithContext(what);
-    parsed = std::make_shared<AggregatedLogFile>(std::move(*file));
-  } else {
-    Result<std::string> head = OpenRange(f.path, 0, kIFileIdSize);
-    if (!head.ok()) return head.status().WithContext(what);
-    Result<std::string> tail = OpenRange(f.path, f.length - kIFileTrailerSize, kIFileTrailerSize);
-    if (!tail.ok()) return tail.status().WithContext(what);
-    Result<AggregatedLogFormat> format = DetectAggregatedLogFormat(*head, *tail);
-    if (!format.ok()) return format.status().WithContext(what);
-    if (*format == AggregatedLogFormat::kTFile) {
-      Result<std::string> bytes = OpenRange(f.path, 0, -1);
-      if (!bytes.ok()) return bytes.status().WithContext(what);
-      Result<AggregatedLogFile> file = ParseTFileLogs(*bytes);
-      if (!file.ok()) return file.status().WithContext(what);
-      parsed = std::make_shared<AggregatedLogFile>(std::move(*file));
-    } else {
-      Result<int64_t> index_length = IFileIndexLength(*tail, f.length);
-      if (!index_length.ok()) return index_length.status().WithContext(what);
-      int64_t index_at = f.length - kIFileTrailerSize - *index_length;
-      Result<std::string> index = OpenRange(f.path, index_at, *index_length);
-      if (!index.ok()) return index.status().WithContext(what);
-      Result<AggregatedLogFile> file = ParseIFileIndex(*index);
-      if (!file.ok()) return file.status().WithContext(what);
-      for (const AggregatedLogEntry& e : file->entries) {
-        if (e.offset < kIFileIdSize || e.length > index_at - e.offset) {
-          return Status::InvalidArgument(what + ": " + e.container_id + "/" + e.file_name + " lies outside the log bytes");
-        }
-      }
-      parsed = std::make_shared<AggregatedLogFile>(std::move(*file));
+  // Small files and TFiles are read whole; of a large IFile only its head, trailer and index.
+  auto parse = [&]() -> Result<AggregatedLogFile> {
+    if (f.length <= whole_file_limit_) {
+      LOOM_ASSIGN_OR_RETURN(std::string bytes, OpenRange(f.path, 0, -1));
+      return ParseAggregatedLogFile(bytes);
     }
-  }
+    LOOM_ASSIGN_OR_RETURN(std::string head, OpenRange(f.path, 0, kIFileIdSize));
+    LOOM_ASSIGN_OR_RETURN(std::string tail, OpenRange(f.path, f.length - kIFileTrailerSize, kIFileTrailerSize));
+    LOOM_ASSIGN_OR_RETURN(AggregatedLogFormat format, DetectAggregatedLogFormat(head, tail));
+    if (format == AggregatedLogFormat::kTFile) {
+      LOOM_ASSIGN_OR_RETURN(std::string bytes, OpenRange(f.path, 0, -1));
+      return ParseTFileLogs(bytes);
+    }
+    LOOM_ASSIGN_OR_RETURN(int64_t index_length, IFileIndexLength(tail, f.length));
+    int64_t index_at = f.length - kIFileTrailerSize - index_length;
+    LOOM_ASSIGN_OR_RETURN(std::string index, OpenRange(f.path, index_at, index_length));
+    LOOM_ASSIGN_OR_RETURN(AggregatedLogFile file, ParseIFileIndex(index));
+    for (const AggregatedLogEntry& e : file.entries) {
+      if (e.offset < kIFileIdSize || e.length > index_at - e.offset) {
+        return Status::InvalidArgument(e.container_id + "/" + e.file_name + " lies outside the log bytes");
+      }
+    }
+    return file;
+  };
+  Result<AggregatedLogFile> file = parse();
+  if (!file.ok()) return file.status().WithContext("aggregated log file " + f.path);
+  auto parsed = std::make_shared<AggregatedLogFile>(std::move(*file));
   cache_[f.path] = Cached{f.length, f.mtime_ms, parsed};
   return std::shared_ptr<const AggregatedLogFile>(parsed);
 }

@@ -339,41 +339,24 @@ class JavaStreamParser {
     return Status::Ok();
   }
 
+  // An integral primitive: the big-endian `Bits` of the stream, as Java's type `Value`.
+  template <typename Bits, typename Value>
+  Status ReadInteger(JavaValue* v) {
+    Bits bits;
+    if (!ReadBig(bits)) return Truncated();
+    v->integer = static_cast<Value>(bits);
+    return Status::Ok();
+  }
+
   Status ReadPrimitive(char type, JavaValue* v) {
     v->primitive_type = type;
     switch (type) {
-      case 'B': {
-        uint8_t b;
-        if (!ReadU8(b)) return Truncated();
-        v->integer = static_cast<int8_t>(b);
-        return Status::Ok();
-      }
-      case 'Z': {
-        uint8_t b;
-        if (!ReadU8(b)) return Truncated();
-        v->integer = b != 0;
-        return Status::Ok();
-      }
-      case 'C': {
-        uint16_t c;
-        if (!ReadU16(c)) return Truncated();
-        v->integer = c;
-        return Status::Ok();
-      }
-      case 'S': {
-        uint16_t s;
-        if (!ReadU16(s)) return Truncated();
-        v->integer = static_cast<int16_t>(s);
-        return Status::Ok();
-      }
-      case 'I': {
-        int32_t i;
-        if (!ReadI32(i)) return Truncated();
-        v->integer = i;
-        return Status::Ok();
-      }
-      case 'J':
-        return ReadI64(v->integer) ? Status::Ok() : Truncated();
+      case 'B': return ReadInteger<uint8_t, int8_t>(v);
+      case 'Z': return ReadInteger<uint8_t, bool>(v);  // any byte but 0 is true
+      case 'C': return ReadInteger<uint16_t, uint16_t>(v);
+      case 'S': return ReadInteger<uint16_t, int16_t>(v);
+      case 'I': return ReadInteger<uint32_t, int32_t>(v);
+      case 'J': return ReadInteger<uint64_t, int64_t>(v);
       case 'F': {
         uint32_t bits;
         if (!ReadBig(bits)) return Truncated();

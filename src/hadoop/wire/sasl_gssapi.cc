@@ -26,6 +26,14 @@ std::string LayerNames(uint8_t layers) {
   return names.empty() ? "none" : Join(names, ",");
 }
 
+// The bytes of a buffer that GSSAPI allocated, which is then released.
+std::string TakeBuffer(const GssapiLibrary& gss, gss_buffer_desc* buffer) {
+  std::string bytes(static_cast<const char*>(buffer->value), buffer->length);
+  OM_uint32 ignored = 0;
+  if (buffer->value) gss.release_buffer(&ignored, buffer);
+  return bytes;
+}
+
 // `text` as MIT names it after canonicalization ("rm/localhost" -> "rm/localhost@LOOM.TEST").
 Result<std::string> CanonicalPrincipal(const GssapiLibrary& gss, const std::string& text) {
   gss_buffer_desc in{text.size(), const_cast<char*>(text.data())};
@@ -42,9 +50,7 @@ Result<std::string> CanonicalPrincipal(const GssapiLibrary& gss, const std::stri
   major = gss.display_name(&minor, canon, &shown, nullptr);
   gss.release_name(&ignored, &canon);
   if (GSS_ERROR(major)) return Status::InvalidArgument("'" + text + "' is not a Kerberos principal (" + GssapiError(gss, major, minor) + ")");
-  std::string out(static_cast<const char*>(shown.value), shown.length);
-  gss.release_buffer(&ignored, &shown);
-  return out;
+  return TakeBuffer(gss, &shown);
 }
 
 // gss_wrap with or without encryption.
@@ -55,8 +61,7 @@ Result<std::string> WrapWith(const GssapiLibrary& gss, gss_ctx_id_t context, boo
   int conf_state = 0;
   OM_uint32 major = gss.wrap(&minor, context, privacy ? 1 : 0, GSS_C_QOP_DEFAULT, &in, &conf_state, &out);
   if (GSS_ERROR(major)) return Status::Unauthenticated("GSSAPI wrap: " + GssapiError(gss, major, minor));
-  std::string token(static_cast<const char*>(out.value), out.length);
-  gss.release_buffer(&minor, &out);
+  std::string token = TakeBuffer(gss, &out);
   if (privacy && !conf_state) return Status::Unauthenticated("GSSAPI wrap: the context cannot encrypt (privacy)");
   return token;
 }
@@ -69,8 +74,7 @@ Result<std::string> UnwrapWith(const GssapiLibrary& gss, gss_ctx_id_t context, b
   int conf_state = 0;
   OM_uint32 major = gss.unwrap(&minor, context, &in, &out, &conf_state, nullptr);
   if (GSS_ERROR(major)) return Status::Unauthenticated("GSSAPI unwrap: " + GssapiError(gss, major, minor));
-  std::string plain(static_cast<const char*>(out.value), out.length);
-  gss.release_buffer(&minor, &out);
+  std::string plain = TakeBuffer(gss, &out);
   // Replayed, duplicate or out-of-order tokens are supplementary bits, not errors, to GSSAPI.
   if (major & (GSS_S_DUPLICATE_TOKEN | GSS_S_OLD_TOKEN | GSS_S_UNSEQ_TOKEN | GSS_S_GAP_TOKEN)) {
     return Status::Unauthenticated("GSSAPI unwrap: token out of sequence (replayed or lost)");
@@ -242,9 +246,7 @@ Result<std::string> GssapiSaslClient::Step(const std::string& input) {
                                           static_cast<gss_name_t>(target_), gss->krb5_mech, kContextFlags, 0,
                                           GSS_C_NO_CHANNEL_BINDINGS, context_ == GSS_C_NO_CONTEXT ? GSS_C_NO_BUFFER : &in,
                                           nullptr, &out, &ret_flags, nullptr);
-  std::string token(static_cast<const char*>(out.value), out.length);
-  OM_uint32 ignored = 0;
-  if (out.value) gss->release_buffer(&ignored, &out);
+  std::string token = TakeBuffer(*gss, &out);
   if (GSS_ERROR(major)) {
     std::string why = GssapiError(*gss, major, minor);
     if (major == GSS_S_CREDENTIALS_EXPIRED || GSS_ERROR(major) == GSS_S_NO_CRED) {
