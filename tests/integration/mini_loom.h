@@ -215,6 +215,14 @@ class MiniLoom {
     return out;
   }
 
+  // Whether every process of job `id` has ended within `timeout`; a failure lists those left.
+  static ::testing::AssertionResult ProcessesEndWithin(const std::string& id, std::chrono::milliseconds timeout) {
+    if (loom::testing::Eventually([&] { return JobProcesses(id).empty(); }, timeout)) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "processes of " << id << " left:\n" << DescribeProcesses(JobProcesses(id));
+  }
+
   // How many of `pids` run `loom ROLE` (argv[1] is ROLE).
   static size_t CountRole(const std::vector<pid_t>& pids, const std::string& role) {
     size_t n = 0;

@@ -20,9 +20,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using namespace std::chrono_literals;
-
 // `--src_dir scripts --executes mpi_allreduce.py` as an MPI job of `workers` tasks x 2 ranks.
 std::vector<std::string> MpiJobArgs(int workers, const std::string& params = "", std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--src_dir",
@@ -119,13 +116,16 @@ std::string WithoutOpenMpiSetpgidRace(const std::string& text) {
   return kept;
 }
 
+// `loom submit` of that job.
+std::vector<std::string> MpiSubmitArgs(int workers, const std::string& params = "", std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = MpiJobArgs(workers, params, std::move(extra));
+  args.insert(args.begin(), "submit");
+  return args;
+}
+
 TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
   MiniLoom loom;
-  RunResult r = loom.Run([] {
-    auto a = MpiJobArgs(3);
-    a.insert(a.begin(), "submit");
-    return a;
-  }());
+  RunResult r = loom.Run(MpiSubmitArgs(3));
   std::string id = loom.OnlyJobId();
   std::string out = loom.TaskOutput(id, {"launcher", 0});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << loom.TaskOutput(id, {"launcher", 0}, true);
@@ -142,8 +142,7 @@ TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
   for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? TaskState::kSucceeded : TaskState::kKilled) << t.id;
   // The launcher's stderr has nothing from the agent: every daemon ended with mpirun.
   EXPECT_EQ(WithoutOpenMpiSetpgidRace(loom.TaskOutput(id, {"launcher", 0}, true)), "");
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
-      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 5s));
   std::vector<std::string> scratch = ScratchDirs(ExecutorLogs(loom, id, 3));
   EXPECT_EQ(scratch.size(), 3u);
   for (const std::string& dir : scratch) EXPECT_FALSE(PathExists(dir)) << dir;
@@ -153,11 +152,7 @@ TEST(MpiJob, AllreduceAcrossThreeTasksOfTwoRanks) {
 TEST(MpiJob, ACrashingRankFailsTheJobAndLeavesNothingBehind) {
   MiniLoom loom;
   auto start = std::chrono::steady_clock::now();
-  RunResult r = loom.Run([] {
-    auto a = MpiJobArgs(3, "--crash-rank 3 --code 7");
-    a.insert(a.begin(), "submit");
-    return a;
-  }());
+  RunResult r = loom.Run(MpiSubmitArgs(3, "--crash-rank 3 --code 7"));
   std::string id = loom.OnlyJobId();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
@@ -168,15 +163,13 @@ TEST(MpiJob, ACrashingRankFailsTheJobAndLeavesNothingBehind) {
   EXPECT_THAT(r.out, HasSubstr("rank 3: crashing with exit code 7"));
   EXPECT_THAT(r.out, HasSubstr("mpirun detected that one or more processes exited with non-zero status"));
   for (const auto& t : view.tasks) EXPECT_EQ(t.state, t.id == "launcher:0" ? TaskState::kFailed : TaskState::kKilled) << t.id;
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
-      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 5s));
   for (const std::string& dir : ScratchDirs(ExecutorLogs(loom, id, 3))) EXPECT_FALSE(PathExists(dir)) << dir;
 }
 
 TEST(MpiJob, KillStopsTheRanksEverywhere) {
   MiniLoom loom;
-  std::vector<std::string> args = MpiJobArgs(2, "--sleep 120");
-  args.insert(args.begin(), "submit");
+  std::vector<std::string> args = MpiSubmitArgs(2, "--sleep 120");
   Subprocess submit = loom.Start(args, "submit");
   std::string id = loom.WaitUntilRunning(3, 30s);
   ASSERT_FALSE(id.empty());
@@ -188,15 +181,13 @@ TEST(MpiJob, KillStopsTheRanksEverywhere) {
   RunResult r = loom.Collect(submit, "submit");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(loom.View(id).state, "KILLED");
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 10s));
   for (const std::string& dir : ScratchDirs(ExecutorLogs(loom, id, 2))) EXPECT_FALSE(PathExists(dir)) << dir;
 }
 
 TEST(MpiJob, ATaskThatHoldsRanksEndingFirstFailsTheJob) {
   MiniLoom loom;
-  std::vector<std::string> args = MpiJobArgs(2, "--sleep 120");
-  args.insert(args.begin(), "submit");
+  std::vector<std::string> args = MpiSubmitArgs(2, "--sleep 120");
   // worker:1's executor dies once its ranks are up (they then sleep): its daemon and ranks go
   // with it.
   Subprocess submit = loom.Start(args, "submit", {{"LOOM_TEST_CRASH_EXECUTOR_MS", "worker:1=2000"}});
@@ -207,8 +198,7 @@ TEST(MpiJob, ATaskThatHoldsRanksEndingFirstFailsTheJob) {
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "FAILED");
   EXPECT_THAT(view.diagnostics, HasSubstr("MPI task worker:1 ended before the launcher"));
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 10s));
 }
 
 TEST(MpiJob, TheAgentRunsCommandsInTheNamedTaskOnlyAndRefusesUnknownHosts) {
@@ -230,8 +220,7 @@ TEST(MpiJob, TheAgentRunsCommandsInTheNamedTaskOnlyAndRefusesUnknownHosts) {
   std::string daemon_log = ReadFile(loom.Dir(id).task_dir({"worker", 1}) + "/mpi-daemon.log").value_or("");
   EXPECT_THAT(daemon_log, HasSubstr("guest in worker:1 at " + loom.Dir(id).task_work({"worker", 1})));
   EXPECT_EQ(ReadFile(loom.Dir(id).task_dir({"worker", 0}) + "/mpi-daemon.log").value_or(""), "");
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 5s))
-      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 5s));
 }
 
 TEST(MpiJob, TheExampleRunsAsTheReadmeSays) {
@@ -251,11 +240,7 @@ TEST(MpiJob, TheExampleRunsAsTheReadmeSays) {
 
 TEST(MpiJob, BadMpiConfigurationStartsNothing) {
   MiniLoom loom;
-  RunResult r = loom.Run([] {
-    auto a = MpiJobArgs(2, "", {"--conf", "tony.launcher.instances=2"});
-    a.insert(a.begin(), "submit");
-    return a;
-  }());
+  RunResult r = loom.Run(MpiSubmitArgs(2, "", {"--conf", "tony.launcher.instances=2"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("runs exactly 1 launcher (it runs mpirun), but tony.launcher.instances=2"));
   EXPECT_TRUE(loom.JobIds().empty());
@@ -272,8 +257,7 @@ TEST(MpiJob, AllreduceOnYarn) {
   history::JobView view = cluster.loom().View(id);
   EXPECT_EQ(view.state, "SUCCEEDED");
   EXPECT_EQ(cluster.Report(id).final_application_status(), ::hadoop::yarn::APP_SUCCEEDED);
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 10s));
 }
 
 TEST(MpiJob, ACrashingRankFailsTheApplicationOnYarn) {
@@ -283,8 +267,7 @@ TEST(MpiJob, ACrashingRankFailsTheApplicationOnYarn) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(cluster.Report(id).final_application_status(), ::hadoop::yarn::APP_FAILED);
   EXPECT_THAT(cluster.Report(id).diagnostics(), HasSubstr("launcher:0"));
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 10s))
-      << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 10s));
 }
 
 }  // namespace

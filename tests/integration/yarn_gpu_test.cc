@@ -16,9 +16,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
-
 // The double's device names (nm_gpus.cc): node 0's device i.
 std::string Uuid(int index) { return "GPU-00000001-0000-4000-8000-00000000000" + std::to_string(index); }
 
@@ -35,15 +32,20 @@ std::string GpuLine(YarnDoubleCluster& cluster, const std::string& id, const std
   return "(none in: " + r.out + r.err + ")";
 }
 
+// Job `id`'s two workers saw one device each, `first` and `second` (in either order).
+void ExpectWorkersSee(YarnDoubleCluster& cluster, const std::string& id, const std::string& first,
+                      const std::string& second) {
+  std::set<std::string> lines = {GpuLine(cluster, id, "worker:0"), GpuLine(cluster, id, "worker:1")};
+  EXPECT_EQ(lines, (std::set<std::string>{"CVD=[" + first + "] ORDER=[]", "CVD=[" + second + "] ORDER=[]"}));
+}
+
 TEST(YarnGpus, WhereYarnOnlyCountsTheJobsTasksGetDistinctDevicesAndAreToldOthersAreNotFencedOff) {
   LOOM_REQUIRE_YARN_DOUBLE("NodeManagers with GPUs under the DefaultContainerExecutor");
   YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) { o.node_gpus = 2; });
-  RunResult r = cluster.Submit({"--conf", "loom.worker.instances=2", "--conf", "loom.worker.gpus=1", "--conf",
-                                "loom.worker.memory=256m", "--conf", kPrintGpus});
+  RunResult r = cluster.Submit(Confs({"loom.worker.instances=2", "loom.worker.gpus=1", "loom.worker.memory=256m", kPrintGpus}));
   std::string id = cluster.loom().OnlyJobId();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
-  std::set<std::string> lines = {GpuLine(cluster, id, "worker:0"), GpuLine(cluster, id, "worker:1")};
-  EXPECT_EQ(lines, (std::set<std::string>{"CVD=[" + Uuid(0) + "] ORDER=[]", "CVD=[" + Uuid(1) + "] ORDER=[]"}));
+  ExpectWorkersSee(cluster, id, Uuid(0), Uuid(1));
   // Said once, where the user looks: the submit's lines and `loom status`.
   const std::string warning = "warning: YARN only counts GPUs on localhost (no LinuxContainerExecutor assigns them)";
   EXPECT_THAT(r.out, HasSubstr(warning));
@@ -67,12 +69,10 @@ TEST(YarnGpus, UnderTheLinuxContainerExecutorEachTaskGetsTheDevicesYarnAssignedI
     o.linux_container_executor = true;
     o.gpus_held_elsewhere = 1;
   });
-  RunResult r = cluster.Submit({"--conf", "loom.worker.instances=2", "--conf", "loom.worker.gpus=1", "--conf",
-                                "loom.worker.memory=256m", "--conf", kPrintGpus});
+  RunResult r = cluster.Submit(Confs({"loom.worker.instances=2", "loom.worker.gpus=1", "loom.worker.memory=256m", kPrintGpus}));
   std::string id = cluster.loom().OnlyJobId();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
-  std::set<std::string> lines = {GpuLine(cluster, id, "worker:0"), GpuLine(cluster, id, "worker:1")};
-  EXPECT_EQ(lines, (std::set<std::string>{"CVD=[" + Uuid(1) + "] ORDER=[]", "CVD=[" + Uuid(2) + "] ORDER=[]"}));
+  ExpectWorkersSee(cluster, id, Uuid(1), Uuid(2));
   EXPECT_THAT(r.out, Not(HasSubstr("warning:")));
   EXPECT_THAT(r.out, HasSubstr("GPUs " + Uuid(1)));  // the RUNNING line names them
 }

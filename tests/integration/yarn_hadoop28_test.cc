@@ -12,18 +12,23 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
+// The double as a ResourceManager that behaves as Hadoop 2.8's, over two NodeManagers.
+void TwoHadoop28Nodes(yarn_double::YarnTestDouble::Options& o) {
+  o.hadoop_2_8 = true;
+  o.node_count = 2;
+}
+
+// The AM released no container it got (before, it released the one it got and waited for ever).
+void ExpectNoContainerReleased(YarnDoubleCluster& cluster, const std::string& id) {
+  EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
+}
 
 // Two task shapes over two NodeManagers, one task failing once and restarted alone: each
 // container reaches a task of its shape, the restart gets a new one, the job SUCCEEDS. (Before,
 // the AM waited for ever; the allocation timeout bounds that.)
 TEST(YarnHadoop28, TwoShapesAndARestartRunToSuccess) {
   LOOM_REQUIRE_YARN_DOUBLE("a ResourceManager that behaves as Hadoop 2.8's");
-  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) {
-    o.hadoop_2_8 = true;
-    o.node_count = 2;
-  });
+  YarnDoubleCluster cluster(TwoHadoop28Nodes);
   const std::string py =
       "python3 -c 'import os, sys; "
       "first = os.environ[\"TASK_INDEX\"] == \"1\" and os.environ[\"LOOM_RESTART_COUNT\"] == \"0\"; "
@@ -46,7 +51,7 @@ TEST(YarnHadoop28, TwoShapesAndARestartRunToSuccess) {
   for (const auto& t : view.tasks) {
     EXPECT_EQ(memory[t.container], t.id.rfind("py:", 0) == 0 ? 512 : 256) << t.id << " in " << t.container;
   }
-  EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
+  ExpectNoContainerReleased(cluster, id);
 }
 
 // A gang restart (loom.am.retry-count) asks for every container again under the same keys:
@@ -54,10 +59,7 @@ TEST(YarnHadoop28, TwoShapesAndARestartRunToSuccess) {
 // this machine), and the second attempt's gang lands and SUCCEEDS.
 TEST(YarnHadoop28, GangRestartGetsAWholeNewGang) {
   LOOM_REQUIRE_YARN_DOUBLE("a ResourceManager that behaves as Hadoop 2.8's; containers that share this machine");
-  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) {
-    o.hadoop_2_8 = true;
-    o.node_count = 2;
-  });
+  YarnDoubleCluster cluster(TwoHadoop28Nodes);
   const std::string marker = cluster.root() + "/first-attempt-failed";
   RunResult r = cluster.Submit(
       {"--conf", "loom.container.allocation.timeout=60000", "--conf", "loom.am.retry-count=1", "--conf",
@@ -72,17 +74,14 @@ TEST(YarnHadoop28, GangRestartGetsAWholeNewGang) {
   EXPECT_EQ(view.state, "SUCCEEDED");
   EXPECT_EQ(view.attempt, 1);
   EXPECT_TRUE(PathExists(marker));
-  EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
+  ExpectNoContainerReleased(cluster, id);
 }
 
 // The DDP example end to end, over two NodeManagers of a 2.8 ResourceManager: real PyTorch
 // training across containers whose asks and matches go by priority alone.
 TEST(YarnHadoop28, PyTorchDdpTrainsAcrossTwoNodes) {
   LOOM_REQUIRE_YARN_DOUBLE("a ResourceManager that behaves as Hadoop 2.8's");
-  YarnDoubleCluster cluster([](yarn_double::YarnTestDouble::Options& o) {
-    o.hadoop_2_8 = true;
-    o.node_count = 2;
-  });
+  YarnDoubleCluster cluster(TwoHadoop28Nodes);
   RunResult r = cluster.Submit({"--src_dir", MiniLoom::Source("examples/pytorch"), "--executes", "train_ddp.py",
                                 "--python_binary_path", "/usr/bin/python3", "--conf_file",
                                 MiniLoom::Source("examples/pytorch/tony.xml"), "--conf", "tony.am.memory=1g"});
@@ -95,7 +94,7 @@ TEST(YarnHadoop28, PyTorchDdpTrainsAcrossTwoNodes) {
   size_t at = out.find("test accuracy: ");
   ASSERT_NE(at, std::string::npos) << out;
   EXPECT_GE(std::stod(out.substr(at + 15, 8)), 0.9) << out;
-  EXPECT_THAT(ReadFile(cluster.loom().Dir(id).events()).value_or(""), Not(HasSubstr("CONTAINER_RELEASED")));
+  ExpectNoContainerReleased(cluster, id);
 }
 
 }  // namespace

@@ -24,8 +24,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
 const std::string kUser = "root@LOOM.TEST";
@@ -43,10 +41,14 @@ std::vector<std::string> DdpJob(const std::string& extra_params) {
           "--conf", "tony.am.memory=512m", "--conf", "tony.worker.memory=1g"};
 }
 
-std::vector<std::string> QuickJob() {
-  return {"--src_dir", MiniLoom::Source(kScripts), "--executes", "fail_with.py",
-          "--python_binary_path", "/usr/bin/python3", "--task_params", "--task none:9 --lines 2",
-          "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m", "--conf", "tony.worker.memory=512m"};
+// A job of one worker that prints and succeeds, then `settings` (key=value).
+std::vector<std::string> QuickJob(const std::vector<std::string>& settings = {}) {
+  std::vector<std::string> args = {"--src_dir", MiniLoom::Source(kScripts), "--executes", "fail_with.py",
+                                   "--python_binary_path", "/usr/bin/python3", "--task_params", "--task none:9 --lines 2",
+                                   "--conf", "tony.worker.instances=1", "--conf", "tony.am.memory=512m", "--conf",
+                                   "tony.worker.memory=512m"};
+  for (std::string& arg : Confs(settings)) args.push_back(std::move(arg));
+  return args;
 }
 
 RunResult Submit(YarnDoubleCluster& cluster, const Realm& realm, std::vector<std::string> args,
@@ -57,10 +59,26 @@ RunResult Submit(YarnDoubleCluster& cluster, const Realm& realm, std::vector<std
   return cluster.loom().Run(args, env);
 }
 
-// Nothing of a refused submission reached the cluster: no application, no byte in HDFS.
-void ExpectNothingStaged(YarnDoubleCluster& cluster) {
+// A refused submission `r`: exit 2, its error saying each of `says`, and nothing of it reached the
+// cluster: no application, no byte in HDFS.
+void ExpectRefusedBeforeStaging(YarnDoubleCluster& cluster, const RunResult& r, const std::vector<std::string>& says) {
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  for (const std::string& s : says) EXPECT_THAT(r.err, HasSubstr(s));
   EXPECT_THAT(cluster.hdfs().CreatedFiles(), ::testing::IsEmpty());
   for (const auto& c : cluster.yarn().ServedCalls()) EXPECT_NE(c.method, "submitApplication");
+}
+
+// Replaces the first `from` in the cluster's configuration file `name` with `to`.
+void EditClusterConf(YarnDoubleCluster& cluster, const std::string& name, const std::string& from,
+                     const std::string& to) {
+  const std::string conf = cluster.root() + "/conf/" + name;
+  Result<std::string> site = ReadFile(conf);
+  ASSERT_OK(site);
+  std::string changed = *site;
+  size_t at = changed.find(from);
+  ASSERT_NE(at, std::string::npos) << changed;
+  changed.replace(at, from.size(), to);
+  ASSERT_OK(WriteFileAtomic(conf, changed));
 }
 
 // The acceptance of issue 11 on the double: the DDP example reads its data from HDFS in every
@@ -206,9 +224,8 @@ TEST(YarnKerberos, KeytabLoginSubmits) {
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
   KerberosContainerEnvironment(cluster);
-  std::vector<std::string> args = QuickJob();
-  args.insert(args.end(), {"--conf", "tony.keytab.location=" + realm.kdc().Keytab("root"), "--conf",
-                           "tony.keytab.user=root@LOOM.TEST"});
+  std::vector<std::string> args =
+      QuickJob({"tony.keytab.location=" + realm.kdc().Keytab("root"), "tony.keytab.user=root@LOOM.TEST"});
   RunResult r = Submit(cluster, realm, args, {{"KRB5CCNAME", "FILE:" + cluster.root() + "/no-such-cache"}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
   EXPECT_FALSE(std::filesystem::exists(cluster.root() + "/no-such-cache"));
@@ -221,10 +238,8 @@ TEST(YarnKerberos, NoTicketIsRefusedBeforeStaging) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  RunResult r = Submit(cluster, realm, QuickJob(), {{"KRB5CCNAME", "FILE:" + cluster.root() + "/empty-cache"}});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_THAT(r.err, HasSubstr("kinit"));
-  ExpectNothingStaged(cluster);
+  ExpectRefusedBeforeStaging(
+      cluster, Submit(cluster, realm, QuickJob(), {{"KRB5CCNAME", "FILE:" + cluster.root() + "/empty-cache"}}), {"kinit"});
 }
 
 TEST(YarnKerberos, ExpiredTicketIsRefusedBeforeStaging) {
@@ -234,11 +249,7 @@ TEST(YarnKerberos, ExpiredTicketIsRefusedBeforeStaging) {
   ASSERT_OK(realm.kdc().Kinit("root", "2s"));
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
   ASSERT_TRUE(loom::testing::Eventually([&] { return !realm.kdc().TicketValid(); }, 10s));
-  RunResult r = Submit(cluster, realm, QuickJob());
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_THAT(r.err, HasSubstr("expired"));
-  EXPECT_THAT(r.err, HasSubstr("kinit"));
-  ExpectNothingStaged(cluster);
+  ExpectRefusedBeforeStaging(cluster, Submit(cluster, realm, QuickJob()), {"expired", "kinit"});
 }
 
 TEST(YarnKerberos, MissingKeytabIsRefusedBeforeStaging) {
@@ -246,13 +257,9 @@ TEST(YarnKerberos, MissingKeytabIsRefusedBeforeStaging) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  std::vector<std::string> args = QuickJob();
-  args.insert(args.end(), {"--conf", "loom.kerberos.keytab=/nonexistent/user.keytab", "--conf",
-                           "loom.kerberos.principal=root@LOOM.TEST"});
-  RunResult r = Submit(cluster, realm, args);
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_THAT(r.err, HasSubstr("/nonexistent/user.keytab"));
-  ExpectNothingStaged(cluster);
+  std::vector<std::string> args =
+      QuickJob({"loom.kerberos.keytab=/nonexistent/user.keytab", "loom.kerberos.principal=root@LOOM.TEST"});
+  ExpectRefusedBeforeStaging(cluster, Submit(cluster, realm, args), {"/nonexistent/user.keytab"});
 }
 
 // TonY's security switch off on a Kerberized cluster: nothing could authenticate.
@@ -261,12 +268,8 @@ TEST(YarnKerberos, SecurityDisabledIsRefusedBeforeStaging) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  std::vector<std::string> args = QuickJob();
-  args.insert(args.end(), {"--conf", "tony.application.security.enabled=false"});
-  RunResult r = Submit(cluster, realm, args);
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_THAT(r.err, HasSubstr("tony.application.security.enabled=false, but the cluster uses Kerberos"));
-  ExpectNothingStaged(cluster);
+  ExpectRefusedBeforeStaging(cluster, Submit(cluster, realm, QuickJob({"tony.application.security.enabled=false"})),
+                             {"tony.application.security.enabled=false, but the cluster uses Kerberos"});
 }
 
 // The cluster's configuration names a principal the RM does not have: the client refuses to
@@ -276,18 +279,8 @@ TEST(YarnKerberos, WrongServicePrincipalIsRefusedBeforeStaging) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o); });
-  const std::string conf = cluster.root() + "/conf/yarn-site.xml";
-  Result<std::string> site = ReadFile(conf);
-  ASSERT_OK(site);
-  std::string changed = *site;
-  size_t at = changed.find("rm/localhost@LOOM.TEST");
-  ASSERT_NE(at, std::string::npos) << changed;
-  changed.replace(at, 22, "rm/elsewhere@LOOM.TEST");
-  ASSERT_OK(WriteFileAtomic(conf, changed));
-  RunResult r = Submit(cluster, realm, QuickJob());
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_THAT(r.err, HasSubstr("rm/elsewhere@LOOM.TEST"));
-  ExpectNothingStaged(cluster);
+  ASSERT_NO_FATAL_FAILURE(EditClusterConf(cluster, "yarn-site.xml", "rm/localhost@LOOM.TEST", "rm/elsewhere@LOOM.TEST"));
+  ExpectRefusedBeforeStaging(cluster, Submit(cluster, realm, QuickJob()), {"rm/elsewhere@LOOM.TEST"});
 }
 
 // The cluster demands privacy; a client configured for authentication only must not talk.
@@ -296,18 +289,9 @@ TEST(YarnKerberos, ClientOfferingLessProtectionIsRefusedBeforeStaging) {
   Realm realm;
   ASSERT_TRUE(realm.ok());
   YarnDoubleCluster cluster([&](yarn_double::YarnTestDouble::Options& o) { realm.Configure(o, "privacy"); });
-  const std::string conf = cluster.root() + "/conf/core-site.xml";
-  Result<std::string> site = ReadFile(conf);
-  ASSERT_OK(site);
-  std::string changed = *site;
-  size_t at = changed.find("<value>privacy</value>");
-  ASSERT_NE(at, std::string::npos) << changed;
-  changed.replace(at, 22, "<value>authentication</value>");
-  ASSERT_OK(WriteFileAtomic(conf, changed));
-  RunResult r = Submit(cluster, realm, QuickJob());
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_THAT(r.err, HasSubstr("hadoop.rpc.protection"));
-  ExpectNothingStaged(cluster);
+  ASSERT_NO_FATAL_FAILURE(
+      EditClusterConf(cluster, "core-site.xml", "<value>privacy</value>", "<value>authentication</value>"));
+  ExpectRefusedBeforeStaging(cluster, Submit(cluster, realm, QuickJob()), {"hadoop.rpc.protection"});
 }
 
 }  // namespace

@@ -19,8 +19,6 @@
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using namespace std::chrono_literals;
 namespace ypb = ::hadoop::yarn;
 
 const std::string kAlice = "alice@LOOM.TEST";

@@ -28,6 +28,16 @@ std::vector<std::string> SleepJob(int workers, const std::string& worker_memory,
   return args;
 }
 
+// Interrupts the client of the job started as "first" (which ends it: exit 1), then waits for the
+// one started as "second", which must succeed; the second's result.
+RunResult EndFirstThenCollectSecond(YarnDoubleCluster& cluster, Subprocess& first, Subprocess& second) {
+  ::kill(first.pid(), SIGINT);
+  EXPECT_EQ(cluster.loom().Collect(first, "first").exit_code, 1);
+  RunResult r = cluster.loom().Collect(second, "second");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return r;
+}
+
 TEST(YarnQueue, UnknownQueueIsRefusedBeforeAnythingIsStaged) {
   YarnDoubleCluster cluster;
   RunResult r = cluster.loom().Run(SleepJob(1, "512m", {"--conf", "tony.yarn.queue=nosuch"}), cluster.Env());
@@ -125,10 +135,7 @@ TEST(YarnQueue, JobHeldByTheQueueAmShareShowsYarnsReason) {
   EXPECT_THAT(status.out, HasSubstr("ACCEPTED"));
   EXPECT_THAT(status.out, HasSubstr("Queue's AM resource limit exceeded"));
   // Once the first job ends, the second runs, and its client showed the reason as it waited.
-  ::kill(first.pid(), SIGINT);
-  EXPECT_EQ(cluster.loom().Collect(first, "first").exit_code, 1);
-  RunResult r = cluster.loom().Collect(second, "second");
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  RunResult r = EndFirstThenCollectSecond(cluster, first, second);
   EXPECT_THAT(r.out, HasSubstr("Queue's AM resource limit exceeded"));
 }
 
@@ -204,10 +211,7 @@ TEST(YarnQueue, GangWaitingForCapacitySaysWhichTasksArePendingAndWhy) {
       30s))
       << status.out << cluster.ContainerLogs("am.log");
   EXPECT_THAT(status.out, HasSubstr("4g"));
-  ::kill(first.pid(), SIGINT);
-  EXPECT_EQ(cluster.loom().Collect(first, "first").exit_code, 1);
-  RunResult r = cluster.loom().Collect(second, "second");
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  RunResult r = EndFirstThenCollectSecond(cluster, first, second);
   EXPECT_THAT(r.out, HasSubstr("waiting for containers:"));
   EXPECT_THAT(r.out, HasSubstr("worker:0 ("));
 }

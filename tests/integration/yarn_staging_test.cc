@@ -67,6 +67,18 @@ std::vector<std::string> LocalizedBinaries(const std::string& nm_local) {
   return out;
 }
 
+// The NodeManager localized the binary once, into its `cache` ("filecache" the public one,
+// "usercache/<user>/filecache" a user's), with `mode`; `*path` is that copy.
+void ExpectOneLocalizedBinary(YarnDoubleCluster& cluster, const std::string& cache, unsigned mode, std::string* path) {
+  std::vector<std::string> localized = LocalizedBinaries(cluster.nm_local());
+  ASSERT_THAT(localized, SizeIs(1));
+  EXPECT_THAT(localized[0], MatchesRegex(".*/nm-local/" + cache + "/[0-9]+/loom-[0-9a-f]{16}"));
+  struct stat st;
+  ASSERT_EQ(::stat(localized[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, mode);
+  *path = localized[0];
+}
+
 // Where every container's `loom` symlink points.
 std::set<std::string> BinaryLinkTargets(const std::string& nm_local, int* links) {
   std::set<std::string> out;
@@ -112,14 +124,10 @@ TEST(YarnStaging, SecondJobUploadsNoBinaryAndTheNodeManagerLocalizesItOnce) {
   // One download for both applications, into the NM's public cache (the staging root that the
   // first submit created is searchable by everyone, README §13 fact 6), and every container's
   // `loom` is a link to it.
-  std::vector<std::string> localized = LocalizedBinaries(cluster.nm_local());
-  ASSERT_THAT(localized, SizeIs(1));
-  EXPECT_THAT(localized[0], MatchesRegex(".*/nm-local/filecache/[0-9]+/loom-[0-9a-f]{16}"));
-  struct stat st;
-  ASSERT_EQ(::stat(localized[0].c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0555u);
+  std::string localized;
+  ASSERT_NO_FATAL_FAILURE(ExpectOneLocalizedBinary(cluster, "filecache", 0555, &localized));
   int links = 0;
-  EXPECT_EQ(BinaryLinkTargets(cluster.nm_local(), &links), std::set<std::string>{localized[0]});
+  EXPECT_EQ(BinaryLinkTargets(cluster.nm_local(), &links), std::set<std::string>{localized});
   EXPECT_EQ(links, 4);  // two applications, each an AM and a worker
 }
 
@@ -136,12 +144,8 @@ TEST(YarnStaging, PrivateCacheWhenTheHomeDirIsClosed) {
     RunResult r = cluster.Submit(HelloJob(src, word));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err << cluster.ContainerLogs("am.log");
   }
-  std::vector<std::string> localized = LocalizedBinaries(cluster.nm_local());
-  ASSERT_THAT(localized, SizeIs(1));
-  EXPECT_THAT(localized[0], MatchesRegex(".*/nm-local/usercache/root/filecache/[0-9]+/loom-[0-9a-f]{16}"));
-  struct stat st;
-  ASSERT_EQ(::stat(localized[0].c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0500u);
+  std::string localized;
+  ASSERT_NO_FATAL_FAILURE(ExpectOneLocalizedBinary(cluster, "usercache/root/filecache", 0500, &localized));
 }
 
 // A cached file of the wrong length (a leftover of an interrupted upload by something else) is

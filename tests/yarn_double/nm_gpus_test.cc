@@ -64,6 +64,16 @@ class NmGpusTest : public ::testing::Test {
     return a.ok() ? *a : hadoop::HttpResponse{};
   }
   json Recorded(const std::string& file) { return json::parse(ReadFile(kGpu + file).value_or("null")); }
+  // The GPU resource endpoint answers with the shape of the recorded `file`.
+  void ExpectShapeAsRecorded(const std::string& file) {
+    hadoop::HttpResponse a = Get("/ws/v1/node/resources/yarn.io%2Fgpu");
+    ASSERT_EQ(a.code, 200);
+    EXPECT_EQ(Shape(json::parse(a.body)), Shape(Recorded(file)));
+  }
+  // What Loom's client (cluster/yarn/gpu_pinning.h) reads there.
+  Result<cluster::yarn::NmGpuResources> Fetch() {
+    return cluster::yarn::FetchNmGpuResources("127.0.0.1:" + std::to_string(double_->nm_http_port()));
+  }
 
   std::filesystem::path work_;
   std::unique_ptr<YarnTestDouble> double_;
@@ -71,10 +81,8 @@ class NmGpusTest : public ::testing::Test {
 
 TEST_F(NmGpusTest, UnderTheDefaultContainerExecutorTheListsStayEmptyAsRecorded) {
   Start(/*lce=*/false, /*held_elsewhere=*/1);
-  hadoop::HttpResponse a = Get("/ws/v1/node/resources/yarn.io%2Fgpu");
-  ASSERT_EQ(a.code, 200);
-  EXPECT_EQ(Shape(json::parse(a.body)), Shape(Recorded("01-nm-8042-resources-gpu-idle.json")));
-  auto r = cluster::yarn::FetchNmGpuResources("127.0.0.1:" + std::to_string(double_->nm_http_port()));
+  ASSERT_NO_FATAL_FAILURE(ExpectShapeAsRecorded("01-nm-8042-resources-gpu-idle.json"));
+  auto r = Fetch();
   ASSERT_OK(r);
   EXPECT_FALSE(r->assigns);
   EXPECT_THAT(r->assigned, IsEmpty());
@@ -83,11 +91,9 @@ TEST_F(NmGpusTest, UnderTheDefaultContainerExecutorTheListsStayEmptyAsRecorded) 
 
 TEST_F(NmGpusTest, UnderTheLinuxContainerExecutorItListsEveryDeviceAndWhoHoldsIt) {
   Start(/*lce=*/true, /*held_elsewhere=*/1);
-  hadoop::HttpResponse a = Get("/ws/v1/node/resources/yarn.io%2Fgpu");
-  ASSERT_EQ(a.code, 200);
   // One assigned device: still a list (gpu/46).
-  EXPECT_EQ(Shape(json::parse(a.body)), Shape(Recorded("46-lce-nm-8042-resources-gpu-third-container-running.json")));
-  auto r = cluster::yarn::FetchNmGpuResources("127.0.0.1:" + std::to_string(double_->nm_http_port()));
+  ASSERT_NO_FATAL_FAILURE(ExpectShapeAsRecorded("46-lce-nm-8042-resources-gpu-third-container-running.json"));
+  auto r = Fetch();
   ASSERT_OK(r);
   EXPECT_TRUE(r->assigns);
   ASSERT_EQ(r->assigned.size(), 1u);

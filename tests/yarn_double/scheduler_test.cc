@@ -59,6 +59,15 @@ std::vector<ypb::ResourceRequestProto> LocalAsks(const std::string& host, int64_
   return {Ask(host, id, mb), Ask("/default-rack", id, mb), Ask("*", id, mb)};
 }
 
+// The asks of tasks 1..`tasks`, each of `mb`, all local to `host`.
+std::vector<ypb::ResourceRequestProto> LocalAsksOfTasks(const std::string& host, int64_t tasks, int64_t mb) {
+  std::vector<ypb::ResourceRequestProto> asks;
+  for (int64_t id = 1; id <= tasks; ++id) {
+    for (auto& a : LocalAsks(host, id, mb)) asks.push_back(a);
+  }
+  return asks;
+}
+
 // The double's fixture (its work dir, started and stopped), driven through Loom's own clients.
 class SchedulerTest : public YarnDoubleTest {
  protected:
@@ -109,6 +118,13 @@ class SchedulerTest : public YarnDoubleTest {
     return am;
   }
 
+  // Once `app` is ACCEPTED, node 0's heartbeat launches its AM container, and `*am` acts as its AM.
+  void PlayAmOf(const ypb::ApplicationIdProto& app, std::unique_ptr<hadoop::AmRmClient>* am) {
+    ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
+    ASSERT_OK(double_->NodeHeartbeatForTest(0));
+    *am = Am(app);
+  }
+
   // An application whose AM the test plays, and one container its node-local asks got on
   // node 1 (127.0.0.2).
   struct OnNode1 {
@@ -118,9 +134,7 @@ class SchedulerTest : public YarnDoubleTest {
   };
   void PlaceOnNode1(OnNode1* out) {
     out->app = Submit(128);
-    ASSERT_TRUE(Eventually([&] { return Report(out->app).yarn_application_state() == ypb::ACCEPTED; }));
-    ASSERT_OK(double_->NodeHeartbeatForTest(0));
-    out->am = Am(out->app);
+    ASSERT_NO_FATAL_FAILURE(PlayAmOf(out->app, &out->am));
     ASSERT_OK(out->am->Allocate(LocalAsks("127.0.0.2", 1, 256), {}, 0));
     ASSERT_EQ(*double_->NodeHeartbeatForTest(1), 1);
     std::vector<ypb::ContainerProto> got = AllocateUntil(*out->am, 1);
@@ -245,9 +259,8 @@ TEST_F(SchedulerTest, SevenSmallAmsShareTheRecordedAmLimit) {
 TEST_F(SchedulerTest, OffSwitchAsksGetOneContainerPerNodeHeartbeat) {
   Start(Options(2, -1));
   ypb::ApplicationIdProto app = Submit(128);
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));  // the AM container
-  auto am = Am(app);
+  std::unique_ptr<hadoop::AmRmClient> am;
+  ASSERT_NO_FATAL_FAILURE(PlayAmOf(app, &am));  // the AM container
   std::vector<ypb::ResourceRequestProto> asks;
   for (int64_t id = 1; id <= 4; ++id) asks.push_back(Ask("*", id, 1024));
   auto first = am->Allocate(asks, {}, 0);
@@ -275,15 +288,11 @@ TEST_F(SchedulerTest, OffSwitchAsksGetOneContainerPerNodeHeartbeat) {
 TEST_F(SchedulerTest, NodeLocalAsksAreAllPlacedInOneHeartbeat) {
   Start(Options(2, -1));
   ypb::ApplicationIdProto app = Submit(128);
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));
-  auto am = Am(app);
+  std::unique_ptr<hadoop::AmRmClient> am;
+  ASSERT_NO_FATAL_FAILURE(PlayAmOf(app, &am));
   const std::string host1 = double_->node_host(1);
   EXPECT_EQ(host1, "127.0.0.2");
-  std::vector<ypb::ResourceRequestProto> asks;
-  for (int64_t id = 1; id <= 4; ++id) {
-    for (auto& a : LocalAsks(host1, id, 2048)) asks.push_back(a);
-  }
+  std::vector<ypb::ResourceRequestProto> asks = LocalAsksOfTasks(host1, 4, 2048);
   ASSERT_OK(am->Allocate(asks, {}, 0));
   // Node 0 heartbeats first: nothing goes there while the asks wait for their host.
   auto on0 = double_->NodeHeartbeatForTest(0);
@@ -310,9 +319,8 @@ TEST_F(SchedulerTest, NodeLocalAsksAreAllPlacedInOneHeartbeat) {
 TEST_F(SchedulerTest, AskForAFullNodeGoesRackLocalAfterTheLocalityDelay) {
   Start(Options(2, -1));
   ypb::ApplicationIdProto app = Submit(128);
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));  // the AM on node 0
-  auto am = Am(app);
+  std::unique_ptr<hadoop::AmRmClient> am;
+  ASSERT_NO_FATAL_FAILURE(PlayAmOf(app, &am));  // the AM on node 0
   const std::string host0 = double_->node_host(0);
   std::vector<ypb::ResourceRequestProto> asks = LocalAsks(host0, 1, 8192);  // never fits beside the AM
   for (auto& a : LocalAsks(host0, 2, 8192)) asks.push_back(a);
@@ -331,13 +339,9 @@ TEST_F(SchedulerTest, QueueMaximumCapacityCapsWhatItsApplicationsGet) {
   o.queues = {{"small", 0.5f, 0.5f, 0.5f}};  // 8192 of 16384 MB
   Start(o);
   ypb::ApplicationIdProto app = Submit(1024, "exec sleep 300", "small");
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));
-  auto am = Am(app);
-  std::vector<ypb::ResourceRequestProto> asks;
-  for (int64_t id = 1; id <= 3; ++id) {
-    for (auto& a : LocalAsks(double_->node_host(1), id, 3072)) asks.push_back(a);
-  }
+  std::unique_ptr<hadoop::AmRmClient> am;
+  ASSERT_NO_FATAL_FAILURE(PlayAmOf(app, &am));
+  std::vector<ypb::ResourceRequestProto> asks = LocalAsksOfTasks(double_->node_host(1), 3, 3072);
   auto first = am->Allocate(asks, {}, 0);
   ASSERT_OK(first);
   EXPECT_EQ(first->limit().memory(), 8192 - 1024);  // headroom within the queue's maximum
@@ -356,9 +360,8 @@ TEST_F(SchedulerTest, AnApplicationsTurnEndsAtItsFirstKeyForAnotherNode) {
   o.node_vcores = 16;  // room for the AM and every gang
   Start(o);
   ypb::ApplicationIdProto app = Submit(128);
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));
-  auto am = Am(app);
+  std::unique_ptr<hadoop::AmRmClient> am;
+  ASSERT_NO_FATAL_FAILURE(PlayAmOf(app, &am));
   const std::string h0 = double_->node_host(0), h1 = double_->node_host(1);
 
   std::vector<ypb::ResourceRequestProto> alternate;  // a key per task, on h0, h1, h0, h1
@@ -394,13 +397,9 @@ TEST_F(SchedulerTest, Hadoop28KeepsOneAskPerPriorityAndLocation) {
   o.hadoop_2_8 = true;
   Start(o);
   ypb::ApplicationIdProto app = Submit(128);
-  ASSERT_TRUE(Eventually([&] { return Report(app).yarn_application_state() == ypb::ACCEPTED; }));
-  ASSERT_OK(double_->NodeHeartbeatForTest(0));
-  auto am = Am(app);
-  std::vector<ypb::ResourceRequestProto> asks;
-  for (int64_t id = 1; id <= 2; ++id) {
-    for (auto& a : LocalAsks(double_->node_host(0), id, 1024)) asks.push_back(a);
-  }
+  std::unique_ptr<hadoop::AmRmClient> am;
+  ASSERT_NO_FATAL_FAILURE(PlayAmOf(app, &am));
+  std::vector<ypb::ResourceRequestProto> asks = LocalAsksOfTasks(double_->node_host(0), 2, 1024);
   ASSERT_OK(am->Allocate(asks, {}, 0));
   EXPECT_EQ(double_->AskedForTest(app.id(), "*"), 1);
   EXPECT_EQ(*double_->NodeHeartbeatForTest(0), 1);

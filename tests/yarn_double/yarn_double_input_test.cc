@@ -78,10 +78,7 @@ TEST_F(YarnDoubleTest, MalformedInputGetsAnErrorAndTheDoubleKeepsServing) {
 
 TEST_F(YarnDoubleTest, WritesAHadoopConfDirThatPointsAtIt) {
   StartHdfs();
-  YarnTestDouble::Options o;
-  o.work_dir = work_.string() + "/yarn";
-  o.hdfs = hdfs_.get();
-  StartDouble(o);
+  StartDouble(OverHdfs());
   std::string conf = work_.string() + "/conf";
   ASSERT_OK(double_->WriteHadoopConfDir(conf));
   EXPECT_THAT(MustRead(conf + "/core-site.xml"),

@@ -96,6 +96,14 @@ class YarnDoubleTest : public ::testing::Test {
     ASSERT_OK(hdfs_->Start());
   }
 
+  // The double's options to run in the work dir over the FakeHdfs that StartHdfs started.
+  YarnTestDouble::Options OverHdfs() {
+    YarnTestDouble::Options o;
+    o.work_dir = work_.string() + "/yarn";
+    o.hdfs = hdfs_.get();
+    return o;
+  }
+
   // Replays a whole capture whose server bytes must come back identical.
   void ExpectIdenticalReplay(const std::string& stem, int port) {
     Capture cap = LoadCapture(stem);

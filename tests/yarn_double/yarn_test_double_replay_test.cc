@@ -106,17 +106,27 @@ hadoop::Token TokenFromFile(const std::string& path, const std::string& kind) {
   return t.value_or(hadoop::Token{});
 }
 
+// The recorded options with the DIGEST-MD5 nonce the recording's server sent.
+YarnTestDouble::Options WithNonce(YarnTestDouble::Options o, const std::string& nonce) {
+  o.fixed_nonce_for_test = true;
+  o.nonce_for_test = nonce;
+  return o;
+}
+
+// The AMRMToken of the negative/ recordings' live attempt (app 2).
+hadoop::Token NegativeAppAmRmToken() {
+  return TokenFromFile(CaptureDir() + "negative/app2-am-container_tokens.bin", "YARN_AM_RM_TOKEN");
+}
+
 // ---- the recorded exchanges -----------------------------------------------------------------
 
 // dshell/05: the DistributedShell AM's whole conversation with the RM scheduler port.
 TEST_F(YarnDoubleTest, FollowsTheRecordedAmRmExchange) {
-  YarnTestDouble::Options o = RecordedOptions();
-  o.fixed_nonce_for_test = true;
-  o.nonce_for_test = "TEAHnyUm+eJaGNs5Ub7AQLaEyYNOngOaCkrFhuP6";
-  StartDouble(o);
+  const std::string nonce = "TEAHnyUm+eJaGNs5Ub7AQLaEyYNOngOaCkrFhuP6";
+  StartDouble(WithNonce(RecordedOptions(), nonce));
   hadoop::Token amrm = TokenFromFile(CaptureDir() + "container/am-container_tokens.bin", "YARN_AM_RM_TOKEN");
   ASSERT_OK(double_->InstallAppForTest(amrm, false, 512, 1));  // the recorded AM container: 512 MB, 1 vcore
-  double_->SetNoncesForTest({o.nonce_for_test});
+  double_->SetNoncesForTest({nonce});
 
   Capture cap = LoadCapture("dshell/05-am-rm-8030");
   ASSERT_EQ(cap.c2s.size(), 11u);  // NEGOTIATE, INITIATE, context, register, allocate x5, finish x2
@@ -251,32 +261,21 @@ TEST_F(YarnDoubleTest, RefusesSimpleAuthOnTheSchedulerPortLikeTheRecording) {
 
 // negative/02: a made-up AMRMToken identifier.
 TEST_F(YarnDoubleTest, RejectsAnUnknownAmRmTokenLikeTheRecording) {
-  YarnTestDouble::Options o = RecordedOptions();
-  o.fixed_nonce_for_test = true;
-  o.nonce_for_test = "6kUc5OfJ56sxFdb61cbRR3H0MvNkT4JmdDCEEBUw";
-  StartDouble(o);
+  StartDouble(WithNonce(RecordedOptions(), "6kUc5OfJ56sxFdb61cbRR3H0MvNkT4JmdDCEEBUw"));
   ExpectIdenticalReplay("negative/02-sasl-madeup-identifier-8030", double_->scheduler_port());
 }
 
 // negative/03: the live attempt's identifier with a wrong password.
 TEST_F(YarnDoubleTest, RejectsAWrongPasswordLikeTheRecording) {
-  YarnTestDouble::Options o = RecordedOptions();
-  o.fixed_nonce_for_test = true;
-  o.nonce_for_test = "55Yc0VJQyFYGXd9djC2NhMeEurgcpQbAliMGUjwm";
-  StartDouble(o);
-  ASSERT_OK(double_->InstallAppForTest(
-      TokenFromFile(CaptureDir() + "negative/app2-am-container_tokens.bin", "YARN_AM_RM_TOKEN"), true));
+  StartDouble(WithNonce(RecordedOptions(), "55Yc0VJQyFYGXd9djC2NhMeEurgcpQbAliMGUjwm"));
+  ASSERT_OK(double_->InstallAppForTest(NegativeAppAmRmToken(), true));
   ExpectIdenticalReplay("negative/03-sasl-real-identifier-wrong-password-8030", double_->scheduler_port());
 }
 
 // negative/04: the right password, then a second registerApplicationMaster.
 TEST_F(YarnDoubleTest, RefusesASecondRegistrationLikeTheRecording) {
-  YarnTestDouble::Options o = RecordedOptions();
-  o.fixed_nonce_for_test = true;
-  o.nonce_for_test = "pLQT62mtS7/0HAgH+vZvRLcY+HV1uvFdda2ObkS3";
-  StartDouble(o);
-  ASSERT_OK(double_->InstallAppForTest(
-      TokenFromFile(CaptureDir() + "negative/app2-am-container_tokens.bin", "YARN_AM_RM_TOKEN"), true));
+  StartDouble(WithNonce(RecordedOptions(), "pLQT62mtS7/0HAgH+vZvRLcY+HV1uvFdda2ObkS3"));
+  ASSERT_OK(double_->InstallAppForTest(NegativeAppAmRmToken(), true));
   ExpectIdenticalReplay("negative/04-sasl-ok-then-register-again-8030", double_->scheduler_port());
   EXPECT_EQ(double_->ServedCalls().size(), 1u);
   EXPECT_FALSE(double_->ServedCalls()[0].ok);

@@ -121,9 +121,7 @@ yp::LocalResourceProto HdfsResource(FakeHdfs& hdfs, const std::string& path, yp:
 
 TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
   StartHdfs();
-  YarnTestDouble::Options o;
-  o.work_dir = work_.string() + "/yarn";
-  o.hdfs = hdfs_.get();
+  const YarnTestDouble::Options o = OverHdfs();
   StartDouble(o);
   ASSERT_OK(WebHdfsPut(hdfs_->namenode_http_port(), "/user/root/e2e/hello.sh", "echo hi from hdfs\n"));
   std::string out = work_.string() + "/out";
@@ -269,9 +267,7 @@ TEST_F(YarnDoubleTest, RunsAnAmWithTheContainerContractAndKillsIt) {
 
 TEST_F(YarnDoubleTest, SchedulesWorkersAndReportsHowTheyEnd) {
   StartHdfs();
-  YarnTestDouble::Options o;
-  o.work_dir = work_.string() + "/yarn";
-  o.hdfs = hdfs_.get();
+  YarnTestDouble::Options o = OverHdfs();
   o.node_memory_mb = 4096;
   o.node_vcores = 8;
   o.node_gpus = 2;
