@@ -5,31 +5,13 @@
 
 #include <gmock/gmock.h>
 
-#include "mini_loom.h"
+#include "refused_submit.h"
 
 namespace loom::testing {
 namespace {
 
-class BadInputTest : public ::testing::Test {
+class BadInputTest : public RefusedSubmitTest {
  protected:
-  void SetUp() override {
-    src_ = loom_.home() + "/src";
-    std::filesystem::create_directories(src_);
-    std::ofstream(src_ + "/train.py") << "print('ok')\n";
-  }
-  RunResult Submit(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"submit", "--src_dir", src_, "--executes", "train.py",
-                                     "--python_binary_path", "/usr/bin/python3"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return loom_.Run(args);
-  }
-  void ExpectNothingStarted(const RunResult& r) {
-    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-    EXPECT_TRUE(loom_.JobIds().empty()) << "a job directory was created";
-    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("submitted")));
-    // Every process Loom starts carries this home in its environment.
-    EXPECT_TRUE(FindProcessesWithEnv("LOOM_HOME=" + loom_.home()).empty()) << "a process was started";
-  }
   // A TonY configuration file holding `properties` (name, value), in the home; its path.
   std::string TonyXml(const std::vector<std::pair<std::string, std::string>>& properties) {
     std::string conf = loom_.home() + "/tony.xml";
@@ -41,14 +23,6 @@ class BadInputTest : public ::testing::Test {
     out << "</configuration>";
     return conf;
   }
-  // `loom submit` with `extra` starts nothing, and its error says each of `says`.
-  void ExpectRefused(std::vector<std::string> extra, const std::vector<std::string>& says) {
-    RunResult r = Submit(std::move(extra));
-    ExpectNothingStarted(r);
-    for (const std::string& s : says) EXPECT_THAT(r.err, HasSubstr(s));
-  }
-  MiniLoom loom_;
-  std::string src_;
 };
 
 TEST_F(BadInputTest, MissingScript) {

@@ -10,13 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "mini_loom.h"
+#include "refused_submit.h"
 #include "yarn_double_cluster.h"
 
 namespace loom::testing {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using nlohmann::json;
 
 // Two workers that meet in a gloo process group (check_torch_env.py --rendezvous, which fails
@@ -85,22 +84,7 @@ TEST(WorldTypes, TheSameOnYarn) {
 
 // ---- Refused at submit --------------------------------------------------------------------
 
-class RefusedAtSubmit : public ::testing::Test {
- protected:
-  void SetUp() override {
-    src_ = loom_.home() + "/src";
-    std::filesystem::create_directories(src_);
-    std::ofstream(src_ + "/train.py") << "print('ok')\n";
-  }
-  void ExpectNothingStarted(const RunResult& r) {
-    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-    EXPECT_TRUE(loom_.JobIds().empty()) << "a job directory was created";
-    EXPECT_THAT(r.out, Not(HasSubstr("submitted")));
-    EXPECT_TRUE(FindProcessesWithEnv("LOOM_HOME=" + loom_.home()).empty()) << "a process was started";
-  }
-  MiniLoom loom_;
-  std::string src_;
-};
+class RefusedAtSubmit : public RefusedSubmitTest {};
 
 TEST_F(RefusedAtSubmit, PythonBinaryPathMissingOnThisHost) {
   RunResult r = loom_.Run({"submit", "--src_dir", src_, "--executes", "train.py", "--python_binary_path",

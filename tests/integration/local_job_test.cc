@@ -81,8 +81,8 @@ TEST(LocalJob, KillStopsEveryProcessOfTheJob) {
   EXPECT_EQ(loom.View(id).diagnostics, "killed by loom kill (user kim)");
   EXPECT_THAT(r.out, HasSubstr("killed by loom kill (user kim)"));
   EXPECT_THAT(loom.Run({"status", id}).out, HasSubstr("killed by loom kill (user kim)"));
-  EXPECT_TRUE(loom::testing::Eventually([&] { return MiniLoom::JobProcesses(id).empty(); }, 2s))
-      << MiniLoom::JobProcesses(id).size() << " processes left";  EXPECT_FALSE(PathExists(loom.Dir(id).secret()));  // no secret outlives its job
+  EXPECT_TRUE(MiniLoom::ProcessesEndWithin(id, 2s));
+  EXPECT_FALSE(PathExists(loom.Dir(id).secret()));  // no secret outlives its job
 }
 
 // Without $USER or $LOGNAME (a cron job, a container, `env -i`), `loom kill` still names the

@@ -20,11 +20,8 @@ namespace loom::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::Each;
-using ::testing::IsEmpty;
 using ::testing::MatchesRegex;
 using ::testing::SizeIs;
-using ::testing::StartsWith;
 
 const char kCache[] = "/user/root/.loom/cache";
 
@@ -117,7 +114,7 @@ TEST(YarnStaging, SecondJobUploadsNoBinaryAndTheNodeManagerLocalizesItOnce) {
   std::vector<std::string> created = cluster.hdfs().CreatedFiles();
   created.erase(created.begin(), created.begin() + static_cast<long>(created_before));
   // Only the second job's own files: its staging dir, nothing in the cache.
-  EXPECT_THAT(created, Each(MatchesRegex("/user/root/\\.loom/application_[0-9]+_0002/.*")));
+  EXPECT_THAT(created, ::testing::Each(MatchesRegex("/user/root/\\.loom/application_[0-9]+_0002/.*")));
   EXPECT_THAT(created, ::testing::Contains(HasSubstr("/src.tar.gz")));
   EXPECT_EQ(cluster.hdfs().ListRecursive(kCache), cached);  // CleanStaging left it for the next job
 
@@ -214,7 +211,7 @@ TEST(YarnStaging, VisibilityFollowsHdfsPermissions) {
   auto open = cluster::yarn::StageCachedBinary(fs, MiniLoom::Binary(), "/shared/loom/cache", "b");
   ASSERT_OK(open);
   EXPECT_EQ(open->visibility, ::hadoop::yarn::PUBLIC);
-  EXPECT_THAT(open->path, StartsWith("/shared/loom/cache/loom-"));
+  EXPECT_THAT(open->path, ::testing::StartsWith("/shared/loom/cache/loom-"));
   hdfs.Stop();
   (void)RemoveTree(dir);
 }

@@ -25,6 +25,16 @@ namespace rec = loom::yarn_double::records;
 // as on the recorded RM ("Sun Nov 22 18:58:42 +0000 2026").
 std::string DiagnosticsDate(int64_t ms) { return FormatUtc(ms, "%a %b %d %H:%M:%S +0000 %Y"); }
 
+// `app`'s AM container `c` has a node: it starts at the next launch, and the application waits no
+// more (nor says why it waited).
+void MarkAmPlaced(App& app, Container& c, std::vector<std::string>* launches) {
+  c.start_requested = true;
+  app.am_pending = false;
+  app.am_container = c.id;
+  app.diagnostics = "";
+  launches->push_back(c.id);
+}
+
 // Resources.multiplyAndNormalizeUp: `r` times `fraction`, memory rounded up to the minimum
 // allocation, vcores up to whole ones. 10% of 8192 MB is 896 MB with 128 MB steps (rm-rest 08).
 Res ScaleUp(const Res& r, float fraction, int64_t step) {
@@ -135,12 +145,7 @@ void YarnDoubleImpl::ScheduleAmsLocked(std::vector<std::string>* to_launch) {
       }
       continue;
     }
-    Container* c = AllocateLocked(*app, app->am_resource, app->priority, -1, true, fits);
-    c->start_requested = true;
-    app->am_pending = false;
-    app->am_container = c->id;
-    app->diagnostics = "";
-    to_launch->push_back(c->id);
+    MarkAmPlaced(*app, *AllocateLocked(*app, app->am_resource, app->priority, -1, true, fits), to_launch);
     cv_.notify_all();
   }
 }
@@ -177,12 +182,7 @@ int YarnDoubleImpl::NodeHeartbeatLocked(int index, std::vector<std::string>* am_
   for (auto& [id, app] : apps_) {
     if (off_switch > 0) break;
     if (!app->activated || !app->am_pending || app->Final() || !fits(*app, app->am_resource)) continue;
-    Container* c = AllocateLocked(*app, app->am_resource, app->priority, -1, true, index);
-    c->start_requested = true;
-    app->am_pending = false;
-    app->am_container = c->id;
-    app->diagnostics = "";
-    am_launches->push_back(c->id);
+    MarkAmPlaced(*app, *AllocateLocked(*app, app->am_resource, app->priority, -1, true, index), am_launches);
     ++off_switch;
     ++placed;
   }

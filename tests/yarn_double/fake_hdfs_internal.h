@@ -81,15 +81,7 @@ class Connection {
  public:
   explicit Connection(int fd) : fd_(fd) {}
 
-  bool ReadHead(std::string* head) {
-    size_t end;
-    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
-      if (buf_.size() > 65536 || !Fill()) return false;
-    }
-    *head = buf_.substr(0, end);
-    buf_.erase(0, end + 4);
-    return true;
-  }
+  bool ReadHead(std::string* head) { return ReadUntil("\r\n\r\n", head); }
 
   // Hands the body to `sink` piece by piece; false when the connection broke first.
   bool ReadBody(const Request& req, const std::function<void(std::string_view)>& sink) {
@@ -122,13 +114,17 @@ class Connection {
     return true;
   }
 
-  bool ReadLine(std::string* line) {
-    size_t end;
-    while ((end = buf_.find("\r\n")) == std::string::npos) {
+  bool ReadLine(std::string* line) { return ReadUntil("\r\n", line); }
+
+  // What comes before the next `end` (read past it); false when the connection broke first or
+  // 64 KiB came without one.
+  bool ReadUntil(std::string_view end, std::string* out) {
+    size_t at;
+    while ((at = buf_.find(end)) == std::string::npos) {
       if (buf_.size() > 65536 || !Fill()) return false;
     }
-    *line = buf_.substr(0, end);
-    buf_.erase(0, end + 2);
+    *out = buf_.substr(0, at);
+    buf_.erase(0, at + end.size());
     return true;
   }
 

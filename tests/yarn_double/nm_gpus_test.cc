@@ -20,9 +20,6 @@ namespace loom::yarn_double {
 namespace {
 
 using json = nlohmann::json;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 
 const std::string kGpu = hadoop::testing::CaptureDir() + "gpu/";
 
@@ -85,7 +82,7 @@ TEST_F(NmGpusTest, UnderTheDefaultContainerExecutorTheListsStayEmptyAsRecorded) 
   auto r = Fetch();
   ASSERT_OK(r);
   EXPECT_FALSE(r->assigns);
-  EXPECT_THAT(r->assigned, IsEmpty());
+  EXPECT_THAT(r->assigned, ::testing::IsEmpty());
   EXPECT_EQ(r->uuids.size(), 2u);
 }
 
@@ -97,7 +94,7 @@ TEST_F(NmGpusTest, UnderTheLinuxContainerExecutorItListsEveryDeviceAndWhoHoldsIt
   ASSERT_OK(r);
   EXPECT_TRUE(r->assigns);
   ASSERT_EQ(r->assigned.size(), 1u);
-  EXPECT_THAT(r->assigned.begin()->second, ElementsAre(0));
+  EXPECT_THAT(r->assigned.begin()->second, ::testing::ElementsAre(0));
 }
 
 TEST_F(NmGpusTest, AnUnencodedSlashXmlAndAnUnknownPluginAnswerAsRecorded) {
@@ -105,7 +102,7 @@ TEST_F(NmGpusTest, AnUnencodedSlashXmlAndAnUnknownPluginAnswerAsRecorded) {
   EXPECT_EQ(Get("/ws/v1/node/resources/yarn.io/gpu").code, 404);  // gpu/03
   hadoop::HttpResponse xml = Get("/ws/v1/node/resources/yarn.io%2Fgpu", "application/xml");
   EXPECT_EQ(xml.code, 500);  // gpu/02
-  EXPECT_THAT(xml.body, HasSubstr("A message body writer for Java class"));
+  EXPECT_THAT(xml.body, ::testing::HasSubstr("A message body writer for Java class"));
   hadoop::HttpResponse fpga = Get("/ws/v1/node/resources/yarn.io%2Ffpga");
   EXPECT_EQ(fpga.code, 200);  // gpu/04
   EXPECT_EQ(json::parse(fpga.body), Recorded("04-nm-8042-resources-unknown-plugin.json"));

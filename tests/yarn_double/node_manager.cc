@@ -439,6 +439,12 @@ void YarnDoubleImpl::LaunchContainer(const std::string& container_id, const yp::
 
 namespace {
 
+// What the NodeManager answers a request it cannot parse (fatal: the connection closes).
+RpcError DecodingError(const std::string& method) {
+  return RpcError{"org.apache.hadoop.ipc.RpcServerException", "Error decoding " + method,
+                  RpcResponseHeaderProto::FATAL_DESERIALIZING_REQUEST, true};
+}
+
 struct NmCalls {
   YarnDoubleImpl& d;
   yp::NMTokenIdentifierProto nm_token;
@@ -480,8 +486,7 @@ struct NmCalls {
 
   CallResult Start(std::string_view bytes) {
     auto req = Parse<yp::StartContainersRequestProto>(bytes);
-    if (!req) return RpcError{"org.apache.hadoop.ipc.RpcServerException", "Error decoding startContainers",
-                              RpcResponseHeaderProto::FATAL_DESERIALIZING_REQUEST, true};
+    if (!req) return DecodingError("startContainers");
     yp::StartContainersResponseProto resp;
     std::vector<std::pair<std::string, const yp::ContainerLaunchContextProto*>> launches;
     {
@@ -532,8 +537,7 @@ struct NmCalls {
 
   CallResult Stop(std::string_view bytes) {
     auto req = Parse<yp::StopContainersRequestProto>(bytes);
-    if (!req) return RpcError{"org.apache.hadoop.ipc.RpcServerException", "Error decoding stopContainers",
-                              RpcResponseHeaderProto::FATAL_DESERIALIZING_REQUEST, true};
+    if (!req) return DecodingError("stopContainers");
     yp::StopContainersResponseProto resp;
     std::lock_guard<std::mutex> lock(d.mu_);
     for (const auto& id : req->container_id()) {
@@ -548,8 +552,7 @@ struct NmCalls {
 
   CallResult Statuses(std::string_view bytes) {
     auto req = Parse<yp::GetContainerStatusesRequestProto>(bytes);
-    if (!req) return RpcError{"org.apache.hadoop.ipc.RpcServerException", "Error decoding getContainerStatuses",
-                              RpcResponseHeaderProto::FATAL_DESERIALIZING_REQUEST, true};
+    if (!req) return DecodingError("getContainerStatuses");
     yp::GetContainerStatusesResponseProto resp;
     std::lock_guard<std::mutex> lock(d.mu_);
     for (const auto& id : req->container_id()) {

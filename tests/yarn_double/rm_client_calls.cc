@@ -33,6 +33,11 @@ RpcError ClientError(const char* cls, const std::string& method, const std::stri
 
 struct ClientCalls {
   YarnDoubleImpl& d;
+
+  // The application `id` names if this RM made it (its cluster timestamp), else nullptr; d.mu_ held.
+  App* RequestedAppLocked(const yp::ApplicationIdProto& id) {
+    return id.cluster_timestamp() == d.cluster_ts_ ? d.FindAppLocked(id.id()) : nullptr;
+  }
   const ConnectionInfo& conn;
 
   // The caller as the RM names it: a Kerberos principal's short name (auth_to_local DEFAULT:
@@ -379,8 +384,7 @@ struct ClientCalls {
     auto req = Parse<yp::GetApplicationReportRequestProto>(bytes);
     if (!req) return BadRequest("getApplicationReport");
     std::lock_guard<std::mutex> lock(d.mu_);
-    App* app = req->application_id().cluster_timestamp() == d.cluster_ts_ ? d.FindAppLocked(req->application_id().id())
-                                                                          : nullptr;
+    App* app = RequestedAppLocked(req->application_id());
     if (!app) {
       return ClientError(kAppNotFound, "getApplicationReport",
                          "Application with id '" +
@@ -396,8 +400,7 @@ struct ClientCalls {
     auto req = Parse<yp::KillApplicationRequestProto>(bytes);
     if (!req) return BadRequest("forceKillApplication");
     std::lock_guard<std::mutex> lock(d.mu_);
-    App* app = req->application_id().cluster_timestamp() == d.cluster_ts_ ? d.FindAppLocked(req->application_id().id())
-                                                                          : nullptr;
+    App* app = RequestedAppLocked(req->application_id());
     if (!app) {
       return ClientError(kAppNotFound, "forceKillApplication",
                          "Trying to kill an absent application " +
