@@ -24,13 +24,12 @@ namespace {
 
 constexpr int kWorkers = 4;
 
-using Clock = std::chrono::steady_clock;
 
 // When the request of the connection this thread serves must be in. The watchdog enforces each
 // connection's whole time (web/watched_http_server.h): for reading while the request line and
 // headers are due (the connection is then closed unanswered), both ways while the answer is.
 // A PUT's body is timed by its reader, against this.
-thread_local Clock::time_point t_request_due;
+thread_local Clock::TimePoint t_request_due;
 // Set while this thread closes, unanswered, connections that may not wait (Enqueue, CloseWaiting).
 thread_local bool t_refuse = false;
 
@@ -59,7 +58,7 @@ class RendezvousServer::HttpQueue : public httplib::TaskQueue {
 
 class RendezvousServer::Http : public web::WatchedHttpServer {
  public:
-  explicit Http(RendezvousServer& owner) : owner_(owner) {
+  explicit Http(RendezvousServer& owner) : WatchedHttpServer(owner.clock_), owner_(owner) {
     const auto timeout = owner.limits_.request_timeout;
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
     new_task_queue = [this] { return new HttpQueue(owner_); };
@@ -81,9 +80,6 @@ class RendezvousServer::Http : public web::WatchedHttpServer {
         return Answer(res, {400, ""});
       }
       if (!req.has_header("Content-Length")) return Answer(res, {411, ""});
-      // The body's time is the reader's (below): shut for reading, the socket could not take
-      // the 408.
-      if (web::WatchedConnection* conn = Current()) watchdog().Disarm(*conn);
       // Digits only, at most 12 (ContentLengthIsValid): no exception.
       if (std::stoull(Trim(req.get_header_value("Content-Length"))) > owner_.limits_.max_value_bytes) {
         return Answer(res, {413, ""});
@@ -95,9 +91,9 @@ class RendezvousServer::Http : public web::WatchedHttpServer {
       std::string body;
       // Checked as it comes (a body that trickles), and cpp-httplib's read timeout, the request
       // time, for one that stops.
-      bool whole = read([&body](const char* data, size_t n) {
+      bool whole = read([this, &body](const char* data, size_t n) {
         body.append(data, n);
-        return Current() == nullptr || Clock::now() <= t_request_due;
+        return Current() == nullptr || clock().Now() <= t_request_due;
       });
       // Not received in time, or the client went: as horovod, the request is dropped.
       if (!whole) return (void)Answer(res, {408, ""});
@@ -128,18 +124,22 @@ class RendezvousServer::Http : public web::WatchedHttpServer {
     return web::WatchedHttpServer::process_and_close_socket(sock);
   }
   void OnConnection(web::WatchedConnection& conn) override {
-    t_request_due = Clock::now() + owner_.limits_.request_timeout;
+    t_request_due = clock().Now() + owner_.limits_.request_timeout;
     watchdog().Arm(conn, owner_.limits_.request_timeout, SHUT_RD);
   }
-  // The store answers whole values, as horovod's: no Range.
-  void PrepareRequest(httplib::Request& req) override { req.ranges.clear(); }
+  // The request's head is in. From here its answer is timed by Answer's arming, and a PUT's
+  // body by its reader (shut for reading, the socket could not take the 408).
+  void PrepareRequest(httplib::Request& req) override {
+    if (web::WatchedConnection* conn = Current()) watchdog().Disarm(*conn);
+    req.ranges.clear();  // the store answers whole values, as horovod's: no Range
+  }
 
   RendezvousServer& owner_;
 };
 
 RendezvousServer::RendezvousServer() : RendezvousServer(Limits{}) {}
 
-RendezvousServer::RendezvousServer(Limits limits) : limits_(limits) {}
+RendezvousServer::RendezvousServer(Limits limits, Clock& clock) : limits_(limits), clock_(clock) {}
 
 RendezvousServer::~RendezvousServer() { Stop(); }
 

@@ -57,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace loom::am {
@@ -84,7 +85,8 @@ class RendezvousServer {
     size_t max_pending = 64;  // accepted connections waiting for a thread
   };
   RendezvousServer();
-  explicit RendezvousServer(Limits limits);
+  // Each request's time is read on `clock` (a FakeClock in tests).
+  explicit RendezvousServer(Limits limits, Clock& clock = Clock::Real());
   ~RendezvousServer();
   RendezvousServer(const RendezvousServer&) = delete;
   RendezvousServer& operator=(const RendezvousServer&) = delete;
@@ -138,6 +140,7 @@ class RendezvousServer {
   void CloseWaiting();
 
   const Limits limits_;
+  Clock& clock_;
   int port_ = 0;
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> queued_{0};

@@ -4,11 +4,18 @@
 
 namespace loom::web {
 
-using SteadyClock = std::chrono::steady_clock;
-
-ConnectionWatchdog::ConnectionWatchdog() : thread_([this] { Run(); }) {}
+ConnectionWatchdog::ConnectionWatchdog(Clock& clock) : clock_(clock) {
+  // A fake clock's jump may pass a deadline: the watchdog looks again (under its mutex, so that
+  // a jump between its look and its wait is not missed).
+  clock_watch_ = clock_.Watch([this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_one();
+  });
+  thread_ = std::thread([this] { Run(); });
+}
 
 ConnectionWatchdog::~ConnectionWatchdog() {
+  clock_.Unwatch(clock_watch_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -20,7 +27,7 @@ ConnectionWatchdog::~ConnectionWatchdog() {
 void ConnectionWatchdog::Arm(WatchedConnection& c, std::chrono::milliseconds in, int how) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    c.deadline = SteadyClock::now() + in;
+    c.deadline = clock_.Now() + in;
     c.how = how;
     c.fired = false;
     conns_.insert(&c);
@@ -36,8 +43,8 @@ void ConnectionWatchdog::Disarm(WatchedConnection& c) {
 void ConnectionWatchdog::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    auto next = SteadyClock::time_point::max();
-    auto now = SteadyClock::now();
+    auto next = Clock::TimePoint::max();
+    auto now = clock_.Now();
     for (WatchedConnection* c : conns_) {
       if (c->fired) continue;
       if (c->deadline <= now) {
@@ -47,7 +54,7 @@ void ConnectionWatchdog::Run() {
         next = std::min(next, c->deadline);
       }
     }
-    if (next == SteadyClock::time_point::max()) {
+    if (next == Clock::TimePoint::max() || !clock_.IsReal()) {
       cv_.wait(lock);
     } else {
       cv_.wait_until(lock, next);

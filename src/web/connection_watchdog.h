@@ -4,7 +4,8 @@
 // serving thread for ever. A serving thread arms its connection with a deadline; at the
 // deadline the watchdog shuts the socket down (for reading: cpp-httplib then takes the client
 // as gone and closes the connection unanswered; both ways: an answer stops too). Used by the
-// dashboard's and portal's HttpServer and by the AM's rendezvous store.
+// dashboard's and portal's HttpServer and by the AM's rendezvous store. Deadlines are read on
+// a Clock: a unit test passes a FakeClock and moves it past a deadline instead of waiting.
 
 #include <sys/socket.h>
 
@@ -14,20 +15,22 @@
 #include <set>
 #include <thread>
 
+#include "core/clock.h"
+
 namespace loom::web {
 
 // One serving thread's connection.
 struct WatchedConnection {
   int fd = -1;  // the caller's own duplicate of the socket (so that the watchdog never shuts a
                 // number cpp-httplib closed and another connection took), closed by the caller
-  std::chrono::steady_clock::time_point deadline;
+  Clock::TimePoint deadline;
   int how = SHUT_RD;   // what is shut at the deadline
   bool fired = false;  // guarded by the watchdog
 };
 
 class ConnectionWatchdog {
  public:
-  ConnectionWatchdog();
+  explicit ConnectionWatchdog(Clock& clock = Clock::Real());
   ~ConnectionWatchdog();
   ConnectionWatchdog(const ConnectionWatchdog&) = delete;
   ConnectionWatchdog& operator=(const ConnectionWatchdog&) = delete;
@@ -40,6 +43,8 @@ class ConnectionWatchdog {
  private:
   void Run();
 
+  Clock& clock_;
+  int clock_watch_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;                     // mu_

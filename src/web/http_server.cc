@@ -21,7 +21,7 @@ class WatchedServer : public WatchedHttpServer {
  public:
   std::chrono::milliseconds request_time{10000};
 
-  WatchedServer() {
+  explicit WatchedServer(Clock& clock) : WatchedHttpServer(clock) {
     // The request is in.
     set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
       if (WatchedConnection* conn = Current()) watchdog().Disarm(*conn);
@@ -62,6 +62,7 @@ void Fill(httplib::Response& res, const HttpResponse& answer) {
 }  // namespace
 
 struct HttpServer::Impl {
+  explicit Impl(Clock& clock) : server(clock) {}
   WatchedServer server;
   std::atomic<bool> loop_ended{false};
 };
@@ -74,7 +75,8 @@ HttpResponse JsonError(int status, const std::string& message) {
   return r;
 }
 
-HttpServer::HttpServer(HttpHandler handler) : handler_(std::move(handler)), impl_(std::make_unique<Impl>()) {}
+HttpServer::HttpServer(HttpHandler handler, Clock& clock)
+    : handler_(std::move(handler)), impl_(std::make_unique<Impl>(clock)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 

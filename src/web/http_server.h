@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace loom::web {
@@ -41,7 +42,8 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 class HttpServer {
  public:
-  explicit HttpServer(HttpHandler handler);
+  // The connections' request time is read on `clock` (a FakeClock in tests).
+  explicit HttpServer(HttpHandler handler, Clock& clock = Clock::Real());
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

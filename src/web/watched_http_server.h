@@ -11,11 +11,16 @@
 namespace loom::web {
 
 class WatchedHttpServer : public httplib::Server {
+ public:
+  // Every deadline of the connections is read on `clock`.
+  explicit WatchedHttpServer(Clock& clock = Clock::Real()) : clock_(clock), watchdog_(clock) {}
+
  protected:
   // The connection the calling thread serves (cpp-httplib's handlers run on the thread that
   // took it); nullptr on any other thread.
   static WatchedConnection* Current();
   ConnectionWatchdog& watchdog() { return watchdog_; }
+  Clock& clock() { return clock_; }
 
   // The connection is taken, before its first request is read: arm it.
   virtual void OnConnection(WatchedConnection& conn) = 0;
@@ -28,6 +33,7 @@ class WatchedHttpServer : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override;
 
  private:
+  Clock& clock_;
   ConnectionWatchdog watchdog_;
 };
 

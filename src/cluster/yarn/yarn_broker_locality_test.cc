@@ -111,6 +111,21 @@ class BrokerLocalityTest : public ::testing::Test {
     ASSERT_OK(broker_->Start(&events_));
   }
 
+  // Shutdown's wait for the containers' release runs on the broker's clock: on a FakeClock,
+  // the clock moves until the broker is gone.
+  void ShutDownTicking(FakeClock& clock) {
+    std::atomic<bool> done{false};
+    std::thread ticker([&] {
+      while (!done) {
+        clock.Advance(10ms);
+        std::this_thread::yield();
+      }
+    });
+    broker_.reset();
+    done = true;
+    ticker.join();
+  }
+
   void RequestWorkers(int n, Resources r) {
     for (int i = 0; i < n; ++i) ASSERT_OK(broker_->Request({TaskId{"worker", i}, r, ""}));
   }
@@ -195,26 +210,34 @@ TEST_P(OnEveryHadoopTest, GangSpreadOverTheNodesArrivesInOneHeartbeatRound) {
 }
 
 // Issue 18 item 5: the gang is asked for in the AM's first allocate after registering, not in a
-// second one behind an empty first (an RPC round trip, and on a busy RM more). The AM asks a
-// moment after the broker started (here 30 ms of other work).
+// second one behind an empty first (an RPC round trip, and on a busy RM more). On a FakeClock
+// that stands still until the asks are in: a first allocate that waited for a heartbeat
+// instead of the asks would go out empty or never.
 TEST_P(OnEveryHadoopTest, TheFirstAllocateCarriesTheWholeGang) {
   StartCluster(2, 50, 8192, 2000, /*hadoop_2_8=*/GetParam());
+  FakeClock clock;
   YarnBrokerOptions o = Options(/*with_nodes=*/true);
-  o.heartbeat = 1s;  // a cluster's default: the first allocate must not wait that long either
+  o.clock = &clock;
+  o.heartbeat = 1s;  // a cluster's default
   StartBroker(std::move(o));
-  auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(30ms);
   std::vector<ContainerRequest> gang;
   for (int i = 0; i < 4; ++i) gang.push_back({TaskId{"worker", i}, {1024, 1, 0}, ""});
   ASSERT_OK(broker_->RequestAll(gang));
-  ASSERT_EQ(events_.WaitAllocated(4).size(), 4u);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "the asks waited for a heartbeat";
-  std::vector<int64_t> allocates;  // what each allocate asked for, in order
-  for (const auto& call : double_->ServedCalls()) {
-    if (call.server == "scheduler" && call.method == "allocate") allocates.push_back(call.any_asked);
-  }
-  ASSERT_FALSE(allocates.empty());
-  EXPECT_EQ(allocates.front(), 4) << "allocates' asks for \"*\": " << ::testing::PrintToString(allocates);
+  auto allocates = [&] {  // what each allocate asked for, in order
+    std::vector<int64_t> asked;
+    for (const auto& call : double_->ServedCalls()) {
+      if (call.server == "scheduler" && call.method == "allocate") asked.push_back(call.any_asked);
+    }
+    return asked;
+  };
+  ASSERT_TRUE(Eventually([&] { return !allocates().empty(); })) << "no allocate while the clock stood still";
+  EXPECT_EQ(allocates().front(), 4) << "allocates' asks for \"*\": " << ::testing::PrintToString(allocates());
+  // The fast heartbeat (10 ms on the clock) brings the containers the NodeManagers took.
+  ASSERT_TRUE(Eventually([&] {
+    clock.Advance(10ms);
+    return events_.WaitFor([&] { return events_.allocated.size() == 4; }, 2ms);
+  }));
+  ShutDownTicking(clock);
 }
 
 // The tasks' waiting times and the pending reports on a FakeClock: the heartbeat runs when the
@@ -270,17 +293,7 @@ TEST_P(OnEveryHadoopTest, PendingTasksSayWhatTheyWaitFor) {
     ASSERT_EQ(reports[0].size(), 2u);
     EXPECT_EQ(reports[0][0].waited, waited + 10s);
   }
-  // Shutdown's wait for the worker's release runs on the clock too: it moves until the end.
-  std::atomic<bool> done{false};
-  std::thread ticker([&] {
-    while (!done) {
-      clock.Advance(10ms);
-      std::this_thread::yield();
-    }
-  });
-  broker_.reset();
-  done = true;
-  ticker.join();
+  ShutDownTicking(clock);
 }
 
 // Issue 18 item 3: 4 workers of 1 GiB spread over 2 NodeManagers. The CapacityScheduler stops
