@@ -51,12 +51,18 @@ def job_config(home):
     return open(os.path.join(home, "jobs", job_id, "config.xml")).read()
 
 
-def test_a_tf_yarn_style_call_runs_unchanged(local_cluster, tmp_path):
+def shipped_files(tmp_path, answer, rows):
+    """The files a job ships: a module defining ANSWER and a folder holding rows.txt."""
     helper = tmp_path / "helper_module.py"
-    helper.write_text("ANSWER = 42\n")
+    helper.write_text(f"ANSWER = {answer}\n")
     data = tmp_path / "data"
     data.mkdir()
-    (data / "rows.txt").write_text("a b c\n")
+    (data / "rows.txt").write_text(rows)
+    return {"helper_module.py": str(helper), "data": str(data)}
+
+
+def test_a_tf_yarn_style_call_runs_unchanged(local_cluster, tmp_path):
+    files = shipped_files(tmp_path, 42, "a b c\n")
     # As a tf-yarn program writes it (tf_yarn.client.run_on_yarn's parameters).
     result = tf_yarn.run_on_yarn(
         experiment_fn,
@@ -64,7 +70,7 @@ def test_a_tf_yarn_style_call_runs_unchanged(local_cluster, tmp_path):
             "chief": tf_yarn.TaskSpec(memory="512 MiB", vcores=1),
             "worker": tf_yarn.TaskSpec(memory="0.25 GiB", vcores=1, instances=1, label=tf_yarn.NodeLabel.CPU),
         },
-        files={"helper_module.py": str(helper), "data": str(data)},
+        files=files,
         env={"MY_SETTING": "from-env"},
         queue="default",
         name="tf-yarn-style",
@@ -169,14 +175,9 @@ def test_get_safe_experiment_fn_imports_in_the_task():
 def test_run_on_yarn_goes_to_yarn_by_default(loom_home, yarn_double, monkeypatch, tmp_path):
     monkeypatch.setenv("HADOOP_CONF_DIR", yarn_double)
     monkeypatch.delenv("LOOM_CLUSTER", raising=False)
-    helper = tmp_path / "helper_module.py"
-    helper.write_text("ANSWER = 7\n")
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "rows.txt").write_text("y\n")
     result = tf_yarn.run_on_yarn(
         experiment_fn, task_specs={"chief": tf_yarn.TaskSpec(memory="512 MiB", vcores=1)},
-        files={"helper_module.py": str(helper), "data": str(data)}, env={"MY_SETTING": "on-yarn"},
+        files=shipped_files(tmp_path, 7, "y\n"), env={"MY_SETTING": "on-yarn"},
         pre_script_hook="export FROM_HOOK=on-yarn", conf={"loom.am.memory": "256m"}, timeout=120)
     assert result == {"task": {"type": "chief", "index": 0}, "env": "on-yarn", "hook": "on-yarn", "helper": 7,
                       "rows": ["y"], "name": "chief"}

@@ -51,6 +51,14 @@ class AmTest : public AmFixture {
     control::RegisterResponse resp;
     return stub_->Register(Ctx(secret).get(), req, &resp);
   }
+
+  // Asks the AM for task `t`'s cluster spec as that task's executor does.
+  grpc::Status GetSpec(const TaskId& t, control::ClusterSpecResponse* spec) {
+    control::ClusterSpecRequest req;
+    req.mutable_task()->set_type(t.type);
+    req.mutable_task()->set_index(t.index);
+    return stub_->GetClusterSpec(Ctx().get(), req, spec);
+  }
 };
 
 TEST_F(AmTest, TheGangIsAskedForInOneRequest) {
@@ -201,10 +209,8 @@ TEST_F(StagesTest, TrainingContainersAreAskedForOnlyAfterThePrepareStageSucceede
   EXPECT_EQ(broker_.launch_spec({"dbloader", 0}).env.count("LOOM_TASK_ID"), 1u);
   ASSERT_TRUE(Register({"dbloader", 0}, 21000).ok());
   // The prepare stage is a gang of its own: its spec does not wait for the workers.
-  control::ClusterSpecRequest req;
-  req.mutable_task()->set_type("dbloader");
   control::ClusterSpecResponse spec;
-  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  ASSERT_TRUE(GetSpec({"dbloader", 0}, &spec).ok());
   EXPECT_EQ(spec.env().at("WORLD_SIZE"), "1");
   EXPECT_EQ(broker_.requested(), 0u);  // still nothing asked for the training stage
 
@@ -216,9 +222,7 @@ TEST_F(StagesTest, TrainingContainersAreAskedForOnlyAfterThePrepareStageSucceede
   ASSERT_TRUE(Eventually([&] { return broker_.launched() == 3; }));
   ASSERT_TRUE(Register({"worker", 0}, 21001).ok());
   ASSERT_TRUE(Register({"worker", 1}, 21002).ok());
-  req.mutable_task()->set_type("worker");
-  req.mutable_task()->set_index(1);
-  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  ASSERT_TRUE(GetSpec({"worker", 1}, &spec).ok());
   EXPECT_EQ(spec.env().at("RANK"), "1");  // ranks of the training stage's own world
   EXPECT_EQ(spec.env().at("WORLD_SIZE"), "2");
   EXPECT_EQ(spec.env().at("MASTER_PORT"), "21001");
@@ -311,14 +315,11 @@ TEST_F(AmTest, TheTensorBoardTaskGetsItsPortAndLogDirAndItsUrlIsShown) {
   ASSERT_TRUE(stub_->Register(Ctx().get(), reg, &resp).ok());
   ASSERT_TRUE(Register({"worker", 0}, 21000).ok());
   ASSERT_TRUE(Register({"worker", 1}, 21001).ok());
-  control::ClusterSpecRequest req;
-  req.mutable_task()->set_type("tensorboard");
   control::ClusterSpecResponse spec;
-  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  ASSERT_TRUE(GetSpec({"tensorboard", 0}, &spec).ok());
   EXPECT_EQ(spec.env().at("TB_PORT"), "24007");
   EXPECT_EQ(spec.env().at("TB_LOG_DIR"), "/shared/tb");
-  req.mutable_task()->set_type("worker");
-  ASSERT_TRUE(stub_->GetClusterSpec(Ctx().get(), req, &spec).ok());
+  ASSERT_TRUE(GetSpec({"worker", 0}, &spec).ok());
   EXPECT_EQ(spec.env().count("TB_PORT"), 0u);
 
   control::TensorBoardRequest url;

@@ -67,27 +67,21 @@ class ControlServiceImpl final : public control::Control::CallbackService {
   ControlServiceImpl(std::string secret, ControlHandler* handler, std::string observer_secret = "")
       : secret_(std::move(secret)), observer_secret_(std::move(observer_secret)), handler_(handler) {}
 
-  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const control::RegisterRequest* req,
-                                     control::RegisterResponse* resp) override;
-  grpc::ServerUnaryReactor* GetClusterSpec(grpc::CallbackServerContext* ctx, const control::ClusterSpecRequest* req,
-                                           control::ClusterSpecResponse* resp) override;
-  grpc::ServerUnaryReactor* TaskStarted(grpc::CallbackServerContext* ctx, const control::TaskStartedRequest* req,
-                                        control::Ack* resp) override;
-  grpc::ServerBidiReactor<control::HeartbeatRequest, control::HeartbeatResponse>* Heartbeats(
-      grpc::CallbackServerContext* ctx) override;
-  grpc::ServerUnaryReactor* ReportExit(grpc::CallbackServerContext* ctx, const control::ExitReport* req,
-                                       control::Ack* resp) override;
-  grpc::ServerUnaryReactor* JobState(grpc::CallbackServerContext* ctx, const control::JobStateRequest* req,
-                                     control::JobStateResponse* resp) override;
-  grpc::ServerUnaryReactor* RegisterTensorBoard(grpc::CallbackServerContext* ctx, const control::TensorBoardRequest* req,
-                                                control::Ack* resp) override;
+  // The generated service's types, shortened so that each method is declared on one line.
+  using Context = grpc::CallbackServerContext;
+  using Unary = grpc::ServerUnaryReactor;
+
+  Unary* Register(Context* ctx, const control::RegisterRequest* req, control::RegisterResponse* resp) override;
+  Unary* GetClusterSpec(Context* ctx, const control::ClusterSpecRequest* req, control::ClusterSpecResponse* resp) override;
+  Unary* TaskStarted(Context* ctx, const control::TaskStartedRequest* req, control::Ack* resp) override;
+  grpc::ServerBidiReactor<control::HeartbeatRequest, control::HeartbeatResponse>* Heartbeats(Context* ctx) override;
+  Unary* ReportExit(Context* ctx, const control::ExitReport* req, control::Ack* resp) override;
+  Unary* JobState(Context* ctx, const control::JobStateRequest* req, control::JobStateResponse* resp) override;
+  Unary* RegisterTensorBoard(Context* ctx, const control::TensorBoardRequest* req, control::Ack* resp) override;
   // MPI without ssh: defined in am/exec_service.cc.
-  grpc::ServerUnaryReactor* Exec(grpc::CallbackServerContext* ctx, const control::ExecRequest* req,
-                                 control::ExecResult* resp) override;
-  grpc::ServerWriteReactor<control::GuestCommand>* Guests(grpc::CallbackServerContext* ctx,
-                                                          const control::GuestsRequest* req) override;
-  grpc::ServerUnaryReactor* GuestExited(grpc::CallbackServerContext* ctx, const control::GuestExit* req,
-                                        control::Ack* resp) override;
+  Unary* Exec(Context* ctx, const control::ExecRequest* req, control::ExecResult* resp) override;
+  grpc::ServerWriteReactor<control::GuestCommand>* Guests(Context* ctx, const control::GuestsRequest* req) override;
+  Unary* GuestExited(Context* ctx, const control::GuestExit* req, control::Ack* resp) override;
 
  private:
   // Whether the caller presented the secret (or, with `observer_ok`, the observer secret).

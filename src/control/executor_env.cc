@@ -1,5 +1,7 @@
 #include "control/executor_env.h"
 
+#include <utility>
+
 #include "control/auth.h"
 #include "core/strings.h"
 
@@ -29,6 +31,19 @@ constexpr char kPlannedGpus[] = "LOOM_PLANNED_GPUS";
 constexpr char kNmWeb[] = "LOOM_NM_WEB";
 constexpr char kGpuNote[] = "LOOM_GPU_NOTE";
 
+// The fields that travel as they are: written when set, read back verbatim.
+const std::pair<const char*, std::string ExecutorEnv::*> kTextFields[] = {
+    // from the AM
+    {kJobIdEnv, &ExecutorEnv::job_id}, {kTaskId, &ExecutorEnv::task_id}, {kAmAddress, &ExecutorEnv::am_address},
+    {kSecretFile, &ExecutorEnv::secret_file}, {kSecretCredential, &ExecutorEnv::secret_credential},
+    // from the backend that starts the container
+    {kHost, &ExecutorEnv::host}, {kContainerId, &ExecutorEnv::container_id}, {kLogDir, &ExecutorEnv::log_dir},
+    {kLinkIntoWorkdir, &ExecutorEnv::link_into_workdir}, {kMemoryEnforcedBy, &ExecutorEnv::memory_enforced_by},
+    {kNmWeb, &ExecutorEnv::nm_web},
+    // from the executor's own start-up
+    {kGpuNote, &ExecutorEnv::gpu_note},
+};
+
 Result<int> Number(const std::map<std::string, std::string>& env, const char* key, int fallback) {
   auto it = env.find(key);
   if (it == env.end() || it->second.empty()) return fallback;
@@ -40,15 +55,10 @@ Result<int> Number(const std::map<std::string, std::string>& env, const char* ke
 }  // namespace
 
 void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
-  auto put = [&](const char* key, const std::string& value) {
-    if (!value.empty()) env[key] = value;
-  };
-  put(kJobIdEnv, job_id);
-  put(kTaskId, task_id);
+  for (const auto& [key, field] : kTextFields) {
+    if (!(this->*field).empty()) env[key] = this->*field;
+  }
   if (!task_id.empty()) env[kRestartCount] = std::to_string(restart_count);
-  put(kAmAddress, am_address);
-  put(kSecretFile, secret_file);
-  put(kSecretCredential, secret_credential);
   if (secret_fd >= 0) env[kSecretFd] = std::to_string(secret_fd);
   if (port_high > 0) env[kPortRange] = std::to_string(port_low) + "-" + std::to_string(port_high);
   if (preferred_port > 0) env[kPreferredPort] = std::to_string(preferred_port);
@@ -58,18 +68,11 @@ void ExecutorEnv::AddTo(std::map<std::string, std::string>& env) const {
   if (gpu_metrics) env[kGpuMetrics] = "1";
   if (gpu_metrics) env[kGpuExecPath] = gpu_exec_path;
   if (!task_id.empty()) env[kKeyPrefix] = key_prefix;
-  put(kHost, host);
-  put(kContainerId, container_id);
-  put(kLogDir, log_dir);
-  put(kLinkIntoWorkdir, link_into_workdir);
-  put(kMemoryEnforcedBy, memory_enforced_by);
   if (!planned_gpus.empty()) {
     std::vector<std::string> ids;
     for (int d : planned_gpus) ids.push_back(std::to_string(d));
     env[kPlannedGpus] = Join(ids, ",");
   }
-  put(kNmWeb, nm_web);
-  put(kGpuNote, gpu_note);
 }
 
 Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string>& env) {
@@ -78,18 +81,7 @@ Result<ExecutorEnv> ExecutorEnv::FromEnv(const std::map<std::string, std::string
     return it == env.end() ? std::string() : it->second;
   };
   ExecutorEnv e;
-  e.job_id = get(kJobIdEnv);
-  e.task_id = get(kTaskId);
-  e.am_address = get(kAmAddress);
-  e.secret_file = get(kSecretFile);
-  e.secret_credential = get(kSecretCredential);
-  e.host = get(kHost);
-  e.container_id = get(kContainerId);
-  e.log_dir = get(kLogDir);
-  e.link_into_workdir = get(kLinkIntoWorkdir);
-  e.memory_enforced_by = get(kMemoryEnforcedBy);
-  e.nm_web = get(kNmWeb);
-  e.gpu_note = get(kGpuNote);
+  for (const auto& [key, field] : kTextFields) e.*field = get(key);
   if (std::string plan = get(kPlannedGpus); !plan.empty()) {
     for (const std::string& d : Split(plan, ',')) {
       auto n = ParseInt(Trim(d));

@@ -14,28 +14,12 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
-  ExecutorEnv e;
-  e.job_id = "job_1";
-  e.task_id = "worker:1";
-  e.restart_count = 2;
-  e.am_address = "h:1234";
-  e.secret_file = "/tmp/s";
-  e.port_low = 21000;
-  e.port_high = 22000;
-  e.preferred_port = 21005;
-  e.host = "h";
-  e.container_id = "c1";
-  e.log_dir = "/logs";
-  e.memory_enforced_by = "watchdog";
-  e.reserve_tb_port = true;
-  e.registry_timeout_ms = 90000;
-  e.metrics_interval_ms = 250;
-  e.gpu_metrics = true;
-  e.key_prefix = "tony.";
-  e.gpu_exec_path = "/opt/nvidia/bin/nvidia-smi";
-  e.planned_gpus = {1, 3};
-  e.nm_web = "http://n1:8042";
-  e.gpu_note = "others share n1's GPUs";
+  const ExecutorEnv e{.job_id = "job_1", .task_id = "worker:1", .restart_count = 2, .am_address = "h:1234",
+                      .secret_file = "/tmp/s", .port_low = 21000, .port_high = 22000, .preferred_port = 21005,
+                      .reserve_tb_port = true, .registry_timeout_ms = 90000, .metrics_interval_ms = 250,
+                      .gpu_metrics = true, .gpu_exec_path = "/opt/nvidia/bin/nvidia-smi", .key_prefix = "tony.",
+                      .host = "h", .container_id = "c1", .log_dir = "/logs", .memory_enforced_by = "watchdog",
+                      .planned_gpus = {1, 3}, .nm_web = "http://n1:8042", .gpu_note = "others share n1's GPUs"};
   std::map<std::string, std::string> env = {{"PATH", "/bin"}};
   e.AddTo(env);
   EXPECT_EQ(env["LOOM_PORT_RANGE"], "21000-22000");
@@ -70,11 +54,8 @@ TEST(ExecutorEnv, RoundTripsThroughTheEnvironment) {
 // The local backend hands the executor its secret through a pipe; the user's process learns
 // neither the descriptor nor where the job's files are (the log dir is in the job dir).
 TEST(ExecutorEnv, TheSecretsPipeAndTheLogDirAreWiring) {
-  ExecutorEnv e;
-  e.task_id = "worker:0";
-  e.am_address = "h:1";
-  e.secret_fd = 7;
-  e.log_dir = "/home/u/.loom/jobs/job_1/tasks/worker-0";
+  const ExecutorEnv e{.task_id = "worker:0", .am_address = "h:1", .secret_fd = 7,
+                      .log_dir = "/home/u/.loom/jobs/job_1/tasks/worker-0"};
   std::map<std::string, std::string> env;
   e.AddTo(env);
   EXPECT_EQ(env["LOOM_SECRET_FD"], "7");

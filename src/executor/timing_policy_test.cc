@@ -3,6 +3,7 @@
 
 #include "executor/timing_policy.h"
 
+#include <initializer_list>
 #include <vector>
 
 #include "core/testing.h"
@@ -18,29 +19,34 @@ const Clock::TimePoint t0{std::chrono::hours(1000)};
 TEST(RegistrationRetry, BacksOffAndGivesUpFromTheTable) {
   struct Row {
     const char* what;
-    milliseconds limit;    // 0: forever
     milliseconds elapsed;  // since the first call
     int failures;
     RegistrationStep want;  // give up, wait
-  } rows[] = {
-      {"the first failure waits 50 ms", 0ms, 10ms, 1, {false, 50ms}},
-      {"then 100 ms", 0ms, 100ms, 2, {false, 100ms}},
-      {"doubling", 0ms, 300ms, 4, {false, 400ms}},
-      {"the fifth waits 800 ms", 0ms, 1s, 5, {false, 800ms}},
-      {"the sixth is held at 1 s", 0ms, 2s, 6, {false, 1000ms}},
-      {"and stays at 1 s", 0ms, 1h, 1000, {false, 1000ms}},
-      {"with a limit, the backoff as without", 10s, 100ms, 2, {false, 100ms}},
-      {"the wait never runs past the limit", 10s, 9970ms, 3, {false, 30ms}},
-      {"1 ms left is waited", 10s, 9999ms, 8, {false, 1ms}},
-      {"the limit reached: give up", 10s, 10s, 8, {true, 0ms}},
-      {"past the limit: give up", 10s, 12s, 1, {true, 0ms}},
-      {"forever never gives up", 0ms, 24h, 9, {false, 1000ms}},
   };
-  for (const Row& r : rows) {
-    RegistrationStep got = DecideRegistrationRetry({r.limit, t0, r.failures}, t0 + r.elapsed);
-    EXPECT_EQ(got.give_up, r.want.give_up) << r.what;
-    EXPECT_EQ(got.wait, r.want.wait) << r.what;
-  }
+  // A table per limit: the backoff alone, then where the limit cuts it short.
+  auto check = [](milliseconds limit, std::initializer_list<Row> rows) {
+    for (const Row& r : rows) {
+      RegistrationStep got = DecideRegistrationRetry({limit, t0, r.failures}, t0 + r.elapsed);
+      EXPECT_EQ(got.give_up, r.want.give_up) << r.what;
+      EXPECT_EQ(got.wait, r.want.wait) << r.what;
+    }
+  };
+  check(0ms /* forever */, {
+                               {"the first failure waits 50 ms", 10ms, 1, {false, 50ms}},
+                               {"then 100 ms", 100ms, 2, {false, 100ms}},
+                               {"doubling", 300ms, 4, {false, 400ms}},
+                               {"the fifth waits 800 ms", 1s, 5, {false, 800ms}},
+                               {"the sixth is held at 1 s", 2s, 6, {false, 1000ms}},
+                               {"and stays at 1 s", 1h, 1000, {false, 1000ms}},
+                               {"forever never gives up", 24h, 9, {false, 1000ms}},
+                           });
+  check(10s, {
+                 {"with a limit, the backoff as without", 100ms, 2, {false, 100ms}},
+                 {"the wait never runs past the limit", 9970ms, 3, {false, 30ms}},
+                 {"1 ms left is waited", 9999ms, 8, {false, 1ms}},
+                 {"the limit reached: give up", 10s, 8, {true, 0ms}},
+                 {"past the limit: give up", 12s, 1, {true, 0ms}},
+             });
 }
 
 TEST(RegistrationRetry, EachCallIsLimitedFromTheTable) {

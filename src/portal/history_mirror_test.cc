@@ -20,9 +20,7 @@
 namespace loom::portal {
 namespace {
 
-namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::UnorderedElementsAre;
+using ::testing::HasSubstr, ::testing::UnorderedElementsAre;
 
 constexpr char kLocation[] = "/loom-history";
 
@@ -55,12 +53,14 @@ class HistoryMirrorTest : public ::testing::Test {
     Put(id + "/metrics.jsonl", "");
     Put(id + "/status.json", "{\"job_id\":\"" + id + "\",\"state\":\"" + state + "\",\"diagnostics\":\"\"}\n");
   }
-  std::vector<std::string> CacheEntries() {
+  // The names in `dir` (none where it is missing).
+  static std::vector<std::string> Entries(const std::string& dir) {
     std::vector<std::string> names;
-    if (!IsDirectory(cache_)) return names;
-    for (const auto& e : fs::directory_iterator(cache_)) names.push_back(e.path().filename().string());
+    if (!IsDirectory(dir)) return names;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
     return names;
   }
+  std::vector<std::string> CacheEntries() { return Entries(cache_); }
 
   std::string dir_, cache_;
   std::unique_ptr<yarn_double::FakeHdfs> hdfs_;
@@ -81,9 +81,8 @@ TEST_F(HistoryMirrorTest, FinishedRecordsAreCopiedWholeAsJobDirsAndOnce) {
   EXPECT_EQ(first->copied, 2);
   EXPECT_EQ(first->pending, 1);
   EXPECT_THAT(CacheEntries(), UnorderedElementsAre("job_1", "job_2"));
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(cache_ + "/job_1")) files.push_back(e.path().filename().string());
-  EXPECT_THAT(files, UnorderedElementsAre("job.json", "config.xml", "events.jsonl", "metrics.jsonl", "status.json"));
+  EXPECT_THAT(Entries(cache_ + "/job_1"),
+              UnorderedElementsAre("job.json", "config.xml", "events.jsonl", "metrics.jsonl", "status.json"));
 
   // A job dir's layout: the history reader takes it as it is.
   auto view = history::LoadJobView(history::JobDir(cache_ + "/job_2"));
@@ -130,9 +129,7 @@ TEST_F(HistoryMirrorTest, NamesThatAreNotJobIdsAreNeverFollowed) {
   EXPECT_THAT(CacheEntries(), UnorderedElementsAre("job_ok"));
   EXPECT_FALSE(PathExists(cache_ + "/job_ok/secret"));  // only the record's own files
   EXPECT_FALSE(PathExists(cache_ + "/job_ok/.status.json.tmp-9"));
-  std::vector<std::string> above;
-  for (const auto& e : fs::directory_iterator(fs::path(cache_).parent_path())) above.push_back(e.path().filename().string());
-  EXPECT_THAT(above, UnorderedElementsAre("mirror"));
+  EXPECT_THAT(Entries(std::filesystem::path(cache_).parent_path().string()), UnorderedElementsAre("mirror"));
 }
 
 TEST_F(HistoryMirrorTest, EachCallCopiesAtMostItsShare) {

@@ -34,12 +34,7 @@ class JobIndexTest : public ::testing::Test {
               const std::string& user = "alice", const std::string& name = "train") {
     history::JobDir dir((base_ / root / id).string());
     fs::create_directories(dir.root());
-    history::JobRecord rec;
-    rec.job_id = id;
-    rec.name = name;
-    rec.user = user;
-    rec.backend = "local";
-    rec.submitted_ms = ms;
+    const history::JobRecord rec{.job_id = id, .name = name, .user = user, .backend = "local", .submitted_ms = ms};
     ASSERT_OK(rec.Write(dir));
     // Written here rather than through EventLog, which stamps "now": the list orders by these.
     std::ofstream(dir.events()) << json{{"ts", ms}, {"event", "JOB_SUBMITTED"}, {"job_id", id}, {"name", name},

@@ -1,6 +1,7 @@
 #include "runtime/framework_env.h"
 
 #include <nlohmann/json.hpp>
+#include <initializer_list>
 #include <set>
 
 #include "core/testing.h"
@@ -9,6 +10,19 @@ namespace loom::runtime {
 namespace {
 
 using nlohmann::json;
+
+// Checks the variables `env` must hold, naming each that differs or is missing.
+void ExpectVars(const std::map<std::string, std::string>& env,
+                std::initializer_list<std::pair<const char*, const char*>> want) {
+  for (const auto& [name, value] : want) {
+    auto it = env.find(name);
+    if (it == env.end()) {
+      ADD_FAILURE() << name << " is not set";
+    } else {
+      EXPECT_EQ(it->second, value) << name;
+    }
+  }
+}
 
 JobSpec Spec(Framework fw, std::vector<std::pair<std::string, int>> types) {
   JobSpec spec;
@@ -86,13 +100,10 @@ TEST(TorchEnv, RanksAreGlobalAndUniqueAcrossTypes) {
       EXPECT_EQ(env.count("RANK"), 0u);
       continue;
     }
-    EXPECT_EQ(env.at("WORLD_SIZE"), "4");
-    EXPECT_EQ(env.at("WORLD"), "4");
-    EXPECT_EQ(env.at("MASTER_ADDR"), "hchief");
-    EXPECT_EQ(env.at("MASTER_PORT"), "20000");
-    EXPECT_EQ(env.at("INIT_METHOD"), "tcp://hchief:20000");
-    EXPECT_EQ(env.at("LOCAL_RANK"), "0");
-    EXPECT_EQ(env.at("TORCHELASTIC_RESTART_COUNT"), "2");
+    ExpectVars(env, {
+        {"WORLD_SIZE", "4"}, {"WORLD", "4"}, {"MASTER_ADDR", "hchief"}, {"MASTER_PORT", "20000"},
+        {"INIT_METHOD", "tcp://hchief:20000"}, {"LOCAL_RANK", "0"}, {"TORCHELASTIC_RESTART_COUNT", "2"},
+    });
     ranks.insert(std::stoi(env.at("RANK")));
   }
   EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
@@ -107,11 +118,10 @@ TEST(MxnetEnv, DmlcVariables) {
   c.Add("server", {"127.0.0.1:20002", "127.0.0.1:20003"});
   c.Add("worker", {"127.0.0.1:20004", "127.0.0.1:20005", "127.0.0.1:20006"});
   auto env = BuildFrameworkEnv(spec, c, {{"server", 1}, "j", 0});
-  EXPECT_EQ(env.at("DMLC_ROLE"), "server");
-  EXPECT_EQ(env.at("DMLC_PS_ROOT_URI"), "127.0.0.1");
-  EXPECT_EQ(env.at("DMLC_PS_ROOT_PORT"), "20001");
-  EXPECT_EQ(env.at("DMLC_NUM_SERVER"), "2");
-  EXPECT_EQ(env.at("DMLC_NUM_WORKER"), "3");
+  ExpectVars(env, {
+      {"DMLC_ROLE", "server"}, {"DMLC_PS_ROOT_URI", "127.0.0.1"}, {"DMLC_PS_ROOT_PORT", "20001"},
+      {"DMLC_NUM_SERVER", "2"}, {"DMLC_NUM_WORKER", "3"},
+  });
 }
 
 TEST(ClusterSpec, JsonRoundTripKeepsOrder) {
@@ -199,10 +209,7 @@ TEST(Stages, EachStageIsItsOwnCluster) {
   EXPECT_EQ(loader.at("WORLD_SIZE"), "1");
   EXPECT_EQ(loader.at("MASTER_PORT"), "20002");
   auto w1 = BuildFrameworkEnv(spec, c, {{"worker", 1}, "job1", 0});
-  EXPECT_EQ(w1.at("RANK"), "1");
-  EXPECT_EQ(w1.at("WORLD_SIZE"), "2");
-  EXPECT_EQ(w1.at("MASTER_ADDR"), "hworker");
-  EXPECT_EQ(w1.at("TASK_NUM"), "2");
+  ExpectVars(w1, {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "hworker"}, {"TASK_NUM", "2"}});
 
   spec.framework = Framework::kTensorFlow;
   auto tf = BuildFrameworkEnv(spec, c, {{"worker", 0}, "job1", 0});
@@ -276,25 +283,19 @@ TEST(Processes, AChiefOfOneProcessAndWorkersOfTwo) {
   auto chief = BuildProcessEnvs(spec, c, {{"chief", 0}, "j", 0});
   ASSERT_EQ(chief.size(), 1u);
   auto chief_env = ProcessEnv(spec, c, {{"chief", 0}, "j", 0}, 0);
-  EXPECT_EQ(chief_env.at("RANK"), "0");
-  EXPECT_EQ(chief_env.at("LOCAL_WORLD_SIZE"), "1");
-  EXPECT_EQ(chief_env.at("ROLE_WORLD_SIZE"), "1");
-  EXPECT_EQ(chief_env.at("HOROVOD_CROSS_RANK"), "0");
-  EXPECT_EQ(chief_env.at("HOROVOD_CROSS_SIZE"), "3");  // local rank 0 is on all three tasks
+  ExpectVars(chief_env, {
+      {"RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}, {"ROLE_WORLD_SIZE", "1"},
+      {"HOROVOD_CROSS_RANK", "0"}, {"HOROVOD_CROSS_SIZE", "3"},  // local rank 0 is on all three tasks
+  });
 
   auto w1p1 = ProcessEnv(spec, c, {{"worker", 1}, "j", 0}, 1);
-  EXPECT_EQ(w1p1.at("RANK"), "4");
-  EXPECT_EQ(w1p1.at("WORLD_SIZE"), "5");
-  EXPECT_EQ(w1p1.at("GROUP_RANK"), "2");
-  EXPECT_EQ(w1p1.at("GROUP_WORLD_SIZE"), "3");  // the sidecar is no node of the world
-  EXPECT_EQ(w1p1.at("ROLE_RANK"), "3");
-  EXPECT_EQ(w1p1.at("ROLE_WORLD_SIZE"), "4");
-  EXPECT_EQ(w1p1.at("HOROVOD_RANK"), "4");
-  EXPECT_EQ(w1p1.at("HOROVOD_SIZE"), "5");
-  EXPECT_EQ(w1p1.at("HOROVOD_LOCAL_RANK"), "1");
-  EXPECT_EQ(w1p1.at("HOROVOD_LOCAL_SIZE"), "2");
-  EXPECT_EQ(w1p1.at("HOROVOD_CROSS_RANK"), "1");  // local rank 1 lives on the two workers only
-  EXPECT_EQ(w1p1.at("HOROVOD_CROSS_SIZE"), "2");
+  ExpectVars(w1p1, {
+      {"RANK", "4"}, {"WORLD_SIZE", "5"}, {"GROUP_RANK", "2"},
+      {"GROUP_WORLD_SIZE", "3"},  // the sidecar is no node of the world
+      {"ROLE_RANK", "3"}, {"ROLE_WORLD_SIZE", "4"}, {"HOROVOD_RANK", "4"}, {"HOROVOD_SIZE", "5"},
+      {"HOROVOD_LOCAL_RANK", "1"}, {"HOROVOD_LOCAL_SIZE", "2"},
+      {"HOROVOD_CROSS_RANK", "1"}, {"HOROVOD_CROSS_SIZE", "2"},  // local rank 1 lives on the two workers only
+  });
   auto w0p0 = ProcessEnv(spec, c, {{"worker", 0}, "j", 0}, 0);
   EXPECT_EQ(w0p0.at("HOROVOD_CROSS_RANK"), "1");
   EXPECT_EQ(w0p0.at("HOROVOD_CROSS_SIZE"), "3");
@@ -363,10 +364,10 @@ TEST(Horovod, TasksSharingAMachineAreDistinctHostsAndFindTheAmsStore) {
   auto p1 = ProcessEnv(spec, c, ctx, 1);
   EXPECT_EQ(p1.at("HOROVOD_HOSTNAME"), "worker-1.10.0.0.5");
   EXPECT_EQ(ProcessEnv(spec, c, {{"worker", 0}, "j", 0}, 0).at("HOROVOD_HOSTNAME"), "worker-0.10.0.0.5");
-  EXPECT_EQ(p1.at("HOROVOD_GLOO_RENDEZVOUS_ADDR"), "10.0.0.9");
-  EXPECT_EQ(p1.at("HOROVOD_GLOO_RENDEZVOUS_PORT"), "21000");
-  EXPECT_EQ(p1.at("HOROVOD_CONTROLLER"), "gloo");
-  EXPECT_EQ(p1.at("HOROVOD_CPU_OPERATIONS"), "gloo");
+  ExpectVars(p1, {
+      {"HOROVOD_GLOO_RENDEZVOUS_ADDR", "10.0.0.9"}, {"HOROVOD_GLOO_RENDEZVOUS_PORT", "21000"},
+      {"HOROVOD_CONTROLLER", "gloo"}, {"HOROVOD_CPU_OPERATIONS", "gloo"},
+  });
   // No store, no address: Horovod would take its single-process path rather than a wrong one.
   EXPECT_EQ(ProcessEnv(spec, c, {{"worker", 0}, "j", 0}, 0).count("HOROVOD_GLOO_RENDEZVOUS_ADDR"), 0u);
 }

@@ -16,6 +16,15 @@ browser_test_init() {
   pids=()
 }
 
+# loom_browser_test_init NAME LOOM ARTEFACT_DIR: browser_test_init for the scripts that drive the
+# real `loom` (LOOM, resolved, in loom) in a LOOM_HOME of their own under scratch.
+loom_browser_test_init() {
+  loom=$(realpath "$2")
+  browser_test_init "$1" "$3"
+  export LOOM_HOME=$scratch/home
+  mkdir -p "$LOOM_HOME"
+}
+
 log() { echo "$test_name: $*"; }
 
 # Signals every process in pids, then reaps them.
@@ -40,6 +49,15 @@ answering_url() {
         if (r.ok && (await r.json()).server === "am") console.log(u);
       } catch (e) {}
     });' "$3" "${4:-}" || true
+}
+
+# poll_dashboard FIELD [PATTERN]: one look for the job's id (in $scratch/submit.out, into id)
+# and then for its dashboard (answering_url's URL, into url); succeeds once there is one.
+poll_dashboard() {
+  [ -n "$id" ] || id=$(job_id "$scratch/submit.out")
+  [ -n "$id" ] || return 1
+  url=$(answering_url "$loom" "$id" "$@")
+  [ -n "$url" ]
 }
 
 # job_id FILE: the first job id FILE names.

@@ -10,10 +10,7 @@
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 LOOM ARTEFACT_DIR" >&2; exit 2; }
 source "$(dirname "$0")/common.sh"
-loom=$(realpath "$1")
-browser_test_init dashboard-test "$2"
-export LOOM_HOME=$scratch/home
-mkdir -p "$LOOM_HOME"
+loom_browser_test_init dashboard-test "$1" "$2"
 id=""
 cleanup() {
   local rc=$?
@@ -36,11 +33,7 @@ pids+=("$submit")
 # The job's id, then its dashboard once the AM answers there.
 url=""
 for _ in $(seq 1 600); do
-  [ -n "$id" ] || id=$(job_id "$scratch/submit.out")
-  if [ -n "$id" ]; then
-    url=$(answering_url "$loom" "$id" dashboard_url)
-    [ -n "$url" ] && break
-  fi
+  poll_dashboard dashboard_url && break
   kill -0 "$submit" 2>/dev/null || { cat "$scratch/submit.out"; log "the job ended before its dashboard answered"; exit 1; }
   sleep 0.1
 done

@@ -15,10 +15,7 @@
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 LOOM ARTEFACT_DIR" >&2; exit 2; }
 source "$(dirname "$0")/common.sh"
-loom=$(realpath "$1")
-browser_test_init portal-test "$2"
-export LOOM_HOME=$scratch/home
-mkdir -p "$LOOM_HOME"
+loom_browser_test_init portal-test "$1" "$2"
 
 jobs_started=()
 cleanup() {

@@ -21,13 +21,10 @@
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 LOOM DOUBLE ARTEFACT_DIR" >&2; exit 2; }
 source "$(dirname "$0")/common.sh"
-loom=$(realpath "$1")
+loom_browser_test_init yarn-dashboard-test "$1" "$3"
 double=$(realpath "$2")
-browser_test_init yarn-dashboard-test "$3"
-export LOOM_HOME=$scratch/home
 export HADOOP_CONF_DIR=$scratch/cluster/conf
 export USER=${USER:-$(id -un)}
-mkdir -p "$LOOM_HOME"
 
 double_pid=""
 submit_pid=""
@@ -100,11 +97,7 @@ submit_pid=$!
 # The job's id, then the application's tracking URL (the RM's proxy) once the AM answers there.
 url=""
 while [ "$SECONDS" -lt "$((deadline - 90))" ]; do
-  [ -n "$id" ] || id=$(job_id "$scratch/submit.out")
-  if [ -n "$id" ]; then
-    url=$(answering_url "$loom" "$id" tracking_url '^http://[^/]+/proxy/application_[0-9]+_[0-9]+/$')
-    [ -n "$url" ] && break
-  fi
+  poll_dashboard tracking_url '^http://[^/]+/proxy/application_[0-9]+_[0-9]+/$' && break
   kill -0 "$submit_pid" 2>/dev/null || { cat "$scratch/submit.out"; log "the job ended before its dashboard answered through the proxy"; exit 1; }
   sleep 0.1
 done
