@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,18 @@ Result<std::string> ReadFileFrom(const std::string& path, int64_t offset) {
   in.seekg(offset);
   in.read(out.data(), static_cast<std::streamsize>(out.size()));
   out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+std::string ReadAt(int fd, int64_t offset, int64_t length) {
+  std::string out(static_cast<size_t>(std::max<int64_t>(length, 0)), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, offset + static_cast<int64_t>(got));
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
   return out;
 }
 

@@ -12,6 +12,9 @@ namespace loom {
 Result<std::string> ReadFile(const std::string& path);
 // The bytes of `path` from `offset` to its current end (empty if the file is not longer).
 Result<std::string> ReadFileFrom(const std::string& path, int64_t offset);
+// Up to `length` bytes of the open file `fd` from `offset` (pread(2): its position stays);
+// fewer at its end or where a read fails.
+std::string ReadAt(int fd, int64_t offset, int64_t length);
 // Writes via a temporary file and rename(2), so readers never see a half-written file.
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
 // Makes `path` and its missing parents, each with `mode` (whatever the umask). Directories that

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include <gmock/gmock.h>
@@ -33,6 +34,23 @@ TEST(MakeDirs, GivesTheModeOnlyToTheDirectoriesItMakes) {
   EXPECT_EQ(ModeOf(shared + "/a"), 0755);
   EXPECT_EQ(ModeOf(shared + "/a/b"), 0755);
   std::filesystem::remove_all(shared);
+}
+
+// What the job files' pages and the double's NodeManager read of a log: a range of an open file,
+// cut at its end, its position untouched.
+TEST(ReadAt, ReadsTheRangeCutAtTheFilesEnd) {
+  FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  const int fd = ::fileno(f);
+  ASSERT_EQ(::write(fd, "0123456789", 10), 10);
+  ASSERT_EQ(::lseek(fd, 3, SEEK_SET), 3);
+  EXPECT_EQ(ReadAt(fd, 2, 4), "2345");
+  EXPECT_EQ(ReadAt(fd, 8, 100), "89");
+  EXPECT_EQ(ReadAt(fd, 10, 5), "");
+  EXPECT_EQ(ReadAt(fd, 0, -1), "");
+  EXPECT_EQ(::lseek(fd, 0, SEEK_CUR), 3);  // pread(2): the position stays
+  std::fclose(f);
+  EXPECT_EQ(ReadAt(-1, 0, 4), "");  // a read that fails: nothing
 }
 
 }  // namespace

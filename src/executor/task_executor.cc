@@ -75,6 +75,16 @@ class TaskExecutor {
   bool AmLost() const { return heartbeats_ && heartbeats_->am_lost(); }
   void Report(const ExitInfo& info);
   void ReapChildren();
+  // A unary call to the AM that answers with an Ack, within `timeout`.
+  template <typename Request>
+  grpc::Status CallAm(grpc::Status (control::Control::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                                      control::Ack*),
+                      const Request& req, milliseconds timeout) {
+    control::Ack ack;
+    grpc::ClientContext ctx;
+    am_->Prepare(ctx, timeout);
+    return (am_->stub().*method)(&ctx, req, &ack);
+  }
   control::TaskRef Ref() const;
 
   std::map<std::string, std::string> env_;
@@ -304,11 +314,7 @@ Status TaskExecutor::StartUserProcesses(const control::ClusterSpecResponse& spec
   *req.mutable_task() = Ref();
   req.set_pid(processes_.members()[0].process.pid());
   for (const TaskProcesses::Member& m : processes_.members()) req.add_pids(m.process.pid());
-  control::Ack ack;
-  grpc::ClientContext ctx;
-  am_->Prepare(ctx);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Status s = am_->stub().TaskStarted(&ctx, req, &ack);
+  grpc::Status s = CallAm(&control::Control::Stub::TaskStarted, req, std::chrono::seconds(10));
   if (!s.ok()) spdlog::warn("TaskStarted not acknowledged: {}", s.error_message());
   return Status::Ok();
 }
@@ -415,11 +421,7 @@ void TaskExecutor::MaybeAnnounceTensorBoard() {
   control::TensorBoardRequest req;
   *req.mutable_task() = Ref();
   req.set_url("http://" + host + ":" + std::to_string(tb_port_.port()) + "/");
-  control::Ack ack;
-  grpc::ClientContext ctx;
-  am_->Prepare(ctx);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = am_->stub().RegisterTensorBoard(&ctx, req, &ack);
+  grpc::Status s = CallAm(&control::Control::Stub::RegisterTensorBoard, req, std::chrono::seconds(5));
   if (!s.ok()) {
     spdlog::warn("TensorBoard at {} not registered (tried again): {}", req.url(), s.error_message());
     return;
@@ -445,11 +447,7 @@ void TaskExecutor::Report(const ExitInfo& info) {
       *req.add_stderr_tail() = line;
     }
   }
-  control::Ack ack;
-  grpc::ClientContext ctx;
-  am_->Prepare(ctx);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = am_->stub().ReportExit(&ctx, req, &ack);
+  grpc::Status s = CallAm(&control::Control::Stub::ReportExit, req, std::chrono::seconds(5));
   if (!s.ok()) spdlog::warn("exit report not delivered: {}", s.error_message());
 }
 

@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "core/config/site_xml.h"
+#include "core/files.h"
 #include "core/strings.h"
 
 namespace loom::web {
@@ -19,18 +20,6 @@ bool BadComponent(const std::string& c) { return c.empty() || c == "." || c == "
 int64_t FileSize(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 ? st.st_size : 0;
-}
-
-std::string PreadAll(int fd, int64_t offset, int64_t length) {
-  std::string out(static_cast<size_t>(std::max<int64_t>(length, 0)), '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, offset + static_cast<int64_t>(got));
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
 }
 
 }  // namespace
@@ -83,7 +72,7 @@ EventsChunk ReadEventsFrom(int fd, int64_t cursor, size_t max_events) {
   chunk.next = cursor;
   // At most 4 MiB a call: a long job's events.jsonl is megabytes, a poll wants the new lines.
   constexpr int64_t kMaxRead = 4 << 20;
-  const std::string text = PreadAll(fd, cursor, std::min(kMaxRead, size - cursor));
+  const std::string text = ReadAt(fd, cursor, std::min(kMaxRead, size - cursor));
   ::close(fd);
   size_t start = 0;
   for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
@@ -109,7 +98,7 @@ LogChunk ReadLogChunk(int fd, int64_t offset, int64_t limit) {
   LogChunk chunk;
   chunk.size = FileSize(fd);
   chunk.offset = offset < 0 ? std::max<int64_t>(0, chunk.size + offset) : std::min(offset, chunk.size);
-  chunk.data = PreadAll(fd, chunk.offset, std::min(limit, chunk.size - chunk.offset));
+  chunk.data = ReadAt(fd, chunk.offset, std::min(limit, chunk.size - chunk.offset));
   chunk.eof = chunk.offset + static_cast<int64_t>(chunk.data.size()) >= chunk.size;
   ::close(fd);
   return chunk;

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "core/files.h"
@@ -51,16 +53,17 @@ const char* Reason(int code) {
 // Escapes each path segment for a redirect URL (written here independently of the client
 // under test, so that one bug cannot hide on both sides).
 std::string EncodePath(const std::string& path) {
-  static const char kHex[] = "0123456789ABCDEF";
+  constexpr std::string_view kKept = "/-._~";  // RFC 3986's unreserved, and the separators
   std::string out;
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || std::strchr("/-._~", c) != nullptr) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+  for (char c : path) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) || kKept.find(c) != std::string_view::npos) {
+      out.push_back(c);
+      continue;
     }
+    char escaped[4];
+    std::snprintf(escaped, sizeof(escaped), "%%%02X", byte);
+    out.append(escaped, 3);
   }
   return out;
 }

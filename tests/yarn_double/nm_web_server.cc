@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/eventually.h"
+#include "core/files.h"
 #include "core/strings.h"
 #include "hadoop/wire/credentials.h"
 #include "nm_gpus.h"
@@ -90,19 +91,6 @@ void Text(httplib::Response& res, int status, const std::string& body) {
   SetCommonHeaders(res);
   res.status = status;
   res.set_content(body, "text/plain;charset=utf-8");
-}
-
-// The bytes of an open file: `count` from `offset`.
-std::string ReadAt(int fd, int64_t offset, int64_t count) {
-  std::string out(static_cast<size_t>(count), '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, offset + static_cast<int64_t>(got));
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
 }
 
 int64_t MtimeMs(const struct stat& st) {
