@@ -24,7 +24,6 @@ namespace {
 
 constexpr int kWorkers = 4;
 
-
 // When the request of the connection this thread serves must be in. The watchdog enforces each
 // connection's whole time (web/watched_http_server.h): for reading while the request line and
 // headers are due (the connection is then closed unanswered), both ways while the answer is.
@@ -127,12 +126,10 @@ class RendezvousServer::Http : public web::WatchedHttpServer {
     t_request_due = clock().Now() + owner_.limits_.request_timeout;
     watchdog().Arm(conn, owner_.limits_.request_timeout, SHUT_RD);
   }
-  // The request's head is in. From here its answer is timed by Answer's arming, and a PUT's
-  // body by its reader (shut for reading, the socket could not take the 408).
-  void PrepareRequest(httplib::Request& req) override {
-    if (web::WatchedConnection* conn = Current()) watchdog().Disarm(*conn);
-    req.ranges.clear();  // the store answers whole values, as horovod's: no Range
-  }
+  // The request's head is in (the base has disarmed its connection): its answer is timed by
+  // Answer's arming, a PUT's body by its reader (shut for reading, the socket could not take
+  // the 408). The store answers whole values, as horovod's: no Range.
+  void PrepareRequest(httplib::Request& req) override { req.ranges.clear(); }
 
   RendezvousServer& owner_;
 };

@@ -22,11 +22,6 @@ class WatchedServer : public WatchedHttpServer {
   std::chrono::milliseconds request_time{10000};
 
   explicit WatchedServer(Clock& clock) : WatchedHttpServer(clock) {
-    // The request is in.
-    set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
-      if (WatchedConnection* conn = Current()) watchdog().Disarm(*conn);
-      return HandlerResponse::Unhandled;
-    });
     // Answered (cpp-httplib logs after each answer, its own refusals too): the next request
     // on a kept-alive connection.
     set_logger([this](const httplib::Request&, const httplib::Response&) {

@@ -25,7 +25,12 @@ bool WatchedHttpServer::process_and_close_socket(socket_t sock) {
       write_timeout_sec_, write_timeout_usec_,
       [this](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
         return process_request(strm, close_connection, connection_closed,
-                               [this](httplib::Request& req) { PrepareRequest(req); });
+                               [this](httplib::Request& req) {
+                                 // The request's head is in: from here its answer is timed
+                                 // (the subclass arms for it, or times a body its own way).
+                                 if (WatchedConnection* in = Current()) watchdog_.Disarm(*in);
+                                 PrepareRequest(req);
+                               });
       });
   httplib::detail::shutdown_socket(sock);
   httplib::detail::close_socket(sock);

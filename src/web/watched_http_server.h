@@ -1,8 +1,9 @@
 #pragma once
 // WatchedHttpServer: a cpp-httplib server whose every connection a ConnectionWatchdog watches
 // (web/connection_watchdog.h), the base of the dashboard's and portal's HttpServer and of the
-// AM's rendezvous store. A subclass arms each connection as it is taken (OnConnection) and arms
-// or disarms it again from its handlers (Current(), watchdog()).
+// AM's rendezvous store. A subclass arms each connection as it is taken (OnConnection); the base
+// disarms it once a request's head is in; the subclass arms it again for what comes next from
+// its handlers (Current(), watchdog()).
 
 #include <httplib.h>
 
@@ -24,7 +25,7 @@ class WatchedHttpServer : public httplib::Server {
 
   // The connection is taken, before its first request is read: arm it.
   virtual void OnConnection(WatchedConnection& conn) = 0;
-  // Each request as it is read, before routing; nothing by default.
+  // Each request once its head is in (its connection disarmed), before routing; nothing by default.
   virtual void PrepareRequest(httplib::Request& req) {}
 
   // cpp-httplib's own (0.11.4, private there, so restated), with the connection watched. The
