@@ -154,8 +154,7 @@ class SpnegoContext {
     OM_uint32 major = gss_->init_sec_context(&minor, cred, &context_, target_, gss_->krb5_mech,
                                              GSS_C_MUTUAL_FLAG | GSS_C_REPLAY_FLAG, 0, GSS_C_NO_CHANNEL_BINDINGS,
                                              in, nullptr, &out, &ret_flags, nullptr);
-    std::string token(static_cast<const char*>(out.value), out.length);
-    if (out.value != nullptr) gss_->release_buffer(&minor, &out);
+    std::string token = TakeBuffer(*gss_, &out);
     if (GSS_ERROR(major)) return Status::Unauthenticated(GssapiError(*gss_, major, minor));
     complete_ = major == GSS_S_COMPLETE;
     return token;

@@ -18,17 +18,6 @@ struct GssAcceptor::State {
   }
 };
 
-namespace {
-
-std::string Take(const hadoop::GssapiLibrary& gss, gss_buffer_desc* buf) {
-  std::string out(static_cast<const char*>(buf->value), buf->length);
-  OM_uint32 minor = 0;
-  gss.release_buffer(&minor, buf);
-  return out;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<GssAcceptor>> GssAcceptor::Create(const std::string& keytab, const std::string& principal) {
   LOOM_ASSIGN_OR_RETURN(const hadoop::GssapiLibrary* gss, hadoop::Gssapi());
   std::unique_ptr<GssAcceptor> acceptor(new GssAcceptor());
@@ -73,7 +62,7 @@ Result<GssAcceptor::Step> GssAcceptor::Accept(std::string_view input) {
   OM_uint32 major = gss.accept_sec_context(&minor, &s.context, s.cred, &in, GSS_C_NO_CHANNEL_BINDINGS, &src, nullptr,
                                            &out, &flags, nullptr, nullptr);
   Step step;
-  if (out.length > 0) step.output = Take(gss, &out);
+  if (out.length > 0) step.output = hadoop::TakeBuffer(gss, &out);
   if (GSS_ERROR(major)) {
     OM_uint32 ignored = 0;
     if (src != GSS_C_NO_NAME) gss.release_name(&ignored, &src);
@@ -86,7 +75,9 @@ Result<GssAcceptor::Step> GssAcceptor::Accept(std::string_view input) {
     s.complete = true;
     gss_buffer_desc shown{0, nullptr};
     OM_uint32 ignored = 0;
-    if (!GSS_ERROR(gss.display_name(&ignored, src, &shown, nullptr))) client_principal_ = Take(gss, &shown);
+    if (!GSS_ERROR(gss.display_name(&ignored, src, &shown, nullptr))) {
+      client_principal_ = hadoop::TakeBuffer(gss, &shown);
+    }
   }
   if (src != GSS_C_NO_NAME) {
     OM_uint32 ignored = 0;
@@ -109,7 +100,7 @@ Result<std::string> GssAcceptor::Wrap(std::string_view plain, bool conf) {
     s.gss->release_buffer(&ignored, &out);
     return Status::Internal("GSSAPI wrap: the context cannot seal (no confidentiality)");
   }
-  return Take(*s.gss, &out);
+  return hadoop::TakeBuffer(*s.gss, &out);
 }
 
 Result<std::string> GssAcceptor::Unwrap(std::string_view token, bool* conf_used) {
@@ -124,7 +115,7 @@ Result<std::string> GssAcceptor::Unwrap(std::string_view token, bool* conf_used)
     return Status::Unauthenticated("GSSAPI unwrap: " + hadoop::GssapiError(*s.gss, major, minor));
   }
   if (conf_used) *conf_used = conf_state != 0;
-  return Take(*s.gss, &out);
+  return hadoop::TakeBuffer(*s.gss, &out);
 }
 
 }  // namespace loom::hadoop::testing

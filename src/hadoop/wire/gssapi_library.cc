@@ -84,6 +84,13 @@ Result<const GssapiLibrary*> Gssapi() {
   return &loaded.lib;
 }
 
+std::string TakeBuffer(const GssapiLibrary& gss, gss_buffer_desc* buffer) {
+  std::string bytes(static_cast<const char*>(buffer->value), buffer->length);
+  OM_uint32 ignored = 0;
+  if (buffer->value != nullptr) gss.release_buffer(&ignored, buffer);
+  return bytes;
+}
+
 std::string GssapiError(const GssapiLibrary& gss, OM_uint32 major, OM_uint32 minor) {
   auto messages = [&](OM_uint32 code, int type, gss_OID mech) {
     std::string text;
@@ -93,8 +100,7 @@ std::string GssapiError(const GssapiLibrary& gss, OM_uint32 major, OM_uint32 min
       gss_buffer_desc buf{0, nullptr};
       if (GSS_ERROR(gss.display_status(&ignored, code, type, mech, &context, &buf))) break;
       if (!text.empty()) text += "; ";
-      text.append(static_cast<const char*>(buf.value), buf.length);
-      gss.release_buffer(&ignored, &buf);
+      text += TakeBuffer(gss, &buf);
     } while (context != 0);
     return text;
   };

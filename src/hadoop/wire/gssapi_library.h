@@ -50,4 +50,7 @@ Result<const GssapiLibrary*> Gssapi();
 // ("No Kerberos credentials available (default cache: FILE:/tmp/krb5cc_0)").
 std::string GssapiError(const GssapiLibrary& gss, OM_uint32 major, OM_uint32 minor);
 
+// The bytes of a buffer that GSSAPI allocated (a token, a name's text), which is then released.
+std::string TakeBuffer(const GssapiLibrary& gss, gss_buffer_desc* buffer);
+
 }  // namespace loom::hadoop

@@ -96,10 +96,7 @@ Result<std::shared_ptr<KerberosLogin>> KerberosLogin::Acquire(const KerberosLogi
   gss_buffer_desc shown{0, nullptr};
   major = gss->display_name(&minor, name, &shown, nullptr);
   OM_uint32 ignored = 0;
-  if (!GSS_ERROR(major)) {
-    login->principal_.assign(static_cast<const char*>(shown.value), shown.length);
-    gss->release_buffer(&ignored, &shown);
-  }
+  if (!GSS_ERROR(major)) login->principal_ = TakeBuffer(*gss, &shown);
   gss->release_name(&ignored, &name);
   if (login->principal_.empty()) return Status::InvalidArgument(NoTicket(o) + " (the credentials name no principal)");
   login->lifetime_s_ = lifetime;

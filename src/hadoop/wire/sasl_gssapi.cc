@@ -26,14 +26,6 @@ std::string LayerNames(uint8_t layers) {
   return names.empty() ? "none" : Join(names, ",");
 }
 
-// The bytes of a buffer that GSSAPI allocated, which is then released.
-std::string TakeBuffer(const GssapiLibrary& gss, gss_buffer_desc* buffer) {
-  std::string bytes(static_cast<const char*>(buffer->value), buffer->length);
-  OM_uint32 ignored = 0;
-  if (buffer->value) gss.release_buffer(&ignored, buffer);
-  return bytes;
-}
-
 // `text` as MIT names it after canonicalization ("rm/localhost" -> "rm/localhost@LOOM.TEST").
 Result<std::string> CanonicalPrincipal(const GssapiLibrary& gss, const std::string& text) {
   gss_buffer_desc in{text.size(), const_cast<char*>(text.data())};
