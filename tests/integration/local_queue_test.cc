@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
@@ -307,15 +308,16 @@ TEST_F(LocalQueue, TwoLoomHomesNeverGetTheSameGpu) {
 }
 
 TEST_F(LocalQueue, MemoryOfOneHomeIsShared) {
-  auto job = [&] {
+  auto job = [&](const std::string& command) {
     return std::vector<std::string>{"submit", "--conf", "loom.local.memory=4g", "--conf", "loom.worker.instances=1",
-                                    "--conf", "loom.worker.memory=3g", "--conf",
-                                    "loom.containers.command=" + task_.Command("sleep", "0.5")};
+                                    "--conf", "loom.worker.memory=3g", "--conf", "loom.containers.command=" + command};
   };
-  Submitted a = SubmitOne(loom_, job(), "a");
-  Submitted b = SubmitOne(loom_, job(), "b");
+  // a holds its memory until released: b must find it taken however slowly it is submitted.
+  Submitted a = SubmitOne(loom_, job(task_.Command("hold", "release-a")), "a");
+  Submitted b = SubmitOne(loom_, job(task_.Command("sleep", "0.1")), "b");
   ASSERT_TRUE(WaitForState(loom_, b.id, "QUEUED", 1));
   EXPECT_THAT(loom_.View(b.id).queue_reason, HasSubstr("waiting for 3.0 GiB of memory (1.0 GiB free) held by " + a.id));
+  task_.Release("release-a");
   ExpectSucceeded(loom_, a);
   ExpectSucceeded(loom_, b);
   auto ra = task_.RunsOf(a.id), rb = task_.RunsOf(b.id);
@@ -376,9 +378,13 @@ TEST_F(LocalQueue, AGangRestartKeepsItsGpus) {
 }
 
 TEST_F(LocalQueue, QueueTimeDoesNotCountTowardsTheApplicationTimeout) {
-  Submitted a = SubmitOne(loom_, Job(task_.Command("sleep", "1.5"), 1, "1"), "a");
+  Submitted a = SubmitOne(loom_, Job(task_.Command("hold", "release-a"), 1, "1"), "a");
   ASSERT_TRUE(AllRunning(loom_, a.id));
   Submitted b = SubmitOne(loom_, Job(task_.Command("sleep", "0.2"), 1, "1", {"--conf", "loom.application.timeout=1000"}), "b");
+  ASSERT_TRUE(WaitForState(loom_, b.id, "QUEUED", 1));
+  // The timeout runs on real time in the AM: b stays queued past it, however slow its submit was.
+  std::this_thread::sleep_for(1500ms);
+  task_.Release("release-a");
   ExpectSucceeded(loom_, b);
   int64_t waited_ms = -1;
   for (const json& e : history::ReadEvents(loom_.Dir(b.id).events())) {
