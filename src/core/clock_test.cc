@@ -1,5 +1,5 @@
 // The event loop's timers on a FakeClock: they run when the test moves time, in time order, and
-// never before.
+// never before; a condition wait on a FakeClock ends at its deadline or its condition.
 
 #include "core/clock.h"
 
@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock_wait.h"
 #include "core/event_loop.h"
 #include "core/testing.h"
 
@@ -77,6 +78,52 @@ TEST(FakeClock, MovesOnlyWhenToldAndTheRealOneMovesByItself) {
   EXPECT_FALSE(fake.IsReal());
   EXPECT_TRUE(Clock::Real().IsReal());
   EXPECT_LE(std::chrono::steady_clock::now() - Clock::Real().Now(), 1s);
+}
+
+// A waiter on a FakeClock, as the heartbeat stream and the YARN broker wait: the clock's Watch
+// wakes it after each jump, and it returns once the clock has reached its deadline or its
+// condition holds.
+class WaitOnClockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    watch_ = clock_.Watch([this] {
+      std::lock_guard<std::mutex> l(mu_);
+      cv_.notify_all();
+    });
+  }
+  void TearDown() override { clock_.Unwatch(watch_); }
+  // Starts a wait until 5 s from now; its result arrives in the future.
+  std::future<bool> WaitFiveSeconds() {
+    Clock::TimePoint until = clock_.Now() + 5s;
+    return std::async(std::launch::async, [this, until] {
+      std::unique_lock<std::mutex> lock(mu_);
+      return WaitOnClock(clock_, cv_, lock, until, [this] { return done_; });
+    });
+  }
+
+  FakeClock clock_;
+  int watch_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;  // guarded by mu_
+};
+
+TEST_F(WaitOnClockTest, EndsWhenTheClockReachesTheDeadline) {
+  std::future<bool> waited = WaitFiveSeconds();
+  clock_.Advance(4s);
+  EXPECT_EQ(waited.wait_for(0s), std::future_status::timeout);
+  clock_.Advance(1s);
+  EXPECT_FALSE(waited.get());  // the deadline, not the condition
+}
+
+TEST_F(WaitOnClockTest, EndsWhenTheConditionHoldsBeforeTheDeadline) {
+  std::future<bool> waited = WaitFiveSeconds();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  EXPECT_TRUE(waited.get());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "core/event_loop.h"
 
+#include "core/clock_wait.h"
+
 namespace loom {
 
 EventLoop::EventLoop(Clock& clock) : clock_(clock) {
@@ -39,11 +41,8 @@ void EventLoop::Run() {
     } else if (!queue_.empty()) {
       fn = std::move(queue_.front());
       queue_.pop_front();
-    } else if (!timers_.empty() && clock_.IsReal()) {
-      cv_.wait_until(lock, timers_.begin()->first);
-      continue;
     } else {
-      cv_.wait(lock);
+      WaitOnceOnClock(clock_, cv_, lock, timers_.empty() ? Clock::TimePoint::max() : timers_.begin()->first);
       continue;
     }
     lock.unlock();

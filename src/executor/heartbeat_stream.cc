@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/clock_wait.h"
 #include "executor/timing_policy.h"
 
 namespace loom::executor {
@@ -22,17 +23,6 @@ void HeartbeatStream::Start() {
     cv_.notify_all();
   });
   thread_ = std::thread([this] { Loop(); });
-}
-
-template <typename Pred>
-void HeartbeatStream::WaitFor(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds d, Pred pred) {
-  Clock& clock = *options_.clock;
-  if (clock.IsReal()) {
-    cv_.wait_for(lock, d, pred);
-    return;
-  }
-  const Clock::TimePoint until = clock.Now() + d;
-  cv_.wait(lock, [&] { return pred() || clock.Now() >= until; });
 }
 
 void HeartbeatStream::Stop() {
@@ -98,7 +88,7 @@ void HeartbeatStream::Loop() {
       broken = !stream->Write(req);
       lock.lock();
       if (am_silent_too_long()) break;
-      if (!broken) WaitFor(lock, interval, [this] { return stop_ || fresh_; });
+      if (!broken) WaitOnClock(clock, cv_, lock, clock.Now() + interval, [this] { return stop_ || fresh_; });
     }
     open_ = nullptr;
     lock.unlock();
@@ -113,7 +103,7 @@ void HeartbeatStream::Loop() {
       options_.wake();
       return;
     }
-    WaitFor(lock, interval, [this] { return stop_; });  // then open a new stream
+    WaitOnClock(clock, cv_, lock, clock.Now() + interval, [this] { return stop_; });  // then open a new stream
   }
 }
 

@@ -48,9 +48,6 @@ class HeartbeatStream {
 
  private:
   void Loop();
-  // Waits on cv_ (`lock` held on mu_) until `pred` or `d` has passed on the clock.
-  template <typename Pred>
-  void WaitFor(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds d, Pred pred);
 
   const Options options_;
   std::thread thread_;

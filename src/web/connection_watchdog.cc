@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/clock_wait.h"
+
 namespace loom::web {
 
 ConnectionWatchdog::ConnectionWatchdog(Clock& clock) : clock_(clock) {
@@ -54,11 +56,7 @@ void ConnectionWatchdog::Run() {
         next = std::min(next, c->deadline);
       }
     }
-    if (next == Clock::TimePoint::max() || !clock_.IsReal()) {
-      cv_.wait(lock);
-    } else {
-      cv_.wait_until(lock, next);
-    }
+    WaitOnceOnClock(clock_, cv_, lock, next);
   }
 }
 

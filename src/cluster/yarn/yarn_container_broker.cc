@@ -8,6 +8,7 @@
 
 #include "control/auth.h"
 #include "control/executor_env.h"
+#include "core/clock_wait.h"
 #include "core/files.h"
 #include "core/forwarded_env.h"
 #include "core/strings.h"
@@ -125,22 +126,12 @@ Status YarnContainerBroker::Start(ContainerEvents* events) {
   return Status::Ok();
 }
 
-template <typename Pred>
-void YarnContainerBroker::WaitUntil(std::unique_lock<std::mutex>& lock, Clock::TimePoint until, Pred pred) {
-  if (opts_.clock->IsReal()) {
-    wake_.wait_until(lock, until, pred);
-    return;
-  }
-  // A fake clock's time moves only by Advance, which wakes this wait (Watch in Start).
-  wake_.wait(lock, [&] { return pred() || opts_.clock->Now() >= until; });
-}
-
 void YarnContainerBroker::HeartbeatLoop() {
   int failures = 0;
   std::unique_lock<std::mutex> lock(mu_);
   // The AM asks for its gang right after Start: the first allocate waits for those asks (a
   // heartbeat at most) instead of going out empty and making them wait for its answer.
-  WaitUntil(lock, opts_.clock->Now() + opts_.heartbeat, [this] { return stopping_ || !asks_.empty(); });
+  WaitOnClock(*opts_.clock, wake_, lock, opts_.clock->Now() + opts_.heartbeat, [this] { return stopping_ || !asks_.empty(); });
   while (!stopping_) {
     std::vector<ypb::ResourceRequestProto> asks = LastAskPerName(std::move(asks_));
     std::vector<ypb::ContainerIdProto> releases = std::move(releases_);
@@ -184,7 +175,7 @@ void YarnContainerBroker::HeartbeatLoop() {
     if (!response.ok()) {
       // Back off; the asks put back must not wake us at once.
       auto backoff = std::min<std::chrono::milliseconds>(opts_.heartbeat * failures, std::chrono::seconds(5));
-      WaitUntil(lock, opts_.clock->Now() + backoff, [this] { return stopping_; });
+      WaitOnClock(*opts_.clock, wake_, lock, opts_.clock->Now() + backoff, [this] { return stopping_; });
       continue;
     }
     if (!pending_.empty() && opts_.clock->Now() >= next_pending_report_) {
@@ -202,7 +193,7 @@ void YarnContainerBroker::HeartbeatLoop() {
     // Fast while containers are wanted, and while Shutdown waits for the RM to report them
     // completed (the job's end waits on that).
     auto interval = pending_.empty() && !draining_ ? opts_.heartbeat : opts_.fast_heartbeat;
-    WaitUntil(lock, opts_.clock->Now() + interval,
+    WaitOnClock(*opts_.clock, wake_, lock, opts_.clock->Now() + interval,
               [this] { return stopping_ || heartbeat_now_ || !asks_.empty() || !releases_.empty(); });
     heartbeat_now_ = false;
   }
@@ -402,7 +393,7 @@ void YarnContainerBroker::Shutdown(std::chrono::milliseconds grace) {
   auto deadline = opts_.clock->Now() + std::max(grace, std::chrono::milliseconds(3000));
   {
     std::unique_lock<std::mutex> lock(mu_);
-    WaitUntil(lock, deadline, [this] {
+    WaitOnClock(*opts_.clock, wake_, lock, deadline, [this] {
       if (!fatal_.ok()) return true;  // no allocate will report them any more
       for (auto& [id, h] : held_) {
         if (!h.completed) return false;

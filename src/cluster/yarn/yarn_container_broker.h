@@ -149,10 +149,6 @@ class YarnContainerBroker : public ContainerBroker {
   // Takes allocate's updated_nodes: new nodes, and lost ones whose tasks go elsewhere.
   void UpdateNodesLocked(const ::hadoop::yarn::AllocateResponseProto& response);
   std::vector<PendingRequest> PendingLocked() const;
-  // Waits on wake_ (`lock` held on mu_) until `pred` holds or the clock reaches `until`.
-  template <typename Pred>
-  void WaitUntil(std::unique_lock<std::mutex>& lock, Clock::TimePoint until, Pred pred);
-
   YarnBrokerOptions opts_;
   std::unique_ptr<hadoop::AmRmClient> rm_;
   ContainerEvents* events_ = nullptr;
