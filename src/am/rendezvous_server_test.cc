@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "core/inet_address.h"
 #include "core/testing.h"
 #include "core/eventually.h"
 
@@ -26,10 +27,7 @@ struct Reply {
 
 int Connect(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, port);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
     return -1;
@@ -191,8 +189,7 @@ TEST_F(RendezvousServerTest, AClientThatSendsNothingDoesNotHoldUpTheOthers) {
 TEST(RendezvousServerPorts, TakesAPortOfTheRangeThatNobodyHolds) {
   // A port held the way an executor holds its task's port: bound, SO_REUSEADDR, not listening.
   int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
+  sockaddr_in addr = Ipv4Address(INADDR_ANY, 0);
   socklen_t len = sizeof(addr);
   ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   int one = 1;
@@ -233,10 +230,7 @@ TEST(RendezvousServerLimits, AClientThatNeverReadsItsAnswerDoesNotHoldUpStop) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int small = 4096;
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(*port));
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, *port);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   std::string get = "GET /global/0 HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
   ASSERT_EQ(::send(fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/files.h"
+#include "core/inet_address.h"
 
 namespace loom {
 namespace {
@@ -24,9 +25,7 @@ class FakeDnsServer {
  public:
   FakeDnsServer() {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in a = Ipv4Address(INADDR_LOOPBACK, 0);
     ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
     socklen_t len = sizeof a;
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/host_resolver.h"
+#include "core/inet_address.h"
 
 namespace loom::executor {
 
@@ -58,10 +59,7 @@ Result<ReservedPort> ReservedPort::Reserve(int low, int high, int preferred) {
   for (int p : candidates) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return Status::FromErrno("socket", errno);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(static_cast<uint16_t>(p));
+    sockaddr_in addr = Ipv4Address(INADDR_ANY, p);
     // Bind exclusively first (fails if anyone, another executor included, holds the port), then
     // turn SO_REUSEADDR on so the framework's own SO_REUSEADDR bind+listen succeeds.
     if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {

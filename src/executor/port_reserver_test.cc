@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "core/inet_address.h"
 #include "core/testing.h"
 
 namespace loom::executor {
@@ -15,9 +16,7 @@ int BindPort(int port, bool reuse, bool listen) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   if (reuse) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
+  sockaddr_in a = Ipv4Address(INADDR_ANY, port);
   int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
   if (rc == 0 && listen) rc = ::listen(fd, 4);
   ::close(fd);
@@ -65,9 +64,7 @@ TEST(PortAnswers, OnlyOnceSomethingListens) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(p->port()));
+  sockaddr_in a = Ipv4Address(INADDR_ANY, p->port());
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);  // as TensorBoard's server does
   ASSERT_EQ(::listen(fd, 4), 0);
   EXPECT_TRUE(PortAnswers("127.0.0.1", p->port(), 200));

@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/eventually.h"
+#include "core/inet_address.h"
 
 namespace loom::web {
 namespace {
@@ -31,10 +32,7 @@ std::string RawExchange(int port, const std::string& request) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   timeval limit{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, port);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "connect failed";
   (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string out;
@@ -120,10 +118,7 @@ TEST(HttpServer, ClientsThatDoNotFinishTheirRequestsAreCutAtTheRequestTime) {
   Slow slow[2];
   for (Slow& c : slow) {
     c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(*port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, *port);
     ASSERT_EQ(::connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     const std::string start = "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
     ASSERT_EQ(::send(c.fd, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));

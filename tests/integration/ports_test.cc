@@ -15,6 +15,7 @@
 
 #include <gmock/gmock.h>
 
+#include "core/inet_address.h"
 #include "mini_loom.h"
 
 namespace loom::testing {
@@ -41,9 +42,7 @@ class Squatter {
     while (!stop_) {
       int port = kLow + static_cast<int>(rng() % (kHigh - kLow + 1));
       int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(static_cast<uint16_t>(port));
+      sockaddr_in a = Ipv4Address(INADDR_ANY, port);
       if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 && ::listen(fd, 1) == 0) {
         ++binds_;
         held.push_back(fd);

@@ -17,6 +17,7 @@
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
+#include "core/inet_address.h"
 #include "history/event_log.h"
 #include "mini_loom.h"
 #include "yarn_double_cluster.h"
@@ -244,9 +245,7 @@ TEST(TensorBoard, TheSidecarServesItsLogDirAndItsLinkAnswers) {
 // A port on which nothing listens.
 int ClosedPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in a = Ipv4Address(INADDR_LOOPBACK, 0);
   socklen_t len = sizeof(a);
   ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);

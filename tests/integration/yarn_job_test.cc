@@ -18,6 +18,7 @@
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
+#include "core/inet_address.h"
 #include "core/testing.h"
 #include "yarn_double_cluster.h"
 
@@ -359,9 +360,7 @@ class DroppingServer {
  public:
   DroppingServer() {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, 0);
     EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     socklen_t len = sizeof(addr);
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/eventually.h"
+#include "core/inet_address.h"
 #include "core/status.h"
 #include "core/subprocess.h"
 
@@ -129,9 +130,7 @@ class KdcHarness {
 
   static int FreePort() {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in a = Ipv4Address(INADDR_LOOPBACK, 0);
     socklen_t len = sizeof a;
     int port = -1;
     if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
@@ -144,10 +143,7 @@ class KdcHarness {
 
   static bool Accepts(int port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in a = Ipv4Address(INADDR_LOOPBACK, port);
     bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     ::close(fd);
     return ok;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/inet_address.h"
 #include "hadoop/testing/test_socket.h"
 #include "hadoop/wire/ipc_frame.h"
 #include "hadoop/wire/sasl_digest.h"
@@ -32,10 +33,7 @@ Reply Decode(const std::string& frame) {
 
 Socket::Socket(int port) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
+  sockaddr_in a = Ipv4Address(INADDR_LOOPBACK, port);
   connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   EXPECT_TRUE(connected_) << "connect to port " << port;
 }

@@ -15,6 +15,7 @@
 #include <chrono>
 
 #include "core/files.h"
+#include "core/inet_address.h"
 #include "fake_hdfs.h"
 #include "hadoop/wire/sasl_digest.h"
 #include "log_aggregation.h"
@@ -29,9 +30,7 @@ namespace {
 Result<std::pair<int, int>> ReservePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno("socket", errno);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, 0);
   socklen_t len = sizeof(addr);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {

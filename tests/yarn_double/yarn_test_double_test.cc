@@ -22,6 +22,7 @@
 
 #include "core/eventually.h"
 #include "core/files.h"
+#include "core/inet_address.h"
 #include "core/strings.h"
 #include "core/subprocess.h"
 #include "core/testing.h"
@@ -52,10 +53,7 @@ int64_t ResourceGpus(const yp::ResourceProto& r) {
 Status WebHdfsPut(int nn_port, const std::string& path, const std::string& data) {
   auto http = [](int port, const std::string& request) -> std::string {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(port));
+    sockaddr_in a = Ipv4Address(INADDR_LOOPBACK, port);
     std::string reply;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
         ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == ssize_t(request.size())) {

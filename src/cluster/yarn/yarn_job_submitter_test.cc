@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/inet_address.h"
 #include "core/testing.h"
 
 namespace loom::cluster::yarn {
@@ -85,9 +86,7 @@ TEST(KerberosShortName, FirstComponentOfThePrincipal) {
 // A port on this machine where nothing listens (bound, then closed).
 int ClosedPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in a = Ipv4Address(INADDR_LOOPBACK, 0);
   socklen_t len = sizeof(a);
   EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);

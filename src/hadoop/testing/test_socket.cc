@@ -8,6 +8,7 @@
 
 #include <cerrno>
 
+#include "core/inet_address.h"
 #include "hadoop/wire/ipc_frame.h"
 
 namespace loom::hadoop::testing {
@@ -34,9 +35,7 @@ bool WaitReadable(int fd, Clock::time_point deadline) {
 Result<int> ListenLoopback(int* port, bool listen) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno("socket", errno);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, 0);
   socklen_t len = sizeof addr;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0 || (listen && ::listen(fd, 64) < 0) ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) < 0) {
@@ -59,10 +58,7 @@ int ClosedLoopbackPort() {
 Result<int> ConnectLoopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno("socket", errno);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
+  sockaddr_in addr = Ipv4Address(INADDR_LOOPBACK, port);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     Status s = Status::FromErrno("connect 127.0.0.1:" + std::to_string(port), errno);
     ::close(fd);
