@@ -4,8 +4,6 @@
 
 #include <signal.h>
 
-#include <algorithm>
-#include <fstream>
 #include <random>
 
 #include <gmock/gmock.h>
@@ -22,25 +20,12 @@ using namespace std::chrono_literals;
 enum class Victim { kWorker, kExecutor, kAm };
 const char* Name(Victim v) { return v == Victim::kWorker ? "worker" : v == Victim::kExecutor ? "executor" : "AM"; }
 
-std::string Cmdline(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::replace(s.begin(), s.end(), '\0', ' ');
-  return s;
-}
-
-// The victim among this job's own processes only: those with both LOOM_JOB_ID=<the job's id>
-// (from the test's private $LOOM_HOME) and LOOM_TASK_ID=worker:N. A task id alone matches any
-// job's worker on the machine, a user's included.
+// The victim among this job's own processes only (MiniLoom::TaskProcesses).
 pid_t FindPid(MiniLoom& loom, const std::string& id, Victim victim, int task_index) {
   if (victim == Victim::kAm) return static_cast<pid_t>(std::stoi(ReadFile(loom.Dir(id).am_pid()).value_or("0")));
-  std::vector<pid_t> of_job = MiniLoom::JobProcesses(id);
-  for (pid_t p : FindProcessesWithEnv("LOOM_TASK_ID=worker:" + std::to_string(task_index))) {
-    if (std::find(of_job.begin(), of_job.end(), p) == of_job.end()) continue;
-    bool is_executor = Cmdline(p).find(" executor") != std::string::npos;
-    if (is_executor == (victim == Victim::kExecutor)) return p;
-  }
-  return 0;
+  std::vector<pid_t> pids =
+      MiniLoom::TaskProcesses(id, "worker:" + std::to_string(task_index), victim == Victim::kExecutor);
+  return pids.empty() ? 0 : pids.front();
 }
 
 // A process that looks like another job's worker and executor (the same LOOM_TASK_ID, another

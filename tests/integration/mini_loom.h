@@ -191,6 +191,18 @@ class MiniLoom {
     return dir ? cluster::local::JobProcesses(*dir) : FindProcessesWithEnv("LOOM_JOB_ID=" + id);
   }
 
+  // Of job `id`'s live processes, those of task `task` ("worker:1"): its executor (`loom
+  // executor`) when `executor`, else the processes it started. Only the job's own: a task id
+  // alone matches any job's task on the machine, a user's included.
+  static std::vector<pid_t> TaskProcesses(const std::string& id, const std::string& task, bool executor) {
+    std::vector<pid_t> of_job = JobProcesses(id), out;
+    for (pid_t p : FindProcessesWithEnv("LOOM_TASK_ID=" + task)) {
+      if (std::find(of_job.begin(), of_job.end(), p) == of_job.end()) continue;
+      if ((CountRole({p}, "executor") == 1) == executor) out.push_back(p);
+    }
+    return out;
+  }
+
   // Waits until the (only) job has `tasks` tasks, all RUNNING, and at least `processes` processes
   // alive; returns its id, "" (with a failure that says how far it got) on timeout.
   std::string WaitUntilRunningWithProcesses(size_t tasks, size_t processes) const {

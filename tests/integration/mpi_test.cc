@@ -187,14 +187,18 @@ TEST(MpiJob, KillStopsTheRanksEverywhere) {
 
 TEST(MpiJob, ATaskThatHoldsRanksEndingFirstFailsTheJob) {
   MiniLoom loom;
-  std::vector<std::string> args = MpiSubmitArgs(2, "--sleep 120");
-  // worker:1's executor dies once its ranks are up (they then sleep): its daemon and ranks go
+  Subprocess submit = loom.Start(MpiSubmitArgs(2, "--sleep 120"), "submit");
+  std::string id = loom.WaitUntilRunning(3, 30s);
+  ASSERT_FALSE(id.empty());
+  // Once every rank is up (they then sleep), worker:1's executor dies: its daemon and ranks go
   // with it.
-  Subprocess submit = loom.Start(args, "submit", {{"LOOM_TEST_CRASH_EXECUTOR_MS", "worker:1=2000"}});
+  ASSERT_TRUE(loom::testing::Eventually([&] { return ParseRanks(loom.TaskOutput(id, {"launcher", 0})).size() == 4; }, 20s))
+      << loom.TaskOutput(id, {"launcher", 0}, true);
+  std::vector<pid_t> executor = MiniLoom::TaskProcesses(id, "worker:1", /*executor=*/true);
+  ASSERT_EQ(executor.size(), 1u) << MiniLoom::DescribeProcesses(MiniLoom::JobProcesses(id));
+  ::kill(executor[0], SIGKILL);
   RunResult r = loom.Collect(submit, "submit");
-  std::string id = loom.OnlyJobId();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  ASSERT_EQ(ParseRanks(loom.TaskOutput(id, {"launcher", 0})).size(), 4u) << "the ranks were not up in time";
   history::JobView view = loom.View(id);
   EXPECT_EQ(view.state, "FAILED");
   EXPECT_THAT(view.diagnostics, HasSubstr("MPI task worker:1 ended before the launcher"));

@@ -131,7 +131,8 @@ void YarnContainerBroker::HeartbeatLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   // The AM asks for its gang right after Start: the first allocate waits for those asks (a
   // heartbeat at most) instead of going out empty and making them wait for its answer.
-  WaitOnClock(*opts_.clock, wake_, lock, opts_.clock->Now() + opts_.heartbeat, [this] { return stopping_ || !asks_.empty(); });
+  WaitOnClock(*opts_.clock, wake_, lock, opts_.clock->Now() + opts_.heartbeat,
+              [this] { return stopping_ || !asks_.empty(); });
   while (!stopping_) {
     std::vector<ypb::ResourceRequestProto> asks = LastAskPerName(std::move(asks_));
     std::vector<ypb::ContainerIdProto> releases = std::move(releases_);
@@ -194,7 +195,7 @@ void YarnContainerBroker::HeartbeatLoop() {
     // completed (the job's end waits on that).
     auto interval = pending_.empty() && !draining_ ? opts_.heartbeat : opts_.fast_heartbeat;
     WaitOnClock(*opts_.clock, wake_, lock, opts_.clock->Now() + interval,
-              [this] { return stopping_ || heartbeat_now_ || !asks_.empty() || !releases_.empty(); });
+                [this] { return stopping_ || heartbeat_now_ || !asks_.empty() || !releases_.empty(); });
     heartbeat_now_ = false;
   }
 }

@@ -149,6 +149,7 @@ class YarnContainerBroker : public ContainerBroker {
   // Takes allocate's updated_nodes: new nodes, and lost ones whose tasks go elsewhere.
   void UpdateNodesLocked(const ::hadoop::yarn::AllocateResponseProto& response);
   std::vector<PendingRequest> PendingLocked() const;
+
   YarnBrokerOptions opts_;
   std::unique_ptr<hadoop::AmRmClient> rm_;
   ContainerEvents* events_ = nullptr;
