@@ -116,9 +116,8 @@ void ForEachLineBackward(const std::string& path, int64_t max_scan, Fn fn) {
   while (more && pos > stop) {
     const int64_t n = std::min(kChunk, pos - stop);
     pos -= n;
-    std::string text(static_cast<size_t>(n), '\0');
-    ssize_t got = ::pread(fd, text.data(), static_cast<size_t>(n), pos);
-    if (got != n) break;
+    std::string text = ReadAt(fd, pos, n);
+    if (static_cast<int64_t>(text.size()) != n) break;
     text += tail;
     if (!last_line_dropped) {
       size_t nl = text.rfind('\n');
